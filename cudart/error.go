@@ -1,0 +1,152 @@
+package cudart
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a CUDA error code. Runtime (cudaError_t) and driver (CUresult) codes
+// share their numbers for every code this package names.
+type Code int
+
+// Error is a failed CUDA call: the code, its CUDA name and message, and the
+// call that returned it.
+type Error struct {
+	Code    Code
+	Name    string // e.g. "cudaErrorMemoryAllocation"
+	Message string // e.g. "out of memory"
+	Call    string // e.g. "cudaMalloc(4.3 GB)"
+}
+
+// Error formats the call, the CUDA name and the message.
+func (e *Error) Error() string {
+	if e.Call == "" {
+		return fmt.Sprintf("cuda: %s (%d): %s", e.Name, int(e.Code), e.Message)
+	}
+	return fmt.Sprintf("cuda: %s: %s (%d): %s", e.Call, e.Name, int(e.Code), e.Message)
+}
+
+// Is matches any *Error with the same code, so that
+// errors.Is(err, cudart.ErrMemoryAllocation) holds for every out-of-memory
+// error, whichever call returned it.
+func (e *Error) Is(target error) bool {
+	var t *Error
+	if !errors.As(target, &t) {
+		return false
+	}
+	return t.Code == e.Code
+}
+
+// NewError returns the error for code as call returned it, with the name and
+// message CUDA uses for that code.
+func NewError(call string, code Code) *Error {
+	info, ok := codeInfo[code]
+	if !ok {
+		info = codeText{fmt.Sprintf("cudaError(%d)", int(code)), "unknown error"}
+	}
+	return &Error{Code: code, Name: info.name, Message: info.msg, Call: call}
+}
+
+type codeText struct{ name, msg string }
+
+// codeInfo holds the names and messages of the codes the fake returns; the
+// real binding asks CUDA for the text of every code.
+var codeInfo = map[Code]codeText{
+	1:   {"cudaErrorInvalidValue", "invalid argument"},
+	2:   {"cudaErrorMemoryAllocation", "out of memory"},
+	3:   {"cudaErrorInitializationError", "initialization error"},
+	4:   {"cudaErrorCudartUnloading", "driver shutting down"},
+	17:  {"cudaErrorInvalidDevicePointer", "invalid device pointer"},
+	35:  {"cudaErrorInsufficientDriver", "CUDA driver version is insufficient for CUDA runtime version"},
+	36:  {"cudaErrorSetOnActiveProcess", "cannot set while device is active in this process"},
+	100: {"cudaErrorNoDevice", "no CUDA-capable device is detected"},
+	101: {"cudaErrorInvalidDevice", "invalid device ordinal"},
+	208: {"cudaErrorAlreadyMapped", "resource already mapped"},
+	211: {"cudaErrorNotMapped", "resource not mapped"},
+	215: {"cudaErrorUnsupportedLimit", "limit is not supported on this architecture"},
+	400: {"cudaErrorInvalidResourceHandle", "invalid resource handle"},
+	700: {"cudaErrorIllegalAddress", "an illegal memory access was encountered"},
+	712: {"cudaErrorHostMemoryAlreadyRegistered", "part or all of the requested memory range is already mapped"},
+	713: {"cudaErrorHostMemoryNotRegistered", "pointer does not correspond to a registered memory region"},
+	800: {"cudaErrorNotPermitted", "operation not permitted"},
+	801: {"cudaErrorNotSupported", "operation not supported"},
+	999: {"cudaErrorUnknown", "unspecified launch failure"},
+}
+
+// Sentinels for the codes callers most often handle. Match them with
+// errors.Is; the error itself carries the call and CUDA's message.
+var (
+	// ErrInvalidValue: an argument was out of range (cudaErrorInvalidValue).
+	ErrInvalidValue = NewError("", 1)
+	// ErrMemoryAllocation: the device or host is out of memory
+	// (cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY).
+	ErrMemoryAllocation = NewError("", 2)
+	// ErrInitialization: CUDA could not initialise (cudaErrorInitializationError).
+	ErrInitialization = NewError("", 3)
+	// ErrInvalidDevicePointer: a pointer is not one CUDA gave out.
+	ErrInvalidDevicePointer = NewError("", 17)
+	// ErrInsufficientDriver: the driver is older than the runtime.
+	ErrInsufficientDriver = NewError("", 35)
+	// ErrSetOnActiveProcess: a device flag was set after the device was in use.
+	ErrSetOnActiveProcess = NewError("", 36)
+	// ErrNoDevice: no CUDA-capable device is present.
+	ErrNoDevice = NewError("", 100)
+	// ErrInvalidDevice: the device ordinal is out of range.
+	ErrInvalidDevice = NewError("", 101)
+	// ErrAlreadyMapped: a virtual range is already mapped.
+	ErrAlreadyMapped = NewError("", 208)
+	// ErrNotMapped: a virtual range is not mapped.
+	ErrNotMapped = NewError("", 211)
+	// ErrInvalidResourceHandle: a stream or memory handle is not valid.
+	ErrInvalidResourceHandle = NewError("", 400)
+	// ErrIllegalAddress: memory was accessed outside what is mapped or
+	// accessible.
+	ErrIllegalAddress = NewError("", 700)
+	// ErrHostMemoryAlreadyRegistered: a host range was registered twice.
+	ErrHostMemoryAlreadyRegistered = NewError("", 712)
+	// ErrHostMemoryNotRegistered: a host range was unregistered but never registered.
+	ErrHostMemoryNotRegistered = NewError("", 713)
+	// ErrNotPermitted: the operation is not permitted.
+	ErrNotPermitted = NewError("", 800)
+	// ErrNotSupported: the device or driver does not support the operation.
+	ErrNotSupported = NewError("", 801)
+)
+
+// ErrLibraryNotFound means the CUDA runtime library could not be loaded; the
+// *LoadError that wraps it lists every path tried and why each failed.
+var ErrLibraryNotFound = errors.New("cudart: CUDA runtime library not found")
+
+// ErrSymbolNotFound means a loaded library lacks a function the binding needs,
+// usually because it is older than the binding expects.
+var ErrSymbolNotFound = errors.New("cudart: symbol not found")
+
+// ErrNoDriverLibrary means libcuda.so.1 could not be loaded, so the virtual
+// memory calls (driver API) are unavailable; the runtime calls still work.
+var ErrNoDriverLibrary = errors.New("cudart: CUDA driver library (libcuda.so.1) not loaded; virtual memory calls are unavailable")
+
+// ErrNoCgo means the program was built with CGO_ENABLED=0, so CUDA cannot be
+// loaded. Planning and the fake runtime work without cgo.
+var ErrNoCgo = errors.New("cudart: built without cgo (CGO_ENABLED=0); rebuild with cgo enabled to load CUDA")
+
+// ErrClosed means a call was made on a Lib after Close.
+var ErrClosed = errors.New("cudart: library closed")
+
+// LoadError is a failure to load a library: what was tried, and why each
+// attempt failed.
+type LoadError struct {
+	Library string   // what was being loaded, e.g. "CUDA runtime"
+	Tried   []string // each candidate with the loader's message
+	Err     error    // ErrLibraryNotFound or ErrSymbolNotFound
+}
+
+// Error lists every candidate tried.
+func (e *LoadError) Error() string {
+	s := fmt.Sprintf("cudart: cannot load %s (%v); tried:", e.Library, e.Err)
+	for _, t := range e.Tried {
+		s += "\n  " + t
+	}
+	return s
+}
+
+// Unwrap returns ErrLibraryNotFound or ErrSymbolNotFound.
+func (e *LoadError) Unwrap() error { return e.Err }

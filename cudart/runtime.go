@@ -1,0 +1,152 @@
+package cudart
+
+import "unsafe"
+
+// Runtime is what the pool needs from CUDA: device and pinned host memory,
+// copies, memset and synchronisation. *Lib implements it against real CUDA and
+// cudarttest.Fake against memory in the process.
+//
+// Every call that depends on CUDA's current device takes the device ordinal
+// and selects it inside the same call: a goroutine may move to another OS
+// thread between two calls, and the current device is per thread.
+type Runtime interface {
+	// DeviceCount is cudaGetDeviceCount.
+	DeviceCount() (int, error)
+	// MemGetInfo is cudaMemGetInfo: free and total bytes of the device.
+	MemGetInfo(device int) (free, total uint64, err error)
+	// Malloc is cudaMalloc. The memory is 256-byte aligned.
+	Malloc(device int, size uint64) (DevicePtr, error)
+	// Free is cudaFree.
+	Free(device int, p DevicePtr) error
+	// MallocHost is cudaMallocHost: pinned host memory. View it with HostSlice.
+	MallocHost(device int, size uint64) (unsafe.Pointer, error)
+	// FreeHost is cudaFreeHost.
+	FreeHost(p unsafe.Pointer) error
+	// Memcpy is cudaMemcpy. dst and src must have the same length.
+	Memcpy(device int, dst, src Mem, kind MemcpyKind) error
+	// Memset is cudaMemset: n bytes at p set to value.
+	Memset(device int, p DevicePtr, value byte, n uint64) error
+	// DeviceSynchronize is cudaDeviceSynchronize.
+	DeviceSynchronize(device int) error
+}
+
+// Stream is a cudaStream_t. The zero Stream is the legacy default stream.
+type Stream uintptr
+
+// Streams is the stream API and the asynchronous copy.
+type Streams interface {
+	// StreamCreate is cudaStreamCreate on device.
+	StreamCreate(device int) (Stream, error)
+	// StreamSynchronize is cudaStreamSynchronize.
+	StreamSynchronize(device int, s Stream) error
+	// StreamDestroy is cudaStreamDestroy.
+	StreamDestroy(device int, s Stream) error
+	// MemcpyAsync is cudaMemcpyAsync on s. Host memory must stay alive and
+	// unchanged until the stream is synchronised.
+	MemcpyAsync(device int, dst, src Mem, kind MemcpyKind, s Stream) error
+}
+
+// HostAllocator is pinned host memory with flags, mapping into the device
+// address space, and the device flags that govern it.
+type HostAllocator interface {
+	// HostAlloc is cudaHostAlloc.
+	HostAlloc(device int, size uint64, flags HostAllocFlags) (unsafe.Pointer, error)
+	// HostGetDevicePointer is cudaHostGetDevicePointer: the device address of
+	// mapped host memory (HostAllocMapped or HostRegisterMapped).
+	HostGetDevicePointer(device int, p unsafe.Pointer) (DevicePtr, error)
+	// GetDeviceFlags is cudaGetDeviceFlags.
+	GetDeviceFlags(device int) (DeviceFlags, error)
+	// SetDeviceFlags is cudaSetDeviceFlags.
+	SetDeviceFlags(device int, flags DeviceFlags) error
+}
+
+// HostRegisterer pins memory the caller already has.
+type HostRegisterer interface {
+	// HostRegister is cudaHostRegister over all of b.
+	HostRegister(device int, b []byte, flags HostRegisterFlags) error
+	// HostUnregister is cudaHostUnregister of the range starting at b[0].
+	HostUnregister(device int, b []byte) error
+}
+
+// Managed is unified (managed) memory.
+type Managed interface {
+	// MallocManaged is cudaMallocManaged.
+	MallocManaged(device int, size uint64, flags MemAttachFlags) (DevicePtr, error)
+	// MemPrefetchAsync is cudaMemPrefetchAsync to dstDevice (CPUDevice for
+	// host memory) on stream s.
+	MemPrefetchAsync(device int, p DevicePtr, n uint64, dstDevice int, s Stream) error
+}
+
+// AsyncAllocator is stream-ordered allocation from the device's default
+// memory pool: the peer every pool benchmark compares against.
+type AsyncAllocator interface {
+	// MallocAsync is cudaMallocAsync.
+	MallocAsync(device int, size uint64, s Stream) (DevicePtr, error)
+	// FreeAsync is cudaFreeAsync.
+	FreeAsync(device int, p DevicePtr, s Stream) error
+	// MemPoolReleaseThreshold reads the default pool's
+	// cudaMemPoolAttrReleaseThreshold.
+	MemPoolReleaseThreshold(device int) (uint64, error)
+	// SetMemPoolReleaseThreshold sets it: bytes the pool keeps reserved across
+	// synchronisations instead of returning them to the system.
+	SetMemPoolReleaseThreshold(device int, bytes uint64) error
+}
+
+// Device is device selection, limits and versions.
+type Device interface {
+	// SetDevice is cudaSetDevice for the calling OS thread. Prefer passing
+	// the ordinal to each call; this exists for code that calls CUDA itself.
+	SetDevice(device int) error
+	// DeviceGetLimit is cudaDeviceGetLimit.
+	DeviceGetLimit(device int, l Limit) (uint64, error)
+	// DeviceSetLimit is cudaDeviceSetLimit.
+	DeviceSetLimit(device int, l Limit, value uint64) error
+	// RuntimeVersion is cudaRuntimeGetVersion, e.g. 13000 for CUDA 13.0.
+	RuntimeVersion() (int, error)
+	// DriverVersion is cudaDriverGetVersion.
+	DriverVersion() (int, error)
+	// DeviceName is the device's marketing name, e.g. "NVIDIA H200".
+	DeviceName(device int) (string, error)
+}
+
+// PhysHandle is a CUmemGenericAllocationHandle: physical memory from MemCreate.
+type PhysHandle uint64
+
+// VirtualMemory is the driver API's virtual memory management: address space
+// and physical memory taken separately, mapped together, and made accessible
+// per device.
+type VirtualMemory interface {
+	// MemGetAllocationGranularity is cuMemGetAllocationGranularity for pinned
+	// device memory on device; recommended selects the recommended rather
+	// than the minimum granularity. Sizes and offsets of the other calls are
+	// multiples of it.
+	MemGetAllocationGranularity(device int, recommended bool) (uint64, error)
+	// MemCreate is cuMemCreate: size bytes of physical memory on device.
+	MemCreate(device int, size uint64) (PhysHandle, error)
+	// MemRelease is cuMemRelease.
+	MemRelease(h PhysHandle) error
+	// MemAddressReserve is cuMemAddressReserve. A non-zero hint asks for that
+	// address; CUDA may return another, which the caller must check.
+	MemAddressReserve(size, alignment uint64, hint DevicePtr) (DevicePtr, error)
+	// MemAddressFree is cuMemAddressFree.
+	MemAddressFree(p DevicePtr, size uint64) error
+	// MemMap is cuMemMap: size bytes of h, from offset, at p.
+	MemMap(p DevicePtr, size, offset uint64, h PhysHandle) error
+	// MemUnmap is cuMemUnmap.
+	MemUnmap(p DevicePtr, size uint64) error
+	// MemSetAccess is cuMemSetAccess: read-write access to [p, p+size) for
+	// every device listed, in one call.
+	MemSetAccess(p DevicePtr, size uint64, devices []int) error
+}
+
+// Full is every ability: what *Lib and cudarttest.Fake both provide.
+type Full interface {
+	Runtime
+	Streams
+	HostAllocator
+	HostRegisterer
+	Managed
+	AsyncAllocator
+	Device
+	VirtualMemory
+}
