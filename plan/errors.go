@@ -1,0 +1,22 @@
+package plan
+
+import "errors"
+
+// ErrInvalidRequest is wrapped by every error about a request that cannot be
+// planned: a zero size, an alignment that is not a power of two, a negative
+// first step, or a last step before the first.
+var ErrInvalidRequest = errors.New("plan: invalid request")
+
+// ErrOverflow is wrapped when an offset, an aligned size or a sum of sizes
+// would not fit in 64 bits. The planner refuses rather than wrap around,
+// since a wrapped offset would silently overlap another buffer.
+var ErrOverflow = errors.New("plan: size overflows 64 bits")
+
+// ErrOverlap is wrapped by Validate when two requests that are alive at the
+// same step share bytes, and by Plan when placed buffers do.
+var ErrOverlap = errors.New("plan: buffers overlap")
+
+// ErrTrace is wrapped by every error ReadTrace returns about the content of a
+// trace: malformed JSON, a missing field, or a tensor that contradicts the
+// trace.
+var ErrTrace = errors.New("plan: bad trace")

@@ -1,0 +1,108 @@
+package pool
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/cudapool/cudapool/align"
+	"github.com/cudapool/cudapool/cudart"
+)
+
+// arena is one reserved range and the buffers placed in it. Its fields are
+// guarded by the owning Pool's mu.
+type arena struct {
+	kind     Arena
+	capacity uint64
+	devBase  cudart.DevicePtr // device address of byte 0; 0 when the device cannot address it
+	host     unsafe.Pointer   // host address of byte 0; nil for device memory
+	release  func() error     // frees the memory; nil once it has been freed
+
+	placed  []*Buffer
+	pending []*Buffer
+
+	used      uint64 // end of the highest placed buffer
+	peak      uint64 // highest used since New
+	requested uint64 // sum of the placed buffers' sizes
+	unshared  uint64 // sum of the placed buffers' aligned sizes: what no sharing would need
+}
+
+// layout is where Satisfy would put an arena's pending buffers.
+type layout struct {
+	offsets []uint64
+	end     uint64
+	sizes   uint64 // sum of the pending buffers' sizes
+	aligned uint64 // sum of their aligned sizes
+}
+
+// alignedSize is size rounded up to the pool's alignment; Want has already
+// refused sizes for which that overflows.
+func alignedSize(size uint64) uint64 {
+	n, _ := align.Up(size, align.CUDA)
+	return n
+}
+
+// plan computes where the pending buffers go without changing anything, so
+// that Satisfy can refuse the whole batch when one arena does not fit.
+func (a *arena) plan() (layout, error) {
+	l := layout{offsets: make([]uint64, len(a.pending)), end: a.used}
+	for i, b := range a.pending {
+		sz := alignedSize(b.size)
+		off, err := align.Up(l.end, align.CUDA)
+		if err != nil || off+sz < off {
+			return layout{}, a.exhausted(^uint64(0))
+		}
+		l.offsets[i] = off
+		l.end = off + sz
+		l.sizes += b.size
+		l.aligned += sz
+	}
+	if l.end > a.capacity {
+		return layout{}, a.exhausted(l.end)
+	}
+	return l, nil
+}
+
+// apply places the pending buffers where l says and empties the queue.
+func (a *arena) apply(l layout) {
+	for i, b := range a.pending {
+		b.offset = l.offsets[i]
+		b.placed = true
+	}
+	a.placed = append(a.placed, a.pending...)
+	clear(a.pending)
+	a.pending = a.pending[:0]
+	a.used = max(a.used, l.end)
+	a.peak = max(a.peak, a.used)
+	a.requested += l.sizes
+	a.unshared += l.aligned
+}
+
+// reset forgets every buffer, keeping the slices' capacity for the next plan.
+func (a *arena) reset() {
+	clear(a.placed)
+	a.placed = a.placed[:0]
+	clear(a.pending)
+	a.pending = a.pending[:0]
+	a.used, a.requested, a.unshared = 0, 0, 0
+}
+
+func (a *arena) pendingBytes() uint64 {
+	var n uint64
+	for _, b := range a.pending {
+		n += alignedSize(b.size)
+	}
+	return n
+}
+
+func (a *arena) exhausted(need uint64) *ExhaustedError {
+	e := &ExhaustedError{Arena: a.kind, Need: need, Have: a.capacity}
+	for _, b := range a.pending {
+		if b.size > e.LargestBytes {
+			e.LargestBytes, e.LargestName = b.size, b.name
+		}
+	}
+	if e.LargestName == "" && e.LargestBytes > 0 {
+		e.LargestName = fmt.Sprintf("unnamed %d-byte request", e.LargestBytes)
+	}
+	return e
+}

@@ -1,0 +1,93 @@
+package pool
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/cudapool/cudapool/cudart"
+)
+
+// Buffer is a handle to one request. Its address is usable from the Satisfy
+// that places it until the next ReleaseAll or Close; before and after, Ptr and
+// Bytes return an error rather than an address that may belong to another
+// buffer.
+type Buffer struct {
+	p      *Pool
+	arena  Arena
+	size   uint64
+	offset uint64
+	name   string
+	gen    uint64 // the pool generation the buffer belongs to
+	placed bool
+
+	first, last int
+	hasLife     bool
+}
+
+// Offset is the buffer's offset in its arena (a multiple of 256), or 0 before
+// placement.
+func (b *Buffer) Offset() uint64 {
+	b.p.mu.Lock()
+	defer b.p.mu.Unlock()
+	return b.offset
+}
+
+// Size is the requested size in bytes.
+func (b *Buffer) Size() uint64 { return b.size }
+
+// Name is the name given with the Name option, or "" .
+func (b *Buffer) Name() string { return b.name }
+
+// Arena says which arena the buffer is in.
+func (b *Buffer) Arena() Arena { return b.arena }
+
+// Ptr returns the device address of a device buffer, or of a host buffer in a
+// host arena mapped into the device address space.
+func (b *Buffer) Ptr() (cudart.DevicePtr, error) {
+	b.p.mu.Lock()
+	defer b.p.mu.Unlock()
+	if err := b.usable(); err != nil {
+		return 0, err
+	}
+	a := b.p.arenas[b.arena]
+	if a.devBase == 0 {
+		return 0, fmt.Errorf("%w: %s is in the %s arena, which has no device address", ErrWrongArena, b.label(), b.arena)
+	}
+	return a.devBase.Add(b.offset), nil
+}
+
+// Bytes returns a view of a host buffer, len(Bytes()) == Size(). The view must
+// not be used after ReleaseAll or Close.
+func (b *Buffer) Bytes() ([]byte, error) {
+	b.p.mu.Lock()
+	defer b.p.mu.Unlock()
+	if err := b.usable(); err != nil {
+		return nil, err
+	}
+	a := b.p.arenas[b.arena]
+	if a.host == nil {
+		return nil, fmt.Errorf("%w: %s is in the %s arena; use Ptr", ErrWrongArena, b.label(), b.arena)
+	}
+	return unsafe.Slice((*byte)(unsafe.Add(a.host, b.offset)), b.size), nil
+}
+
+// usable says why the handle cannot be used now, if it cannot. The caller
+// holds p.mu.
+func (b *Buffer) usable() error {
+	switch {
+	case b.p.closed:
+		return fmt.Errorf("%w: %s", ErrClosed, b.label())
+	case b.gen != b.p.gen:
+		return fmt.Errorf("%w: %s", ErrReleased, b.label())
+	case !b.placed:
+		return fmt.Errorf("%w: %s", ErrNotPlaced, b.label())
+	}
+	return nil
+}
+
+func (b *Buffer) label() string {
+	if b.name != "" {
+		return fmt.Sprintf("%s buffer %q", b.arena, b.name)
+	}
+	return fmt.Sprintf("unnamed %s buffer of %d bytes", b.arena, b.size)
+}

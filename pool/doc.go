@@ -1,0 +1,31 @@
+// Package pool pre-reserves GPU memory for a program that knows its buffers
+// up front.
+//
+// New takes one device arena (cudaMalloc) and one pinned host arena
+// (cudaMallocHost), once. WantDevice and WantHost queue requests; Satisfy
+// places them at 256-byte-aligned offsets; Commit satisfies and locks the
+// layout; ReleaseAll waits for the device and resets both arenas; Close frees
+// them. It is a Go port of the C++ MY_CUDA_MEMORY_POOL_V1, with the same
+// behaviour, plus the checks a Go user expects: typed errors, stale handles
+// refused, nothing leaked on failure.
+//
+// A request may declare when its buffer is alive with Live(first, last); the
+// pool then lets buffers that are never alive together share bytes.
+//
+// # Caveats
+//
+// A Buffer's address (Ptr) and view (Bytes) are valid from the Satisfy that
+// places it until the next ReleaseAll or Close. The pool refuses stale
+// handles, but it cannot take back an address already handed out: do not keep
+// a pointer or a slice across ReleaseAll.
+//
+// ReleaseAll waits for the whole device (cudaDeviceSynchronize) before it
+// resets, so no kernel still running can write into memory that is about to
+// be reused; work the caller queued on other devices is not waited for.
+//
+// A Pool is safe for concurrent use: one mutex guards the arenas and every
+// handle's placement. Placement order among goroutines is the order their
+// requests took the lock.
+//
+// Nothing is freed by a finalizer: call Close.
+package pool

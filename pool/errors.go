@@ -1,0 +1,62 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dustin/go-humanize"
+)
+
+// ErrClosed is returned by every call on a pool after Close, and by Ptr and
+// Bytes on a handle whose pool is closed.
+var ErrClosed = errors.New("pool: closed")
+
+// ErrCommitted is returned by WantDevice and WantHost after Commit: the layout
+// is locked until ReleaseAll.
+var ErrCommitted = errors.New("pool: committed; call ReleaseAll before requesting more")
+
+// ErrNotPlaced is returned by Ptr and Bytes on a handle that Satisfy has not
+// placed yet.
+var ErrNotPlaced = errors.New("pool: buffer not placed yet; call Satisfy or Commit first")
+
+// ErrReleased is returned by Ptr and Bytes on a handle from before the last
+// ReleaseAll: its bytes may now belong to another buffer.
+var ErrReleased = errors.New("pool: buffer released by ReleaseAll")
+
+// ErrExhausted is matched (errors.Is) by every *ExhaustedError.
+var ErrExhausted = errors.New("pool: arena exhausted")
+
+// ErrNoArena is returned when a request names an arena the pool did not take
+// (its size option was 0).
+var ErrNoArena = errors.New("pool: arena not reserved")
+
+// ErrInvalidRequest is returned for a request that can never be placed: a zero
+// size, a size that overflows once aligned, or an invalid lifetime.
+var ErrInvalidRequest = errors.New("pool: invalid request")
+
+// ErrInvalidOption is returned by New for an option out of range.
+var ErrInvalidOption = errors.New("pool: invalid option")
+
+// ErrWrongArena is returned by Ptr on a host buffer that has no device
+// address, and by Bytes on a device buffer.
+var ErrWrongArena = errors.New("pool: wrong arena for this call")
+
+// ExhaustedError reports that the queued requests do not fit in an arena.
+// Nothing was placed and the queue was kept, so the caller can ReleaseAll,
+// drop requests by closing the pool, or retry with a bigger pool.
+type ExhaustedError struct {
+	Arena        Arena  // the arena that does not fit
+	Need         uint64 // bytes the arena would need for the placed and queued requests
+	Have         uint64 // the arena's capacity
+	LargestName  string // the largest queued request for that arena
+	LargestBytes uint64
+}
+
+// Error says what was asked and what was available, in human sizes.
+func (e *ExhaustedError) Error() string {
+	return fmt.Sprintf("%s arena: need %s, have %s; largest pending: %q %s",
+		e.Arena, humanize.Bytes(e.Need), humanize.Bytes(e.Have), e.LargestName, humanize.Bytes(e.LargestBytes))
+}
+
+// Is makes errors.Is(err, ErrExhausted) true.
+func (e *ExhaustedError) Is(target error) bool { return target == ErrExhausted }
