@@ -2,7 +2,7 @@
 GO ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@2025.1.1
 GPU_DIR := .gpu
-EXAMPLES := $(notdir $(wildcard examples/*))
+EXAMPLES := $(filter-out internal,$(notdir $(wildcard examples/*)))
 # Packages whose tests matter on a GPU host.
 GPU_PKGS := . ./cudart ./cudart/cudarttest ./pool
 

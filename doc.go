@@ -1,0 +1,32 @@
+// Package cudapool pre-reserves CUDA memory for Go programs that know their
+// buffers up front: inference pipelines that plan every buffer before the
+// first request, batch jobs, and the tests of both.
+//
+// The library is in its subpackages:
+//
+//   - pool: the pool itself. One device arena (cudaMalloc) and one pinned host
+//     arena (cudaMallocHost), taken once; requests queued with WantDevice and
+//     WantHost, placed at 256-byte-aligned offsets by Satisfy, locked by
+//     Commit, reset by ReleaseAll, freed by Close. Buffers that declare their
+//     lifetimes (pool.Live) share memory when they are never alive together.
+//   - plan: lifetime-aware offset planning as a pure function, no CUDA.
+//   - cudart: the CUDA runtime and driver binding, loaded with dlopen at run
+//     time, so programs build and run on machines without CUDA.
+//   - cudart/cudarttest: a fake CUDA runtime with real bytes behind it, fault
+//     injection and leak checks, and the conformance suite every runtime
+//     passes, so users test their own code without a GPU.
+//   - align: overflow-checked alignment arithmetic.
+//
+// A minimal program:
+//
+//	rt, err := cudart.Open()          // or cudarttest.NewFake() in tests
+//	p, err := pool.New(rt, pool.WithDeviceBytes(1<<30), pool.WithHostBytes(256<<20))
+//	defer p.Close()
+//	in, err := p.WantHost(4<<20, pool.Name("input"))
+//	act, err := p.WantDevice(16<<20, pool.Name("activations"))
+//	err = p.Commit()
+//	buf, err := in.Bytes()            // pinned host memory
+//	ptr, err := act.Ptr()             // device address
+//
+// See the README for the measured figures and the errors a caller can get.
+package cudapool

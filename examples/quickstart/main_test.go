@@ -1,0 +1,39 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestQuickstartOnTheFake(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"-runtime=fake"}, &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+	s := out.String()
+	assert.Contains(t, s, "runtime: fake")
+	assert.Contains(t, s, "output matches input")
+	for _, name := range []string{"input.staging", "input", "conv1.out", "conv2.out", "output", "output.staging"} {
+		assert.Contains(t, s, name)
+	}
+	assert.Contains(t, s, "device arena:")
+}
+
+func TestQuickstartRefusesUnknownRuntime(t *testing.T) {
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 1, run([]string{"-runtime=opencl"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), `unknown -runtime "opencl"`)
+}
+
+func TestQuickstartCUDAWithoutCUDAFailsWithTheLoadersMessage(t *testing.T) {
+	t.Setenv("CUDAPOOL_CUDART", "/nonexistent/libcudart.so")
+	var out, errOut bytes.Buffer
+	code := run([]string{"-runtime=cuda"}, &out, &errOut)
+	if code == 0 {
+		t.Skip("CUDA is present on this machine")
+	}
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut.String(), "/nonexistent/libcudart.so")
+}

@@ -1,0 +1,349 @@
+package pool_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/cudapool/cudapool/align"
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/pool"
+)
+
+const (
+	mib = 1 << 20
+	gib = 1 << 30
+)
+
+// newPool returns a pool on a fake that fails the test if anything is left
+// allocated, and closes the pool at cleanup.
+func newPool(t *testing.T, opts ...pool.Option) (*pool.Pool, *cudarttest.Fake) {
+	t.Helper()
+	f := cudarttest.NewFakeT(t)
+	p, err := pool.New(f, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	return p, f
+}
+
+func TestNewDefaultsAreTheCppPools(t *testing.T) {
+	p, f := newPool(t)
+	st := p.Stats()
+	assert.Equal(t, uint64(4*gib), st.Device.Capacity)
+	assert.Equal(t, uint64(8*gib), st.Host.Capacity)
+	live := f.Live()
+	assert.Equal(t, 1, live.DeviceAllocs)
+	assert.Equal(t, uint64(4*gib), live.DeviceBytes)
+	assert.Equal(t, 1, live.HostAllocs)
+	assert.Equal(t, uint64(8*gib), live.HostBytes)
+}
+
+func TestSatisfyPlacesInOrderAt256ByteOffsets(t *testing.T) {
+	p, _ := newPool(t, pool.WithDeviceBytes(64*mib), pool.WithHostBytes(mib))
+	sizes := []uint64{1, 256, 257, 1000, 4096, 3}
+	want := []uint64{0, 256, 512, 1024, 2048, 6144}
+	bufs := make([]*pool.Buffer, len(sizes))
+	for i, s := range sizes {
+		b, err := p.WantDevice(s)
+		require.NoError(t, err)
+		bufs[i] = b
+	}
+	require.NoError(t, p.Satisfy())
+	base, err := bufs[0].Ptr()
+	require.NoError(t, err)
+	for i, b := range bufs {
+		assert.Equal(t, want[i], b.Offset(), "buffer %d", i)
+		assert.Equal(t, sizes[i], b.Size())
+		ptr, err := b.Ptr()
+		require.NoError(t, err)
+		assert.Equal(t, base.Add(want[i]), ptr)
+		assert.True(t, align.Is(uint64(ptr), align.CUDA))
+	}
+	st := p.Stats().Device
+	assert.Equal(t, uint64(6144+256), st.Used)
+	assert.Equal(t, uint64(1+256+257+1000+4096+3), st.Requested)
+	assert.Equal(t, st.Unshared-st.Requested, st.Padding)
+	assert.Equal(t, 6, st.Placed)
+
+	// A second Satisfy places after the first batch; placed buffers stay.
+	b, err := p.WantDevice(10)
+	require.NoError(t, err)
+	require.NoError(t, p.Satisfy())
+	assert.Equal(t, uint64(6400), b.Offset())
+	assert.Equal(t, want[5], bufs[5].Offset())
+}
+
+func TestExhaustionPlacesNothingAndKeepsTheQueue(t *testing.T) {
+	p, _ := newPool(t, pool.WithDeviceBytes(4*mib), pool.WithHostBytes(4*mib))
+	placed, err := p.WantDevice(mib, pool.Name("weights"))
+	require.NoError(t, err)
+	require.NoError(t, p.Satisfy())
+
+	a, err := p.WantDevice(2*mib, pool.Name("kv-cache"))
+	require.NoError(t, err)
+	b, err := p.WantDevice(1536*1024, pool.Name("scratch"))
+	require.NoError(t, err)
+	h, err := p.WantHost(mib, pool.Name("staging"))
+	require.NoError(t, err)
+
+	err = p.Satisfy()
+	require.Error(t, err)
+	assert.ErrorIs(t, err, pool.ErrExhausted)
+	var ex *pool.ExhaustedError
+	require.ErrorAs(t, err, &ex)
+	assert.Equal(t, pool.Device, ex.Arena)
+	assert.Equal(t, uint64(4*mib), ex.Have)
+	assert.Equal(t, uint64(mib+2*mib+1536*1024), ex.Need)
+	assert.Equal(t, "kv-cache", ex.LargestName)
+	assert.Equal(t, `device arena: need 4.7 MB, have 4.2 MB; largest pending: "kv-cache" 2.1 MB`, err.Error())
+
+	for _, q := range []*pool.Buffer{a, b, h} {
+		_, err := q.Ptr()
+		assert.ErrorIs(t, err, pool.ErrNotPlaced, "the host request must not be placed either")
+	}
+	st := p.Stats()
+	assert.Equal(t, 2, st.Device.Queued)
+	assert.Equal(t, 1, st.Host.Queued)
+	assert.Equal(t, uint64(mib), st.Device.Used)
+	_, err = placed.Ptr()
+	assert.NoError(t, err)
+
+	require.NoError(t, p.ReleaseAll())
+	assert.Zero(t, p.Stats().Device.Queued)
+}
+
+func TestRequestBiggerThanTheArenaIsRefusedAtOnce(t *testing.T) {
+	p, _ := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0))
+	_, err := p.WantDevice(mib+1, pool.Name("too big"))
+	var ex *pool.ExhaustedError
+	require.ErrorAs(t, err, &ex)
+	assert.Equal(t, "too big", ex.LargestName)
+	assert.Zero(t, p.Stats().Device.Queued)
+}
+
+func TestHandleLifecycle(t *testing.T) {
+	p, _ := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib))
+	d, err := p.WantDevice(100, pool.Name("d"))
+	require.NoError(t, err)
+	h, err := p.WantHost(100, pool.Name("h"))
+	require.NoError(t, err)
+
+	_, err = d.Ptr()
+	assert.ErrorIs(t, err, pool.ErrNotPlaced)
+	_, err = h.Bytes()
+	assert.ErrorIs(t, err, pool.ErrNotPlaced)
+
+	require.NoError(t, p.Satisfy())
+	_, err = d.Ptr()
+	assert.NoError(t, err)
+	hb, err := h.Bytes()
+	require.NoError(t, err)
+	assert.Len(t, hb, 100)
+	_, err = d.Bytes()
+	assert.ErrorIs(t, err, pool.ErrWrongArena)
+	_, err = h.Ptr()
+	assert.ErrorIs(t, err, pool.ErrWrongArena)
+
+	require.NoError(t, p.ReleaseAll())
+	_, err = d.Ptr()
+	assert.ErrorIs(t, err, pool.ErrReleased)
+	_, err = h.Bytes()
+	assert.ErrorIs(t, err, pool.ErrReleased)
+
+	d2, err := p.WantDevice(100)
+	require.NoError(t, err)
+	require.NoError(t, p.Satisfy())
+	assert.Zero(t, d2.Offset(), "ReleaseAll resets the arena to offset 0")
+
+	require.NoError(t, p.Close())
+	_, err = d2.Ptr()
+	assert.ErrorIs(t, err, pool.ErrClosed)
+}
+
+func TestCommitLocksUntilReleaseAll(t *testing.T) {
+	p, _ := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib))
+	b, err := p.WantDevice(10)
+	require.NoError(t, err)
+	require.NoError(t, p.Commit())
+	_, err = b.Ptr()
+	require.NoError(t, err, "Commit satisfies the queue")
+	assert.True(t, p.Stats().Committed)
+
+	_, err = p.WantDevice(10)
+	assert.ErrorIs(t, err, pool.ErrCommitted)
+	_, err = p.WantHost(10)
+	assert.ErrorIs(t, err, pool.ErrCommitted)
+	assert.NoError(t, p.Satisfy(), "Satisfy with nothing queued is a no-op")
+
+	require.NoError(t, p.ReleaseAll())
+	assert.False(t, p.Stats().Committed)
+	_, err = p.WantDevice(10)
+	assert.NoError(t, err)
+}
+
+func TestInvalidCalls(t *testing.T) {
+	p, _ := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0))
+	tests := []struct {
+		name string
+		call func() error
+		want error
+	}{
+		{"zero size", func() error { _, err := p.WantDevice(0); return err }, pool.ErrInvalidRequest},
+		{"overflowing size", func() error { _, err := p.WantDevice(^uint64(0) - 3); return err }, pool.ErrInvalidRequest},
+		{"lifetime backwards", func() error { _, err := p.WantDevice(1, pool.Live(5, 3)); return err }, pool.ErrInvalidRequest},
+		{"negative step", func() error { _, err := p.WantDevice(1, pool.Live(-1, 3)); return err }, pool.ErrInvalidRequest},
+		{"step too large", func() error { _, err := p.WantDevice(1, pool.Live(0, pool.MaxStep+1)); return err }, pool.ErrInvalidRequest},
+		{"arena not reserved", func() error { _, err := p.WantHost(1); return err }, pool.ErrNoArena},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.call()
+			require.Error(t, err)
+			assert.ErrorIs(t, err, tt.want)
+			assert.Zero(t, p.Stats().Device.Queued, "nothing queued by a refused request")
+		})
+	}
+}
+
+func TestNewRefusesBadOptions(t *testing.T) {
+	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
+	_, err := pool.New(nil)
+	assert.ErrorIs(t, err, pool.ErrInvalidOption)
+	_, err = pool.New(f, pool.WithDevice(-1))
+	assert.ErrorIs(t, err, pool.ErrInvalidOption)
+	_, err = pool.New(f, pool.WithDevice(2))
+	assert.ErrorIs(t, err, pool.ErrInvalidOption)
+	assert.ErrorContains(t, err, "2 device(s)")
+}
+
+func TestZeroSizedArenasAreNotTaken(t *testing.T) {
+	p, f := newPool(t, pool.WithDeviceBytes(0), pool.WithHostBytes(0))
+	assert.Zero(t, f.Live().DeviceAllocs+f.Live().HostAllocs)
+	assert.False(t, p.Stats().Device.Reserved)
+	_, err := p.WantDevice(1)
+	assert.ErrorIs(t, err, pool.ErrNoArena)
+}
+
+func TestCallsAfterCloseFail(t *testing.T) {
+	p, f := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib))
+	require.NoError(t, p.Close())
+	require.NoError(t, p.Close(), "Close is idempotent")
+	assert.Zero(t, f.Live().DeviceAllocs+f.Live().HostAllocs)
+	_, err := p.WantDevice(1)
+	assert.ErrorIs(t, err, pool.ErrClosed)
+	_, err = p.WantHost(1)
+	assert.ErrorIs(t, err, pool.ErrClosed)
+	assert.ErrorIs(t, p.Satisfy(), pool.ErrClosed)
+	assert.ErrorIs(t, p.Commit(), pool.ErrClosed)
+	assert.ErrorIs(t, p.ReleaseAll(), pool.ErrClosed)
+	assert.True(t, p.Stats().Closed)
+}
+
+// TestNewFaultSweep fails each CUDA call New makes in turn: New must return
+// an error wrapping the injected one and leave nothing allocated.
+func TestNewFaultSweep(t *testing.T) {
+	probe := cudarttest.NewFake()
+	p, err := pool.New(probe, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib))
+	require.NoError(t, err)
+	calls := probe.Calls()
+	require.NoError(t, p.Close())
+	require.NotEmpty(t, calls)
+	for i, name := range calls {
+		t.Run(name, func(t *testing.T) {
+			f := cudarttest.NewFakeT(t)
+			f.FailNth(i+1, 2)
+			_, err := pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib))
+			require.Error(t, err)
+			var ce *cudart.Error
+			assert.ErrorAs(t, err, &ce)
+			assert.ErrorIs(t, err, cudart.ErrMemoryAllocation)
+		})
+	}
+}
+
+func TestReleaseAllWaitsForTheDeviceAndKeepsStateWhenThatFails(t *testing.T) {
+	p, f := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib))
+	b, err := p.WantDevice(10)
+	require.NoError(t, err)
+	require.NoError(t, p.Commit())
+
+	f.FailCall("cudaDeviceSynchronize", 700)
+	err = p.ReleaseAll()
+	assert.ErrorIs(t, err, cudart.ErrIllegalAddress)
+	_, err = b.Ptr()
+	assert.NoError(t, err, "a failed wait resets nothing")
+	assert.True(t, p.Stats().Committed)
+
+	f.ClearFaults()
+	f.ResetCalls()
+	require.NoError(t, p.ReleaseAll())
+	assert.Contains(t, f.Calls(), "cudaDeviceSynchronize")
+}
+
+func TestCloseFaultIsRetried(t *testing.T) {
+	for _, call := range []string{"cudaFree", "cudaFreeHost"} {
+		t.Run(call, func(t *testing.T) {
+			f := cudarttest.NewFakeT(t)
+			p, err := pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib))
+			require.NoError(t, err)
+			f.FailCall(call, 1)
+			err = p.Close()
+			assert.ErrorIs(t, err, cudart.ErrInvalidValue)
+			f.ClearFaults()
+			require.NoError(t, p.Close(), "a second Close frees what the first could not")
+		})
+	}
+}
+
+func TestSatisfyAndReleaseMakeNoAllocatingCUDACalls(t *testing.T) {
+	p, f := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib))
+	f.ResetCalls()
+	_, err := p.WantDevice(10)
+	require.NoError(t, err)
+	require.NoError(t, p.Satisfy())
+	assert.Empty(t, f.Calls(), "placement is pure bookkeeping")
+	require.NoError(t, p.ReleaseAll())
+	assert.Equal(t, []string{"cudaDeviceSynchronize"}, f.Calls())
+}
+
+func TestLogs(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	p, _ := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib), pool.WithLogger(zap.New(core)))
+	for i := 0; i < 10; i++ {
+		_, err := p.WantDevice(10)
+		require.NoError(t, err)
+	}
+	require.NoError(t, p.Commit())
+	require.NoError(t, p.ReleaseAll())
+	require.NoError(t, p.Close())
+	var msgs []string
+	for _, e := range logs.All() {
+		msgs = append(msgs, e.Message)
+	}
+	assert.Equal(t, []string{"cudapool: arenas reserved", "cudapool: committed", "cudapool: released", "cudapool: closed"}, msgs,
+		"nothing per request at Info")
+
+	dcore, dlogs := observer.New(zapcore.DebugLevel)
+	q, _ := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithLogger(zap.New(dcore)))
+	_, err := q.WantDevice(10, pool.Name("x"))
+	require.NoError(t, err)
+	assert.Equal(t, 1, dlogs.FilterMessage("cudapool: request queued").Len())
+}
+
+func TestExhaustionIsLogged(t *testing.T) {
+	core, logs := observer.New(zapcore.WarnLevel)
+	p, _ := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithLogger(zap.New(core)))
+	for i := 0; i < 3; i++ {
+		_, err := p.WantDevice(mib / 2)
+		require.NoError(t, err)
+	}
+	err := p.Satisfy()
+	require.True(t, errors.Is(err, pool.ErrExhausted))
+	assert.Equal(t, 1, logs.FilterMessage("cudapool: arena exhausted").Len())
+}

@@ -1,0 +1,181 @@
+package cudapool_test
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/dustin/go-humanize"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/pool"
+)
+
+// forEachRuntime runs fn as a subtest on the fake and, where CUDA loads and
+// has a device, on real CUDA; the CUDA subtest skips with the loader's reason
+// otherwise.
+func forEachRuntime(t *testing.T, fn func(t *testing.T, rt cudart.Runtime)) {
+	t.Run("fake", func(t *testing.T) {
+		fn(t, cudarttest.NewFakeT(t))
+	})
+	t.Run("cuda", func(t *testing.T) {
+		lib, err := cudart.Open()
+		if err != nil {
+			t.Skipf("no CUDA: %v", err)
+		}
+		t.Cleanup(func() { _ = lib.Close() })
+		if n, err := lib.DeviceCount(); err != nil || n == 0 {
+			t.Skipf("no CUDA device: count %d, %v", n, err)
+		}
+		if name, err := lib.DeviceName(0); err == nil {
+			t.Logf("device 0: %s", name)
+		}
+		fn(t, lib)
+	})
+}
+
+type filled struct {
+	b       *pool.Buffer
+	pattern []byte
+}
+
+// fillRound places n buffers of mixed sizes in both arenas and writes a
+// distinct pattern into each: host buffers directly, device buffers by H2D
+// copy or by memset.
+func fillRound(t *testing.T, rt cudart.Runtime, p *pool.Pool, r *rand.Rand, n int) []filled {
+	t.Helper()
+	out := make([]filled, 0, n)
+	for i := 0; i < n; i++ {
+		size := 1 + r.Uint64N(1<<uint(4+r.IntN(13))) // 1 B to 128 KiB
+		name := pool.Name(fmt.Sprintf("buf%d", i))
+		var b *pool.Buffer
+		var err error
+		if i%3 == 0 {
+			b, err = p.WantHost(size, name)
+		} else {
+			b, err = p.WantDevice(size, name)
+		}
+		require.NoError(t, err)
+		out = append(out, filled{b: b})
+	}
+	require.NoError(t, p.Satisfy())
+	for i := range out {
+		f := &out[i]
+		f.pattern = make([]byte, f.b.Size())
+		seed := byte(i*37 + 11)
+		switch {
+		case f.b.Arena() == pool.Host:
+			for j := range f.pattern {
+				f.pattern[j] = seed ^ byte(j)
+			}
+			hb, err := f.b.Bytes()
+			require.NoError(t, err)
+			copy(hb, f.pattern)
+		case i%2 == 0:
+			for j := range f.pattern {
+				f.pattern[j] = seed + byte(j*7)
+			}
+			ptr, err := f.b.Ptr()
+			require.NoError(t, err)
+			require.NoError(t, rt.Memcpy(p.Device(), cudart.DeviceMem(ptr, f.b.Size()), cudart.HostMem(f.pattern), cudart.HostToDevice))
+		default:
+			for j := range f.pattern {
+				f.pattern[j] = seed
+			}
+			ptr, err := f.b.Ptr()
+			require.NoError(t, err)
+			require.NoError(t, rt.Memset(p.Device(), ptr, seed, f.b.Size()))
+		}
+	}
+	return out
+}
+
+// verify reads every buffer back (device buffers by D2H copy) and compares
+// it with its pattern: any overlap shows as corruption.
+func verify(t *testing.T, rt cudart.Runtime, p *pool.Pool, bufs []filled) {
+	t.Helper()
+	require.NoError(t, rt.DeviceSynchronize(p.Device()))
+	bad := 0
+	for _, f := range bufs {
+		var got []byte
+		if f.b.Arena() == pool.Host {
+			hb, err := f.b.Bytes()
+			require.NoError(t, err)
+			got = hb
+		} else {
+			ptr, err := f.b.Ptr()
+			require.NoError(t, err)
+			got = make([]byte, f.b.Size())
+			require.NoError(t, rt.Memcpy(p.Device(), cudart.HostMem(got), cudart.DeviceMem(ptr, f.b.Size()), cudart.DeviceToHost))
+		}
+		if !bytes.Equal(got, f.pattern) {
+			bad++
+			if bad <= 5 {
+				t.Errorf("%s (%s arena, offset %d, %d bytes) was corrupted", f.b.Name(), f.b.Arena(), f.b.Offset(), f.b.Size())
+			}
+		}
+	}
+	require.Zero(t, bad, "corrupted buffers")
+}
+
+// TestEndToEnd places a few thousand buffers of mixed sizes in both arenas,
+// writes a distinct pattern into each, reads every one back, releases,
+// places again, closes, and checks the device's free memory is back where it
+// started.
+func TestEndToEnd(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, rt cudart.Runtime) {
+		free0, total, err := rt.MemGetInfo(0)
+		require.NoError(t, err)
+		p, err := pool.New(rt, pool.WithDeviceBytes(512<<20), pool.WithHostBytes(256<<20))
+		require.NoError(t, err)
+		during, _, err := rt.MemGetInfo(0)
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, free0-during, uint64(512<<20), "the device arena is taken from the device")
+
+		r := rand.New(rand.NewPCG(42, 1))
+		for round := 0; round < 2; round++ {
+			bufs := fillRound(t, rt, p, r, 3000)
+			verify(t, rt, p, bufs)
+			st := p.Stats()
+			t.Logf("round %d: %d device buffers in %s, %d host buffers in %s", round,
+				st.Device.Placed, humanize.IBytes(st.Device.Used), st.Host.Placed, humanize.IBytes(st.Host.Used))
+			require.NoError(t, p.ReleaseAll())
+			_, err := bufs[0].b.Ptr()
+			require.ErrorIs(t, err, pool.ErrReleased)
+		}
+		require.NoError(t, p.Close())
+		free1, _, err := rt.MemGetInfo(0)
+		require.NoError(t, err)
+		t.Logf("free device memory: %s before New, %s after Close (of %s)",
+			humanize.IBytes(free0), humanize.IBytes(free1), humanize.IBytes(total))
+		assert.InDelta(t, float64(free0), float64(free1), 2<<20, "free memory back where it started")
+	})
+}
+
+// TestExhaustionOnTheDevice asks for more than the arena holds: a typed error,
+// nothing placed, and the pool still usable.
+func TestExhaustionOnTheDevice(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, rt cudart.Runtime) {
+		p, err := pool.New(rt, pool.WithDeviceBytes(64<<20), pool.WithHostBytes(0))
+		require.NoError(t, err)
+		defer func() { require.NoError(t, p.Close()) }()
+		for i := 0; i < 3; i++ {
+			_, err := p.WantDevice(30<<20, pool.Name(fmt.Sprintf("slab%d", i)))
+			require.NoError(t, err)
+		}
+		err = p.Satisfy()
+		require.ErrorIs(t, err, pool.ErrExhausted)
+		t.Log(err)
+		require.NoError(t, p.ReleaseAll())
+		b, err := p.WantDevice(30 << 20)
+		require.NoError(t, err)
+		require.NoError(t, p.Commit())
+		ptr, err := b.Ptr()
+		require.NoError(t, err)
+		require.NoError(t, rt.Memset(p.Device(), ptr, 1, b.Size()))
+	})
+}
