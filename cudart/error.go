@@ -58,7 +58,6 @@ var codeInfo = map[Code]codeText{
 	4:   {"cudaErrorCudartUnloading", "driver shutting down"},
 	17:  {"cudaErrorInvalidDevicePointer", "invalid device pointer"},
 	35:  {"cudaErrorInsufficientDriver", "CUDA driver version is insufficient for CUDA runtime version"},
-	36:  {"cudaErrorSetOnActiveProcess", "cannot set while device is active in this process"},
 	100: {"cudaErrorNoDevice", "no CUDA-capable device is detected"},
 	101: {"cudaErrorInvalidDevice", "invalid device ordinal"},
 	208: {"cudaErrorAlreadyMapped", "resource already mapped"},
@@ -66,6 +65,7 @@ var codeInfo = map[Code]codeText{
 	215: {"cudaErrorUnsupportedLimit", "limit is not supported on this architecture"},
 	400: {"cudaErrorInvalidResourceHandle", "invalid resource handle"},
 	700: {"cudaErrorIllegalAddress", "an illegal memory access was encountered"},
+	708: {"cudaErrorSetOnActiveProcess", "cannot set while device is active in this process"},
 	712: {"cudaErrorHostMemoryAlreadyRegistered", "part or all of the requested memory range is already mapped"},
 	713: {"cudaErrorHostMemoryNotRegistered", "pointer does not correspond to a registered memory region"},
 	800: {"cudaErrorNotPermitted", "operation not permitted"},
@@ -88,7 +88,7 @@ var (
 	// ErrInsufficientDriver: the driver is older than the runtime.
 	ErrInsufficientDriver = NewError("", 35)
 	// ErrSetOnActiveProcess: a device flag was set after the device was in use.
-	ErrSetOnActiveProcess = NewError("", 36)
+	ErrSetOnActiveProcess = NewError("", 708)
 	// ErrNoDevice: no CUDA-capable device is present.
 	ErrNoDevice = NewError("", 100)
 	// ErrInvalidDevice: the device ordinal is out of range.

@@ -28,7 +28,7 @@ type arena struct {
 
 // layout is where Satisfy would put an arena's pending buffers.
 type layout struct {
-	offsets []uint64
+	offsets []uint64 // nil for the bump path: apply recomputes them in order
 	end     uint64
 	sizes   uint64 // sum of the pending buffers' sizes
 	aligned uint64 // sum of their aligned sizes
@@ -43,15 +43,19 @@ func alignedSize(size uint64) uint64 {
 
 // plan computes where the pending buffers go without changing anything, so
 // that Satisfy can refuse the whole batch when one arena does not fit.
+// Requests without lifetimes are bumped, in order, above everything placed,
+// as the C++ pool does; lifetimes go to the planner.
 func (a *arena) plan() (layout, error) {
-	l := layout{offsets: make([]uint64, len(a.pending)), end: a.used}
-	for i, b := range a.pending {
+	if a.pendingHasLifetimes() {
+		return a.planLifetimes()
+	}
+	l := layout{end: a.used}
+	for _, b := range a.pending {
 		sz := alignedSize(b.size)
 		off, err := align.Up(l.end, align.CUDA)
 		if err != nil || off+sz < off {
 			return layout{}, a.exhausted(^uint64(0))
 		}
-		l.offsets[i] = off
 		l.end = off + sz
 		l.sizes += b.size
 		l.aligned += sz
@@ -64,8 +68,14 @@ func (a *arena) plan() (layout, error) {
 
 // apply places the pending buffers where l says and empties the queue.
 func (a *arena) apply(l layout) {
+	next := a.used
 	for i, b := range a.pending {
-		b.offset = l.offsets[i]
+		if l.offsets != nil {
+			b.offset = l.offsets[i]
+		} else {
+			b.offset, _ = align.Up(next, align.CUDA)
+			next = b.offset + alignedSize(b.size)
+		}
 		b.placed = true
 	}
 	a.placed = append(a.placed, a.pending...)

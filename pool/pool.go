@@ -25,6 +25,7 @@ type Pool struct {
 	gen       uint64    // incremented by ReleaseAll: older handles are stale
 	committed bool
 	closed    bool
+	slab      []Buffer // unused handles of the current slab
 }
 
 // New reserves the arenas: the device arena with cudaMalloc and the host arena

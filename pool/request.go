@@ -21,36 +21,53 @@ func (p *Pool) WantHost(size uint64, opts ...WantOption) (*Buffer, error) {
 }
 
 func (p *Pool) want(kind Arena, size uint64, opts []WantOption) (*Buffer, error) {
-	b := &Buffer{p: p, arena: kind, size: size}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b := p.nextBuffer()
+	*b = Buffer{p: p, arena: kind, size: size, gen: p.gen}
 	for _, o := range opts {
 		o(b)
 	}
-	if size == 0 {
-		return nil, fmt.Errorf("%w: %s: size is zero", ErrInvalidRequest, b.label())
-	}
-	if _, err := align.Up(size, align.CUDA); err != nil {
-		return nil, fmt.Errorf("%w: %s: size %d overflows once aligned to %d bytes", ErrInvalidRequest, b.label(), size, align.CUDA)
-	}
-	if err := b.checkLife(); err != nil {
+	if err := p.check(b); err != nil {
 		return nil, err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	switch a := p.arenas[kind]; {
-	case p.closed:
-		return nil, ErrClosed
-	case p.committed:
-		return nil, fmt.Errorf("%w: %s", ErrCommitted, b.label())
-	case a == nil:
-		return nil, fmt.Errorf("%w: the %s arena was not reserved (its size option was 0): %s", ErrNoArena, kind, b.label())
-	case alignedSize(size) > a.capacity:
-		return nil, &ExhaustedError{Arena: kind, Need: alignedSize(size), Have: a.capacity, LargestName: b.name, LargestBytes: size}
-	default:
-		b.gen = p.gen
-		a.pending = append(a.pending, b)
-	}
+	p.arenas[kind].pending = append(p.arenas[kind].pending, b)
+	p.slab = p.slab[1:]
 	if ce := p.log.Check(zap.DebugLevel, "cudapool: request queued"); ce != nil {
 		ce.Write(zap.Stringer("arena", kind), zap.String("name", b.name), zap.String("size", humanize.IBytes(size)))
 	}
 	return b, nil
+}
+
+// check says why b cannot be queued, if it cannot. The caller holds p.mu.
+func (p *Pool) check(b *Buffer) error {
+	a := p.arenas[b.arena]
+	switch {
+	case p.closed:
+		return ErrClosed
+	case b.size == 0:
+		return fmt.Errorf("%w: %s: size is zero", ErrInvalidRequest, b.label())
+	case b.size > ^uint64(0)-(align.CUDA-1):
+		return fmt.Errorf("%w: %s: size %d overflows once aligned to %d bytes", ErrInvalidRequest, b.label(), b.size, align.CUDA)
+	case p.committed:
+		return fmt.Errorf("%w: %s", ErrCommitted, b.label())
+	case a == nil:
+		return fmt.Errorf("%w: the %s arena was not reserved (its size option was 0): %s", ErrNoArena, b.arena, b.label())
+	case alignedSize(b.size) > a.capacity:
+		return &ExhaustedError{Arena: b.arena, Need: alignedSize(b.size), Have: a.capacity, LargestName: b.name, LargestBytes: b.size}
+	}
+	return b.checkLife()
+}
+
+// slabSize is how many handles one allocation holds: a program placing
+// thousands of buffers makes a few dozen allocations instead of thousands.
+const slabSize = 128
+
+// nextBuffer returns the next unused handle of the current slab; want takes
+// it off the slab only once the request is accepted. The caller holds p.mu.
+func (p *Pool) nextBuffer() *Buffer {
+	if len(p.slab) == 0 {
+		p.slab = make([]Buffer, slabSize)
+	}
+	return &p.slab[0]
 }

@@ -3,6 +3,7 @@
 package runtimeflag
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -28,10 +29,19 @@ func Open(which string) (cudart.Full, string, func(), error) {
 		if which == "cuda" {
 			return nil, "", nil, err
 		}
-		first, _, _ := strings.Cut(err.Error(), "\n")
-		return cudarttest.NewFake(), "fake (cudarttest, no GPU used); CUDA unavailable: " + first, func() {}, nil
+		return cudarttest.NewFake(), "fake (cudarttest, no GPU used); CUDA unavailable: " + summary(err), func() {}, nil
 	}
 	return nil, "", nil, fmt.Errorf("unknown -runtime %q: want auto, cuda or fake", which)
+}
+
+// summary is one line about why CUDA is unavailable; -runtime=cuda prints
+// the whole error, with every path the loader tried.
+func summary(err error) string {
+	if errors.Is(err, cudart.ErrLibraryNotFound) {
+		return "no CUDA runtime library found (-runtime=cuda lists the paths tried)"
+	}
+	first, _, _ := strings.Cut(err.Error(), "\n")
+	return first
 }
 
 func openCUDA() (*cudart.Lib, error) {

@@ -1,0 +1,70 @@
+package cudart
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+var _ Full = (*Lib)(nil)
+
+// Lib is the CUDA runtime and driver loaded by Open. It implements Full: every
+// method is one CUDA call that selects the device it is given in the same
+// call, and is safe for concurrent use.
+//
+// A call leaves its device current on the OS thread that ran it; code that
+// makes CUDA calls of its own must select its device itself (SetDevice).
+// Close must not run while other calls on the Lib are in flight: it unloads
+// the code they would be running.
+//
+// The virtual memory calls that take no device (MemRelease, MemAddressReserve,
+// MemAddressFree, MemMap, MemUnmap, MemSetAccess) run in the context of the
+// device of the last MemCreate (device 0 before any), which is how the driver
+// finds a current context for them.
+type Lib struct {
+	be         backend
+	path       string
+	driverPath string
+	driverErr  error // why the driver is not loaded; nil when it is
+
+	closed    atomic.Bool
+	vmmDevice atomic.Int64 // the device of the last MemCreate
+}
+
+// Path is the file of the CUDA runtime Open loaded.
+func (l *Lib) Path() string { return l.path }
+
+// DriverPath is the file of the CUDA driver Open loaded, or "" when it could
+// not be loaded and the virtual memory calls are unavailable.
+func (l *Lib) DriverPath() string { return l.driverPath }
+
+// Close unloads the libraries. It frees nothing: free what was allocated
+// first. Close is idempotent; every other method returns an error wrapping
+// ErrClosed after it.
+func (l *Lib) Close() error {
+	if l.closed.CompareAndSwap(false, true) {
+		l.be.close()
+	}
+	return nil
+}
+
+// fail is the *Error for r, a failed call described by format and args. It is
+// called only on failure, so the hot path formats nothing.
+func (l *Lib) fail(r ret, format string, args ...any) error {
+	name, msg := l.be.text(r)
+	if name == "" {
+		e := NewError("", r.code)
+		name, msg = e.Name, e.Message
+	}
+	return &Error{Code: r.code, Name: name, Message: msg, Call: fmt.Sprintf(format, args...)}
+}
+
+// closedError is the error of fn called after Close.
+func closedError(fn string) error { return fmt.Errorf("%s: %w", fn, ErrClosed) }
+
+// invalid is the error of a call refused before it reached CUDA: an
+// *Error with CUDA's code for an invalid argument, and why.
+func invalid(call, why string) error {
+	e := NewError(call, ErrInvalidValue.Code)
+	e.Message += ": " + why
+	return e
+}

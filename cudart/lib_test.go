@@ -1,0 +1,275 @@
+package cudart
+
+import (
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// method is one exported method of Lib and the CUDA function it calls.
+type method struct {
+	fn string
+	// dev: the method takes a device ordinal and passes it on. Otherwise the
+	// device the backend sees is -1 (none) or, for virtual memory, that of the
+	// last MemCreate.
+	dev    bool
+	driver bool // it needs libcuda
+	call   func(l *Lib, dev int) error
+}
+
+func methods() []method {
+	host := make([]byte, 64)
+	hp := unsafe.Pointer(&host[0])
+	d := DeviceMem(0x1000, 64)
+	h := HostMem(host)
+	return []method{
+		{"cudaGetDeviceCount", false, false, func(l *Lib, _ int) error { _, err := l.DeviceCount(); return err }},
+		{"cudaMemGetInfo", true, false, func(l *Lib, dev int) error { _, _, err := l.MemGetInfo(dev); return err }},
+		{"cudaMalloc", true, false, func(l *Lib, dev int) error { _, err := l.Malloc(dev, 64); return err }},
+		{"cudaFree", true, false, func(l *Lib, dev int) error { return l.Free(dev, 0x1000) }},
+		{"cudaMallocHost", true, false, func(l *Lib, dev int) error { _, err := l.MallocHost(dev, 64); return err }},
+		{"cudaFreeHost", false, false, func(l *Lib, _ int) error { return l.FreeHost(hp) }},
+		{"cudaMemcpy", true, false, func(l *Lib, dev int) error { return l.Memcpy(dev, d, h, HostToDevice) }},
+		{"cudaMemset", true, false, func(l *Lib, dev int) error { return l.Memset(dev, 0x1000, 7, 64) }},
+		{"cudaDeviceSynchronize", true, false, func(l *Lib, dev int) error { return l.DeviceSynchronize(dev) }},
+		{"cudaStreamCreate", true, false, func(l *Lib, dev int) error { _, err := l.StreamCreate(dev); return err }},
+		{"cudaStreamSynchronize", true, false, func(l *Lib, dev int) error { return l.StreamSynchronize(dev, 1) }},
+		{"cudaStreamDestroy", true, false, func(l *Lib, dev int) error { return l.StreamDestroy(dev, 1) }},
+		{"cudaMemcpyAsync", true, false, func(l *Lib, dev int) error { return l.MemcpyAsync(dev, h, d, DeviceToHost, 1) }},
+		{"cudaHostAlloc", true, false, func(l *Lib, dev int) error { _, err := l.HostAlloc(dev, 64, HostAllocMapped); return err }},
+		{"cudaHostGetDevicePointer", true, false, func(l *Lib, dev int) error { _, err := l.HostGetDevicePointer(dev, hp); return err }},
+		{"cudaGetDeviceFlags", true, false, func(l *Lib, dev int) error { _, err := l.GetDeviceFlags(dev); return err }},
+		{"cudaSetDeviceFlags", true, false, func(l *Lib, dev int) error { return l.SetDeviceFlags(dev, DeviceMapHost) }},
+		{"cudaHostRegister", true, false, func(l *Lib, dev int) error { return l.HostRegister(dev, host, HostRegisterMapped) }},
+		{"cudaHostUnregister", true, false, func(l *Lib, dev int) error { return l.HostUnregister(dev, host) }},
+		{"cudaMallocManaged", true, false, func(l *Lib, dev int) error { _, err := l.MallocManaged(dev, 64, MemAttachGlobal); return err }},
+		{"cudaMemPrefetchAsync", true, false, func(l *Lib, dev int) error { return l.MemPrefetchAsync(dev, 0x1000, 64, CPUDevice, 0) }},
+		{"cudaMallocAsync", true, false, func(l *Lib, dev int) error { _, err := l.MallocAsync(dev, 64, 1); return err }},
+		{"cudaFreeAsync", true, false, func(l *Lib, dev int) error { return l.FreeAsync(dev, 0x1000, 1) }},
+		{"cudaMemPoolGetAttribute", true, false, func(l *Lib, dev int) error { _, err := l.MemPoolReleaseThreshold(dev); return err }},
+		{"cudaMemPoolSetAttribute", true, false, func(l *Lib, dev int) error { return l.SetMemPoolReleaseThreshold(dev, 1<<20) }},
+		{"cudaSetDevice", true, false, func(l *Lib, dev int) error { return l.SetDevice(dev) }},
+		{"cudaDeviceGetLimit", true, false, func(l *Lib, dev int) error { _, err := l.DeviceGetLimit(dev, LimitMallocHeapSize); return err }},
+		{"cudaDeviceSetLimit", true, false, func(l *Lib, dev int) error { return l.DeviceSetLimit(dev, LimitMallocHeapSize, 1<<24) }},
+		{"cudaRuntimeGetVersion", false, false, func(l *Lib, _ int) error { _, err := l.RuntimeVersion(); return err }},
+		{"cudaDriverGetVersion", false, false, func(l *Lib, _ int) error { _, err := l.DriverVersion(); return err }},
+		{"cuDeviceGetName", true, true, func(l *Lib, dev int) error { _, err := l.DeviceName(dev); return err }},
+		{"cuMemGetAllocationGranularity", true, true, func(l *Lib, dev int) error { _, err := l.MemGetAllocationGranularity(dev, true); return err }},
+		{"cuMemCreate", true, true, func(l *Lib, dev int) error { _, err := l.MemCreate(dev, 2<<20); return err }},
+		{"cuMemRelease", false, true, func(l *Lib, _ int) error { return l.MemRelease(1) }},
+		{"cuMemAddressReserve", false, true, func(l *Lib, _ int) error { _, err := l.MemAddressReserve(2<<20, 0, 0); return err }},
+		{"cuMemAddressFree", false, true, func(l *Lib, _ int) error { return l.MemAddressFree(0x1000, 2<<20) }},
+		{"cuMemMap", false, true, func(l *Lib, _ int) error { return l.MemMap(0x1000, 2<<20, 0, 1) }},
+		{"cuMemUnmap", false, true, func(l *Lib, _ int) error { return l.MemUnmap(0x1000, 2<<20) }},
+		{"cuMemSetAccess", false, true, func(l *Lib, _ int) error { return l.MemSetAccess(0x1000, 2<<20, []int{0, 1}) }},
+	}
+}
+
+func TestLibPassesDevice(t *testing.T) {
+	for _, m := range methods() {
+		t.Run(m.fn, func(t *testing.T) {
+			rec := newRecorder()
+			l := newRecorderLib(rec, nil)
+			require.NoError(t, m.call(l, 3))
+			want := m.fn + "@-1"
+			switch {
+			case m.dev:
+				want = m.fn + "@3"
+			case m.driver:
+				want = m.fn + "@0"
+			}
+			assert.Equal(t, []string{want}, rec.calls)
+		})
+	}
+}
+
+func TestLibVirtualMemoryUsesDeviceOfLastMemCreate(t *testing.T) {
+	rec := newRecorder()
+	l := newRecorderLib(rec, nil)
+	_, err := l.MemCreate(2, 2<<20)
+	require.NoError(t, err)
+	require.NoError(t, l.MemMap(0x1000, 2<<20, 0, 1))
+	rec.codes["cuMemCreate"] = 2
+	_, err = l.MemCreate(5, 2<<20)
+	require.Error(t, err)
+	require.NoError(t, l.MemSetAccess(0x1000, 2<<20, []int{7}))
+	assert.Equal(t, []string{"cuMemCreate@2", "cuMemMap@2", "cuMemCreate@5", "cuMemSetAccess@2"}, rec.calls,
+		"a failed MemCreate does not change the device")
+}
+
+func TestLibErrors(t *testing.T) {
+	for _, m := range methods() {
+		t.Run(m.fn, func(t *testing.T) {
+			rec := newRecorder()
+			rec.codes[m.fn] = ErrMemoryAllocation.Code
+			err := m.call(newRecorderLib(rec, nil), 1)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrMemoryAllocation)
+			assert.NotErrorIs(t, err, ErrInvalidValue)
+			var ce *Error
+			require.ErrorAs(t, err, &ce)
+			assert.True(t, strings.HasPrefix(ce.Call, m.fn+"("), "call %q names %s", ce.Call, m.fn)
+			switch {
+			case m.fn == "cudaSetDevice":
+				assert.Equal(t, "cudaSetDevice(1)", ce.Call)
+			case m.dev:
+				assert.Contains(t, ce.Call, "device 1")
+			}
+			if strings.HasPrefix(m.fn, "cuda") {
+				assert.Equal(t, "cudaError2", ce.Name, "the runtime names runtime codes")
+			} else {
+				assert.Equal(t, "CUDA_ERROR_2", ce.Name, "the driver names driver codes")
+			}
+		})
+	}
+}
+
+func TestLibErrorIsHumanReadable(t *testing.T) {
+	rec := newRecorder()
+	rec.codes["cudaMalloc"] = 2
+	_, err := newRecorderLib(rec, nil).Malloc(1, 4_300_000_000)
+	require.Error(t, err)
+	assert.Equal(t, "cuda: cudaMalloc(4.3 GB) on device 1: cudaError2 (2): recorded runtime error", err.Error())
+}
+
+func TestLibClosed(t *testing.T) {
+	rec := newRecorder()
+	l := newRecorderLib(rec, nil)
+	require.NoError(t, l.Close())
+	require.NoError(t, l.Close(), "Close is idempotent")
+	assert.Equal(t, 1, rec.closes, "the libraries are unloaded once")
+	for _, m := range methods() {
+		err := m.call(l, 0)
+		assert.ErrorIs(t, err, ErrClosed, m.fn)
+		if assert.Error(t, err) {
+			assert.Contains(t, err.Error(), m.fn, "the error names the call")
+		}
+	}
+	assert.Empty(t, rec.calls, "nothing reaches CUDA after Close")
+}
+
+func TestLibWithoutDriver(t *testing.T) {
+	why := &LoadError{Library: "CUDA driver", Tried: []string{"libcuda.so.1: not found"}, Err: ErrNoDriverLibrary}
+	for _, m := range methods() {
+		t.Run(m.fn, func(t *testing.T) {
+			rec := newRecorder()
+			err := m.call(newRecorderLib(rec, why), 0)
+			if !m.driver {
+				assert.NoError(t, err, "the runtime works without the driver")
+				return
+			}
+			assert.ErrorIs(t, err, ErrNoDriverLibrary)
+			var le *LoadError
+			require.ErrorAs(t, err, &le, "the error says why the driver is missing")
+			assert.Contains(t, err.Error(), "libcuda.so.1: not found")
+			assert.Empty(t, rec.calls)
+		})
+	}
+}
+
+func TestLibRefusesBadArguments(t *testing.T) {
+	host := make([]byte, 16)
+	cases := []struct {
+		name string
+		call func(l *Lib) error
+		want string
+	}{
+		{"copy lengths differ", func(l *Lib) error { return l.Memcpy(0, HostMem(host), DeviceMem(0x1000, 32), DeviceToHost) }, "dst has 16 B (16 B) but src has 32 B (32 B)"},
+		{"async copy lengths differ", func(l *Lib) error {
+			return l.MemcpyAsync(0, DeviceMem(0x1000, 8), HostMem(host), HostToDevice, 0)
+		}, "dst has 8 B"},
+		{"host dst of a copy to device", func(l *Lib) error { return l.Memcpy(0, HostMem(host), HostMem(host), HostToDevice) }, "cudaMemcpyHostToDevice copies host to device, not host to host"},
+		{"device src of a copy from host", func(l *Lib) error {
+			return l.Memcpy(0, HostMem(host), DeviceMem(0x1000, 16), HostToHost)
+		}, "copies host to host, not device to host"},
+		{"unknown kind", func(l *Lib) error { return l.Memcpy(0, HostMem(host), HostMem(host), 9) }, "kind 9 is not a cudaMemcpyKind"},
+		{"register nothing", func(l *Lib) error { return l.HostRegister(0, nil, HostRegisterDefault) }, "no memory to register"},
+		{"unregister nothing", func(l *Lib) error { return l.HostUnregister(0, host[:0]) }, "no memory to unregister"},
+		{"access for no device", func(l *Lib) error { return l.MemSetAccess(0x1000, 2<<20, nil) }, "no device"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := newRecorder()
+			err := c.call(newRecorderLib(rec, nil))
+			assert.ErrorIs(t, err, ErrInvalidValue)
+			var ce *Error
+			require.ErrorAs(t, err, &ce)
+			assert.NotEmpty(t, ce.Call)
+			assert.Contains(t, err.Error(), c.want)
+			assert.Empty(t, rec.calls, "refused before CUDA")
+		})
+	}
+}
+
+func TestMemcpyOfNothingDoesNothing(t *testing.T) {
+	rec := newRecorder()
+	l := newRecorderLib(rec, nil)
+	assert.NoError(t, l.Memcpy(0, DeviceMem(0x1000, 0), HostMem(nil), HostToDevice))
+	assert.NoError(t, l.MemcpyAsync(0, DeviceMem(0, 0), DeviceMem(0x1000, 0), DeviceToDevice, 0))
+	assert.Empty(t, rec.calls)
+}
+
+// TestMemcpyChecksProperty: over random operands, a copy reaches CUDA exactly
+// when the lengths match, are not zero and the kind fits the sides, with the
+// length asked; every refusal is ErrInvalidValue except a fitting empty copy.
+func TestMemcpyChecksProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	mem := func() Mem {
+		n := rng.IntN(4) * 8
+		if rng.IntN(2) == 0 {
+			return HostMem(make([]byte, n))
+		}
+		return DeviceMem(DevicePtr(0x1000+rng.IntN(1<<20)), uint64(n))
+	}
+	for i := range 2000 {
+		dst, src := mem(), mem()
+		kind := MemcpyKind(rng.IntN(7) - 1)
+		async := rng.IntN(2) == 0
+		rec := newRecorder()
+		l := newRecorderLib(rec, nil)
+		var err error
+		if async {
+			err = l.MemcpyAsync(0, dst, src, kind, 0)
+		} else {
+			err = l.Memcpy(0, dst, src, kind)
+		}
+		fits := kind >= HostToHost && kind <= Default &&
+			(kind == Default || (dst.IsHost() == (kind == HostToHost || kind == DeviceToHost) &&
+				src.IsHost() == (kind == HostToHost || kind == HostToDevice)))
+		reaches := dst.Len() == src.Len() && dst.Len() > 0 && fits
+		if reaches {
+			require.NoError(t, err, "case %d: %s <- %s, %s", i, dst, src, kind)
+			require.Equal(t, []uint64{dst.Len()}, rec.copies)
+			continue
+		}
+		require.Empty(t, rec.calls, "case %d: %s <- %s, %s", i, dst, src, kind)
+		if dst.Len() == src.Len() && fits {
+			require.NoError(t, err, "an empty copy does nothing")
+		} else {
+			require.ErrorIs(t, err, ErrInvalidValue)
+		}
+	}
+}
+
+func TestLibPaths(t *testing.T) {
+	l := &Lib{be: newRecorder(), path: "/x/libcudart.so.13", driverPath: "/y/libcuda.so.1"}
+	assert.Equal(t, "/x/libcudart.so.13", l.Path())
+	assert.Equal(t, "/y/libcuda.so.1", l.DriverPath())
+}
+
+func TestFailFallsBackToKnownNames(t *testing.T) {
+	l := newRecorderLib(&silentRecorder{recorder: newRecorder()}, nil)
+	err := l.fail(ret{code: 2}, "cudaMalloc(%d B)", 1)
+	assert.Equal(t, "cuda: cudaMalloc(1 B): cudaErrorMemoryAllocation (2): out of memory", err.Error())
+	assert.True(t, errors.Is(err, ErrMemoryAllocation))
+}
+
+// silentRecorder is a backend whose library has no text for codes.
+type silentRecorder struct{ *recorder }
+
+func (silentRecorder) text(ret) (string, string) { return "", "" }

@@ -1,0 +1,99 @@
+package cudart
+
+import "os"
+
+// Environment variables that name the libraries to load, tried after the
+// paths given as options and before the default names.
+const (
+	// EnvRuntimeLibrary names the CUDA runtime library, e.g.
+	// /opt/cuda/lib64/libcudart.so.13.
+	EnvRuntimeLibrary = "CUDAPOOL_CUDART"
+	// EnvDriverLibrary names the CUDA driver library (libcuda.so.1).
+	EnvDriverLibrary = "CUDAPOOL_CUDA_DRIVER"
+)
+
+// defaultRuntimeNames are the runtime's names in the order tried: the
+// unversioned name a toolkit installs, then the sonames of the CUDA versions
+// the binding supports, newest first; then the same in the toolkit's default
+// directory, for hosts where ldconfig does not list it.
+var defaultRuntimeNames = []string{
+	"libcudart.so",
+	"libcudart.so.13",
+	"libcudart.so.12",
+	"/usr/local/cuda/lib64/libcudart.so",
+	"/usr/local/cuda/lib64/libcudart.so.13",
+	"/usr/local/cuda/lib64/libcudart.so.12",
+}
+
+// defaultDriverNames is the driver's soname, which the driver package puts on
+// the loader's path.
+var defaultDriverNames = []string{"libcuda.so.1"}
+
+// Option configures Open.
+type Option func(*config)
+
+type config struct {
+	runtimePath string
+	driverPath  string
+}
+
+// WithLibraryPath makes Open try path first for the CUDA runtime, before
+// $CUDAPOOL_CUDART and the default names.
+func WithLibraryPath(path string) Option {
+	return func(c *config) { c.runtimePath = path }
+}
+
+// WithDriverLibraryPath makes Open try path first for the CUDA driver, before
+// $CUDAPOOL_CUDA_DRIVER and libcuda.so.1. It must be the driver the runtime
+// itself loads (the one the loader finds as libcuda.so.1): memory from a
+// second copy of the driver is not visible to the runtime.
+func WithDriverLibraryPath(path string) Option {
+	return func(c *config) { c.driverPath = path }
+}
+
+// Open loads the CUDA runtime and, if it can, the driver, and looks up every
+// function the binding calls. It initialises nothing on a GPU.
+//
+// The runtime is the first of these that loads: the WithLibraryPath path,
+// $CUDAPOOL_CUDART, then defaultRuntimeNames. If none loads, the error is a
+// *LoadError wrapping ErrLibraryNotFound that lists each path with the
+// loader's message; if the first that loads lacks a function, a *LoadError
+// wrapping ErrSymbolNotFound that names it. Without cgo the error wraps
+// ErrNoCgo.
+//
+// The driver (libcuda.so.1) is needed only by the virtual memory calls and
+// DeviceName. If it cannot be loaded, Open still succeeds and those calls
+// return an error wrapping ErrNoDriverLibrary that says why.
+func Open(opts ...Option) (*Lib, error) {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	ld, err := load(candidates(c.runtimePath, EnvRuntimeLibrary, defaultRuntimeNames), candidates(c.driverPath, EnvDriverLibrary, defaultDriverNames))
+	if err != nil {
+		return nil, err
+	}
+	return &Lib{be: ld.be, path: ld.path, driverPath: ld.driverPath, driverErr: ld.driverErr}, nil
+}
+
+// loaded is what load found.
+type loaded struct {
+	be         backend
+	path       string // the runtime's file
+	driverPath string // the driver's file; empty when not loaded
+	driverErr  error  // why the driver is not loaded, wrapping ErrNoDriverLibrary
+}
+
+// candidates lists the paths to try in order, without repeats: the option's
+// path, the environment variable's, then the defaults.
+func candidates(option, env string, defaults []string) []string {
+	out := make([]string, 0, len(defaults)+2)
+	seen := make(map[string]bool, len(defaults)+2)
+	for _, p := range append([]string{option, os.Getenv(env)}, defaults...) {
+		if p != "" && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,82 @@
+//go:build cgo
+
+package cudart
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// openMissing opens with opts and the runtime's environment variable set to
+// env, and skips the test where a CUDA runtime is installed, since then Open
+// succeeds through the default names.
+func openMissing(t *testing.T, env string, opts ...Option) *LoadError {
+	t.Helper()
+	t.Setenv(EnvRuntimeLibrary, env)
+	l, err := Open(opts...)
+	if err == nil {
+		require.NoError(t, l.Close())
+		t.Skipf("a CUDA runtime is installed (%s)", l.Path())
+	}
+	require.ErrorIs(t, err, ErrLibraryNotFound)
+	var le *LoadError
+	require.ErrorAs(t, err, &le)
+	return le
+}
+
+func TestOpenListsEveryPathTried(t *testing.T) {
+	le := openMissing(t, "/nonexistent/libcudart.so")
+	require.Len(t, le.Tried, 1+len(defaultRuntimeNames))
+	assert.True(t, strings.HasPrefix(le.Tried[0], "/nonexistent/libcudart.so: "), "the environment variable comes first: %q", le.Tried[0])
+	assert.Contains(t, le.Tried[0], "No such file", "each path carries the loader's message")
+	for i, name := range defaultRuntimeNames {
+		assert.True(t, strings.HasPrefix(le.Tried[i+1], name+": "), "then %s: %q", name, le.Tried[i+1])
+	}
+	msg := le.Error()
+	for _, name := range append([]string{"/nonexistent/libcudart.so"}, defaultRuntimeNames...) {
+		assert.Contains(t, msg, name)
+	}
+	assert.Equal(t, "CUDA runtime", le.Library)
+}
+
+func TestOpenOptionBeforeEnvironment(t *testing.T) {
+	le := openMissing(t, "/nonexistent/env/libcudart.so", WithLibraryPath("/nonexistent/option/libcudart.so"))
+	require.GreaterOrEqual(t, len(le.Tried), 2)
+	assert.True(t, strings.HasPrefix(le.Tried[0], "/nonexistent/option/libcudart.so: "), le.Tried[0])
+	assert.True(t, strings.HasPrefix(le.Tried[1], "/nonexistent/env/libcudart.so: "), le.Tried[1])
+}
+
+func TestOpenNonCUDALibrary(t *testing.T) {
+	for _, lib := range []string{"libm.so.6", "libc.so.6"} {
+		t.Run(lib, func(t *testing.T) {
+			l, err := Open(WithLibraryPath(lib))
+			require.Error(t, err)
+			assert.Nil(t, l)
+			assert.ErrorIs(t, err, ErrSymbolNotFound)
+			assert.NotErrorIs(t, err, ErrLibraryNotFound)
+			var le *LoadError
+			require.ErrorAs(t, err, &le)
+			require.Len(t, le.Tried, 1, "the first library that loads is the one used")
+			assert.Contains(t, le.Tried[0], lib+": lacks ")
+			assert.Contains(t, le.Tried[0], ": cudaGetErrorName, ", "names the first missing function")
+			assert.Contains(t, le.Tried[0], "cudaMemPrefetchAsync")
+		})
+	}
+}
+
+func TestOpenDriverMissingIsNotFatal(t *testing.T) {
+	// A failed load leaves the table alone, so none is needed here.
+	path, err := openDriver(nil, []string{"/nonexistent/libcuda.so.1"})
+	assert.Empty(t, path)
+	assert.ErrorIs(t, err, ErrNoDriverLibrary)
+	assert.Contains(t, err.Error(), "/nonexistent/libcuda.so.1: ")
+
+	path, err = openDriver(nil, []string{"/nonexistent/libcuda.so.1", "libm.so.6"})
+	assert.Empty(t, path)
+	assert.ErrorIs(t, err, ErrNoDriverLibrary)
+	assert.ErrorIs(t, err, ErrSymbolNotFound)
+	assert.Contains(t, err.Error(), "libm.so.6: lacks 13 of the 13 functions needed: cuGetErrorName, ")
+}
