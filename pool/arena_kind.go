@@ -1,7 +1,7 @@
 package pool
 
 // Arena names one of the pool's two arenas.
-type Arena int
+type Arena uint8
 
 const (
 	// Device is the arena in GPU memory (cudaMalloc).

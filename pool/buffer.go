@@ -13,14 +13,17 @@ import (
 // buffer.
 type Buffer struct {
 	p      *Pool
-	arena  Arena
 	size   uint64
 	offset uint64
 	name   string
 	gen    uint64 // the pool generation the buffer belongs to
-	placed bool
 
-	first, last int
+	// Steps fit in int32 (MaxStep) and the flags in bytes, which keeps a
+	// handle at 64 bytes: placing thousands of buffers is bound by memory
+	// traffic.
+	first, last int32
+	arena       Arena
+	placed      bool
 	hasLife     bool
 }
 

@@ -13,7 +13,7 @@ func (b *Buffer) request() plan.Request {
 	if !b.hasLife {
 		return plan.Request{Size: b.size, First: wholeFirst, Last: wholeLast}
 	}
-	return plan.Request{Size: b.size, First: b.first, Last: b.last}
+	return plan.Request{Size: b.size, First: int(b.first), Last: int(b.last)}
 }
 
 func (a *arena) pendingHasLifetimes() bool {

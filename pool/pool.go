@@ -17,6 +17,7 @@ type Pool struct {
 	rt     cudart.Runtime
 	device int
 	log    *zap.Logger
+	debug  bool // the logger is enabled at Debug: log each request
 
 	// mu guards every field below and the placement fields of every Buffer
 	// the pool handed out.
@@ -49,7 +50,7 @@ func New(rt cudart.Runtime, opts ...Option) (*Pool, error) {
 	if cfg.device >= n {
 		return nil, fmt.Errorf("%w: device %d requested, the runtime has %d device(s)", ErrInvalidOption, cfg.device, n)
 	}
-	p := &Pool{rt: rt, device: cfg.device, log: cfg.logger}
+	p := &Pool{rt: rt, device: cfg.device, log: cfg.logger, debug: cfg.logger.Core().Enabled(zap.DebugLevel)}
 	if cfg.deviceBytes > 0 {
 		a, err := p.newDeviceArena(cfg.deviceBytes)
 		if err != nil {

@@ -26,15 +26,17 @@ func (p *Pool) want(kind Arena, size uint64, opts []WantOption) (*Buffer, error)
 	b := p.nextBuffer()
 	*b = Buffer{p: p, arena: kind, size: size, gen: p.gen}
 	for _, o := range opts {
-		o(b)
+		if err := o(b); err != nil {
+			return nil, err
+		}
 	}
 	if err := p.check(b); err != nil {
 		return nil, err
 	}
 	p.arenas[kind].pending = append(p.arenas[kind].pending, b)
 	p.slab = p.slab[1:]
-	if ce := p.log.Check(zap.DebugLevel, "cudapool: request queued"); ce != nil {
-		ce.Write(zap.Stringer("arena", kind), zap.String("name", b.name), zap.String("size", humanize.IBytes(size)))
+	if p.debug {
+		p.log.Debug("cudapool: request queued", zap.Stringer("arena", kind), zap.String("name", b.name), zap.String("size", humanize.IBytes(size)))
 	}
 	return b, nil
 }
@@ -56,7 +58,7 @@ func (p *Pool) check(b *Buffer) error {
 	case alignedSize(b.size) > a.capacity:
 		return &ExhaustedError{Arena: b.arena, Need: alignedSize(b.size), Have: a.capacity, LargestName: b.name, LargestBytes: b.size}
 	}
-	return b.checkLife()
+	return nil
 }
 
 // slabSize is how many handles one allocation holds: a program placing

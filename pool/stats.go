@@ -82,7 +82,7 @@ func (p *Pool) Layout() []Placement {
 			continue
 		}
 		for _, b := range a.placed {
-			pl := Placement{Name: b.name, Arena: b.arena, Offset: b.offset, Size: b.size, First: b.first, Last: b.last, Whole: !b.hasLife}
+			pl := Placement{Name: b.name, Arena: b.arena, Offset: b.offset, Size: b.size, First: int(b.first), Last: int(b.last), Whole: !b.hasLife}
 			out = append(out, pl)
 		}
 	}

@@ -1,0 +1,68 @@
+package cudarttest_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
+)
+
+// A fake device holds real bytes: what is copied in comes back out.
+func ExampleNewFake() {
+	f := cudarttest.NewFake(cudarttest.WithDeviceMemory(1 << 30))
+	p, err := f.Malloc(0, 4)
+	if err != nil {
+		panic(err)
+	}
+	defer f.Free(0, p)
+	if err := f.Memcpy(0, cudart.DeviceMem(p, 4), cudart.HostMem([]byte("gpu!")), cudart.HostToDevice); err != nil {
+		panic(err)
+	}
+	out := make([]byte, 4)
+	if err := f.Memcpy(0, cudart.HostMem(out), cudart.DeviceMem(p, 4), cudart.DeviceToHost); err != nil {
+		panic(err)
+	}
+	free, total, _ := f.MemGetInfo(0)
+	fmt.Printf("%s, %d of %d bytes free\n", out, free, total)
+	// Output: gpu!, 1073741568 of 1073741824 bytes free
+}
+
+// Fault injection makes CUDA fail where a test wants it to, and the failed
+// call changes nothing.
+func ExampleFake_FailCall() {
+	f := cudarttest.NewFake()
+	f.FailCall("cudaMalloc", 2)
+	_, err := f.Malloc(0, 1<<20)
+	fmt.Println(errors.Is(err, cudart.ErrMemoryAllocation), f.Live().DeviceAllocs)
+	fmt.Println(err)
+
+	f.ClearFaults()
+	f.FailNth(2, 700) // the second call from now, whatever it is
+	p, err := f.Malloc(0, 1<<20)
+	fmt.Println(err)
+	fmt.Println(f.DeviceSynchronize(0))
+	fmt.Println(f.Free(0, p), f.Calls())
+	// Output:
+	// true 0
+	// cuda: cudaMalloc(1.0 MB): injected by FailCall("cudaMalloc"): cudaErrorMemoryAllocation (2): out of memory
+	// <nil>
+	// cuda: cudaDeviceSynchronize(device 0): injected by FailNth(2): cudaErrorIllegalAddress (700): an illegal memory access was encountered
+	// <nil> [cudaMalloc cudaMalloc cudaDeviceSynchronize cudaFree]
+}
+
+// CheckLeaks names every allocation still live and the call that made it;
+// NewFakeT runs it when a test ends.
+func ExampleFake_CheckLeaks() {
+	f := cudarttest.NewFake()
+	if _, err := f.Malloc(0, 3<<20); err != nil {
+		panic(err)
+	}
+	err := f.CheckLeaks()
+	fmt.Println(errors.Is(err, cudarttest.ErrLeaked))
+	fmt.Println(err)
+	// Output:
+	// true
+	// cudarttest: CUDA resources still allocated: 1 still live:
+	// 	device memory 0x200000000000 (3.1 MB) from cudaMalloc (call #1)
+}

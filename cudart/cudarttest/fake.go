@@ -1,0 +1,111 @@
+package cudarttest
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/cudapool/cudapool/cudart"
+)
+
+// Fake is an in-process CUDA runtime: see the package documentation. The
+// zero value is not usable; call NewFake.
+type Fake struct {
+	opts options // fixed at NewFake
+
+	// mu guards everything below: the address space and the bytes behind
+	// it, host memory, streams, physical handles, per-device state, the call
+	// log and the pending faults.
+	mu sync.Mutex
+
+	devs    []deviceState
+	regions []*region           // live device address ranges, sorted by base
+	next    uint64              // where the next range may start
+	freed   map[uint64]struct{} // bases of freed ranges, for messages
+
+	hosts    []*hostRange // pinned and registered host memory, sorted by start
+	hostUsed uint64       // bytes of MallocHost and HostAlloc memory
+
+	streams    map[cudart.Stream]streamInfo
+	nextStream cudart.Stream
+
+	phys       map[cudart.PhysHandle]*physical
+	nextHandle cudart.PhysHandle
+
+	calls  []callID
+	seq    int // calls made since NewFake; ResetCalls leaves it alone
+	faults []fault
+
+	scratch, scratch2 []span // resolve buffers reused by copies
+}
+
+// deviceState is what the fake keeps per device.
+type deviceState struct {
+	used      uint64 // bytes counted against the device
+	limits    [3]uint64
+	flags     cudart.DeviceFlags
+	threshold uint64 // default memory pool's release threshold
+}
+
+// The compile-time proof that the fake offers every ability.
+var _ cudart.Full = (*Fake)(nil)
+
+// NewFake returns a fake runtime with one device of 80 GiB unless options say
+// otherwise. It panics on options no GPU could have (a negative device count,
+// a granularity that is not a power of two).
+func NewFake(opts ...Option) *Fake {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := o.validate(); err != nil {
+		panic(err.Error())
+	}
+	f := &Fake{
+		opts:       o,
+		devs:       make([]deviceState, o.devices),
+		next:       spaceBase,
+		freed:      make(map[uint64]struct{}),
+		streams:    make(map[cudart.Stream]streamInfo),
+		nextStream: firstStream,
+		phys:       make(map[cudart.PhysHandle]*physical),
+		nextHandle: 1,
+	}
+	for i := range f.devs {
+		f.devs[i].limits = defaultLimits
+		f.devs[i].flags = cudart.DeviceMapHost
+	}
+	return f
+}
+
+// NewFakeT returns NewFake(opts...) and registers a cleanup that fails t,
+// listing every allocation still live, when the test ends with something
+// still allocated. Cleanups run last-registered first, so create the fake
+// before whatever frees into it at cleanup.
+func NewFakeT(t testing.TB, opts ...Option) *Fake {
+	t.Helper()
+	f := NewFake(opts...)
+	t.Cleanup(func() {
+		if err := f.CheckLeaks(); err != nil {
+			t.Errorf("%v", err)
+		}
+	})
+	return f
+}
+
+// device checks a device ordinal.
+func (f *Fake) device(d int) *failure {
+	if d < 0 || d >= len(f.devs) {
+		return fail(101, "device %d of %d", d, len(f.devs))
+	}
+	return nil
+}
+
+// charge counts n bytes against device d, failing when they are not free.
+func (f *Fake) charge(d int, n uint64) *failure {
+	ds := &f.devs[d]
+	if free := f.opts.deviceMem - ds.used; n > free {
+		return fail(2, "asked for %s, %s free of %s on device %d", human(n), human(free), human(f.opts.deviceMem), d)
+	}
+	ds.used += n
+	return nil
+}

@@ -1,0 +1,76 @@
+package cudarttest
+
+import (
+	"github.com/cudapool/cudapool/cudart"
+)
+
+// MallocManaged is cudaMallocManaged: device-addressable memory counted
+// against device. Size 0 fails with cudaErrorInvalidValue, as CUDA does.
+func (f *Fake) MallocManaged(device int, size uint64, flags cudart.MemAttachFlags) (cudart.DevicePtr, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, x := f.mallocManaged(device, size, flags)
+	if x != nil {
+		return 0, x.err("cudaMallocManaged(%s, 0x%x)", human(size), uint32(flags))
+	}
+	return p, nil
+}
+
+func (f *Fake) mallocManaged(device int, size uint64, flags cudart.MemAttachFlags) (cudart.DevicePtr, *failure) {
+	if x := f.check(callMallocManaged, device); x != nil {
+		return 0, x
+	}
+	if flags != cudart.MemAttachGlobal && flags != cudart.MemAttachHost {
+		return 0, invalid("flags must be cudaMemAttachGlobal or cudaMemAttachHost")
+	}
+	if size == 0 {
+		return 0, invalid("size 0")
+	}
+	return f.newRegion(callMallocManaged, kindManaged, device, size)
+}
+
+// MemPrefetchAsync is cudaMemPrefetchAsync: [p, p+n) must lie in one managed
+// allocation, dstDevice must be a device or cudart.CPUDevice. The fake
+// records the destination (PrefetchedTo).
+func (f *Fake) MemPrefetchAsync(device int, p cudart.DevicePtr, n uint64, dstDevice int, s cudart.Stream) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if x := f.prefetch(device, p, n, dstDevice, s); x != nil {
+		return x.err("cudaMemPrefetchAsync(%s, %s, to device %d, stream 0x%x)", p, human(n), dstDevice, uintptr(s))
+	}
+	return nil
+}
+
+func (f *Fake) prefetch(device int, p cudart.DevicePtr, n uint64, dstDevice int, s cudart.Stream) *failure {
+	if x := f.streamCall(callMemPrefetchAsync, device, s); x != nil {
+		return x
+	}
+	if dstDevice != cudart.CPUDevice {
+		if x := f.device(dstDevice); x != nil {
+			return x
+		}
+	}
+	r := f.containing(uint64(p))
+	if r == nil || r.kind != kindManaged {
+		return invalid("%s is not managed memory", p)
+	}
+	if n > r.end()-uint64(p) {
+		return invalid("range [%s, +%s) runs past the end of %s", p, human(n), r.describe())
+	}
+	r.prefetched = true
+	r.prefetchTo = dstDevice
+	return nil
+}
+
+// PrefetchedTo reports where the managed memory that contains p was last
+// prefetched (a device or cudart.CPUDevice); ok is false when p is not
+// managed memory or was never prefetched.
+func (f *Fake) PrefetchedTo(p cudart.DevicePtr) (device int, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.containing(uint64(p))
+	if r == nil || r.kind != kindManaged || !r.prefetched {
+		return 0, false
+	}
+	return r.prefetchTo, true
+}

@@ -1,0 +1,154 @@
+package cudarttest
+
+import (
+	"github.com/cudapool/cudapool/align"
+	"github.com/cudapool/cudapool/cudart"
+)
+
+// DeviceCount is cudaGetDeviceCount: the number of devices of WithDevices.
+func (f *Fake) DeviceCount() (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if x := f.enter(callGetDeviceCount); x != nil {
+		return 0, x.err("cudaGetDeviceCount()")
+	}
+	return len(f.devs), nil
+}
+
+// MemGetInfo is cudaMemGetInfo. Free memory is what device, managed,
+// stream-ordered and virtual memory physical allocations leave of the total.
+func (f *Fake) MemGetInfo(device int) (free, total uint64, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if x := f.check(callMemGetInfo, device); x != nil {
+		return 0, 0, x.err("cudaMemGetInfo(device %d)", device)
+	}
+	return f.opts.deviceMem - f.devs[device].used, f.opts.deviceMem, nil
+}
+
+// Malloc is cudaMalloc: 256-byte-aligned device memory, counted against the
+// device and backed only where written. Size 0 returns a zero pointer and no
+// error, as CUDA does.
+func (f *Fake) Malloc(device int, size uint64) (cudart.DevicePtr, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, x := f.alloc(callMalloc, kindDevice, device, size)
+	if x != nil {
+		return 0, x.err("cudaMalloc(%s)", human(size))
+	}
+	return p, nil
+}
+
+// Free is cudaFree of device, managed or stream-ordered memory. A zero
+// pointer is a no-op; any other pointer must be the start of a live
+// allocation of those kinds, or Free fails with cudaErrorInvalidValue.
+func (f *Fake) Free(device int, p cudart.DevicePtr) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if x := f.check(callFree, device); x != nil {
+		return x.err("cudaFree(%s)", p)
+	}
+	if p == 0 {
+		return nil
+	}
+	if x := f.free(p, kindDevice, kindManaged, kindAsync); x != nil {
+		return x.err("cudaFree(%s)", p)
+	}
+	return nil
+}
+
+// DeviceSynchronize is cudaDeviceSynchronize. Work completes when it is
+// issued, so there is nothing to wait for.
+func (f *Fake) DeviceSynchronize(device int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if x := f.check(callDeviceSynchronize, device); x != nil {
+		return x.err("cudaDeviceSynchronize(device %d)", device)
+	}
+	return nil
+}
+
+// check enters call c and checks the device ordinal it names.
+func (f *Fake) check(c callID, device int) *failure {
+	if x := f.enter(c); x != nil {
+		return x
+	}
+	return f.device(device)
+}
+
+// alloc makes a device address range of size bytes of kind k, charged to
+// device, for call c. Size 0 gives the zero pointer.
+func (f *Fake) alloc(c callID, k kind, device int, size uint64) (cudart.DevicePtr, *failure) {
+	if x := f.check(c, device); x != nil {
+		return 0, x
+	}
+	if size == 0 {
+		return 0, nil
+	}
+	return f.newRegion(c, k, device, size)
+}
+
+// newRegion places and charges a range of size bytes of kind k on device.
+func (f *Fake) newRegion(c callID, k kind, device int, size uint64) (cudart.DevicePtr, *failure) {
+	charge, err := align.Up(size, align.CUDA)
+	if err != nil {
+		return 0, fail(2, "asked for %s, more than any device holds", human(size))
+	}
+	if x := f.charge(device, charge); x != nil {
+		return 0, x
+	}
+	r := &region{
+		base:   f.place(size, align.CUDA),
+		size:   size,
+		kind:   k,
+		device: device,
+		seq:    f.seq,
+		call:   c,
+		charge: charge,
+	}
+	r.store.size = size
+	r.mem = &r.store
+	f.insert(r)
+	return cudart.DevicePtr(r.base), nil
+}
+
+// free releases the allocation that starts at p, which must be of one of
+// the kinds allowed.
+func (f *Fake) free(p cudart.DevicePtr, allowed ...kind) *failure {
+	a := uint64(p)
+	i, ok := f.index(a)
+	if !ok {
+		if _, was := f.freed[a]; was {
+			return invalid("%s was already freed", p)
+		}
+		if r := f.containing(a); r != nil {
+			return invalid("%s is %s inside %s, not its start", p, human(a-r.base), r.describe())
+		}
+		return invalid("%s was never allocated", p)
+	}
+	r := f.regions[i]
+	for _, k := range allowed {
+		if r.kind == k {
+			f.release(r)
+			return nil
+		}
+	}
+	return invalid("%s is %s; %s", p, r.describe(), freeHint[r.kind])
+}
+
+var freeHint = [...]string{
+	kindDevice:      "free it with cudaFree",
+	kindManaged:     "free it with cudaFree",
+	kindAsync:       "free it with cudaFreeAsync or cudaFree",
+	kindHostAlias:   "free the host memory with cudaFreeHost or cudaHostUnregister",
+	kindReservation: "unmap it with cuMemUnmap and free it with cuMemAddressFree",
+}
+
+// release removes r from the address space and uncharges its device.
+func (f *Fake) release(r *region) {
+	f.remove(r)
+	f.freed[r.base] = struct{}{}
+	if r.charge > 0 {
+		f.devs[r.device].used -= r.charge
+	}
+}

@@ -1,0 +1,5 @@
+package cudarttest
+
+// mapNoReserve is zero on macOS, which does not reserve swap for anonymous
+// mappings anyway.
+const mapNoReserve = 0

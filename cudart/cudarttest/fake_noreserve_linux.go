@@ -1,0 +1,5 @@
+package cudarttest
+
+import "syscall"
+
+const mapNoReserve = syscall.MAP_NORESERVE

@@ -1,0 +1,60 @@
+package cudarttest
+
+import (
+	"fmt"
+
+	"github.com/cudapool/cudapool/align"
+)
+
+// Option configures a Fake.
+type Option func(*options)
+
+type options struct {
+	devices     int
+	deviceMem   uint64
+	granularity uint64
+	hostMem     uint64
+}
+
+// maxDevices bounds WithDevices: access to virtual memory is kept as one bit
+// per device.
+const maxDevices = 64
+
+func defaultOptions() options {
+	return options{
+		devices:     1,
+		deviceMem:   80 << 30,
+		granularity: 2 << 20,
+		hostMem:     1 << 40,
+	}
+}
+
+// WithDevices sets the number of devices (default 1). Zero is allowed, to
+// test code on a machine with no GPU; at most 64.
+func WithDevices(n int) Option { return func(o *options) { o.devices = n } }
+
+// WithDeviceMemory sets each device's memory in bytes (default 80 GiB, an
+// 80 GiB H100). It is only a limit: bytes are backed when first written.
+func WithDeviceMemory(bytes uint64) Option { return func(o *options) { o.deviceMem = bytes } }
+
+// WithGranularity sets the virtual memory allocation granularity, minimum and
+// recommended alike (default 2 MiB, what current GPUs report). It must be a
+// power of two.
+func WithGranularity(bytes uint64) Option { return func(o *options) { o.granularity = bytes } }
+
+// WithHostMemory limits the pinned host memory that MallocHost and HostAlloc
+// may hold at once (default 1 TiB: it is mapped lazily, so only what is
+// touched costs memory).
+func WithHostMemory(bytes uint64) Option { return func(o *options) { o.hostMem = bytes } }
+
+// validate reports options no GPU could have; NewFake panics on them, since
+// they are a mistake in the test, not a condition to handle.
+func (o options) validate() error {
+	if o.devices < 0 || o.devices > maxDevices {
+		return fmt.Errorf("cudarttest: WithDevices(%d): want 0 to %d", o.devices, maxDevices)
+	}
+	if !align.IsPowerOfTwo(o.granularity) || o.granularity < align.CUDA {
+		return fmt.Errorf("cudarttest: WithGranularity(%d): want a power of two of at least %d", o.granularity, align.CUDA)
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+package cudarttest
+
+import (
+	"github.com/cudapool/cudapool/cudart"
+)
+
+// HostRegister is cudaHostRegister over all of b. A range that overlaps
+// memory already registered or pinned fails with
+// cudaErrorHostMemoryAlreadyRegistered (712). With HostRegisterMapped the
+// memory gets a device address from HostGetDevicePointer that aliases b.
+// The fake keeps b alive until HostUnregister.
+func (f *Fake) HostRegister(device int, b []byte, flags cudart.HostRegisterFlags) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if x := f.hostRegister(device, b, flags); x != nil {
+		return x.err("cudaHostRegister(%p, %s, %s)", b, human(uint64(len(b))), flags)
+	}
+	return nil
+}
+
+func (f *Fake) hostRegister(device int, b []byte, flags cudart.HostRegisterFlags) *failure {
+	if x := f.check(callHostRegister, device); x != nil {
+		return x
+	}
+	all := cudart.HostRegisterPortable | cudart.HostRegisterMapped | cudart.HostRegisterIoMemory | cudart.HostRegisterReadOnly
+	if flags&^all != 0 {
+		return invalid("unknown flags 0x%x", uint32(flags))
+	}
+	if len(b) == 0 {
+		return invalid("empty range")
+	}
+	a := uintptrOf(b)
+	if h := f.overlapsHost(a, uintptr(len(b))); h != nil {
+		return fail(712, "overlaps %s", h.describe())
+	}
+	h := &hostRange{start: a, b: b, registered: true, regFlags: flags, seq: f.seq, call: callHostRegister}
+	if flags&cudart.HostRegisterMapped != 0 {
+		f.mapIntoDevice(h, device)
+	}
+	f.insertHost(h)
+	return nil
+}
+
+// HostUnregister is cudaHostUnregister of the registered range that starts
+// at b[0]; anything else fails with cudaErrorHostMemoryNotRegistered (713).
+func (f *Fake) HostUnregister(device int, b []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if x := f.hostUnregister(device, b); x != nil {
+		return x.err("cudaHostUnregister(%p)", b)
+	}
+	return nil
+}
+
+func (f *Fake) hostUnregister(device int, b []byte) *failure {
+	if x := f.check(callHostUnregister, device); x != nil {
+		return x
+	}
+	if len(b) == 0 {
+		return invalid("empty range")
+	}
+	a := uintptrOf(b)
+	h := f.containingHost(a)
+	switch {
+	case h == nil:
+		return fail(713, "not registered")
+	case !h.registered:
+		return fail(713, "is %s, not registered memory", h.describe())
+	case h.start != a:
+		return fail(713, "is %d B inside %s, not its start", a-h.start, h.describe())
+	}
+	f.dropHost(h)
+	return nil
+}

@@ -1,0 +1,155 @@
+package cudarttest
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/cudapool/cudapool/align"
+	"github.com/cudapool/cudapool/cudart"
+)
+
+const (
+	// spaceBase is the lowest fake device address: far above the Go heap
+	// (0xc0_0000_0000) and below where Linux places host mmaps (0x7f..), so
+	// a device address mistaken for a host one is caught.
+	spaceBase uint64 = 0x2000_0000_0000
+	// guardGap is left free after every range, so that an overrun by a few
+	// bytes lands on no allocation and fails.
+	guardGap uint64 = 64 << 10
+)
+
+// kind is what a range of the device address space holds.
+type kind uint8
+
+const (
+	kindDevice kind = iota
+	kindManaged
+	kindAsync
+	kindHostAlias
+	kindReservation
+)
+
+// region is one live range of the device address space.
+type region struct {
+	base   uint64
+	size   uint64
+	kind   kind
+	device int
+	seq    int    // the call that made it, counted from NewFake
+	call   callID // ...and its name
+	charge uint64 // bytes counted against the device
+	mem    backing
+	store  sparse // the bytes of device, managed and async memory
+
+	prefetched bool // managed: MemPrefetchAsync was called
+	prefetchTo int  // managed: its last destination
+
+	host *hostRange // host alias: the host memory it maps
+
+	maps []*mapping // reservation: its mappings, sorted by va
+}
+
+func (r *region) end() uint64 { return r.base + r.size }
+
+// describe names r for leak reports and error messages.
+func (r *region) describe() string {
+	return fmt.Sprintf("%s %s (%s) from %s (call #%d)", kindNames[r.kind], cudart.DevicePtr(r.base), human(r.size), r.call, r.seq)
+}
+
+var kindNames = [...]string{
+	kindDevice:      "device memory",
+	kindManaged:     "managed memory",
+	kindAsync:       "stream-ordered memory",
+	kindHostAlias:   "mapped host memory",
+	kindReservation: "virtual address reservation",
+}
+
+// place picks the address of a new range of size bytes aligned to a: above
+// everything placed so far, past a guard gap. Addresses are never reused, so
+// a stale pointer never reaches a newer allocation.
+func (f *Fake) place(size, a uint64) uint64 {
+	base, err := align.Up(f.next, a)
+	if err != nil {
+		panic(fmt.Sprintf("cudarttest: fake device address space exhausted: %v", err))
+	}
+	f.next = base + size + guardGap
+	return base
+}
+
+// insert adds r to the regions, kept sorted by address.
+func (f *Fake) insert(r *region) {
+	n := len(f.regions)
+	if n == 0 || f.regions[n-1].base < r.base {
+		f.regions = append(f.regions, r)
+		return
+	}
+	i := sort.Search(n, func(i int) bool { return f.regions[i].base > r.base })
+	f.regions = slices.Insert(f.regions, i, r)
+}
+
+// remove drops r from the regions.
+func (f *Fake) remove(r *region) {
+	i, ok := f.index(r.base)
+	if ok && f.regions[i] == r {
+		f.regions = slices.Delete(f.regions, i, i+1)
+	}
+}
+
+// index finds the region starting at p.
+func (f *Fake) index(p uint64) (int, bool) {
+	i := sort.Search(len(f.regions), func(i int) bool { return f.regions[i].base >= p })
+	return i, i < len(f.regions) && f.regions[i].base == p
+}
+
+// containing returns the region that holds address p, or nil.
+func (f *Fake) containing(p uint64) *region {
+	i := sort.Search(len(f.regions), func(i int) bool { return f.regions[i].base > p })
+	if i == 0 {
+		return nil
+	}
+	r := f.regions[i-1]
+	if p >= r.end() {
+		return nil
+	}
+	return r
+}
+
+// overlaps reports whether any region intersects [p, p+n).
+func (f *Fake) overlaps(p, n uint64) bool {
+	i := sort.Search(len(f.regions), func(i int) bool { return f.regions[i].end() > p })
+	return i < len(f.regions) && f.regions[i].base < p+n
+}
+
+// resolve appends to buf the spans that back the device range [p, p+n) as
+// device accesses it. The whole range must lie in one live allocation (or in
+// mapped, accessible memory of one reservation); otherwise nothing is
+// touched and the failure says where the range went wrong.
+func (f *Fake) resolve(buf []span, p cudart.DevicePtr, n uint64, device int) ([]span, *failure) {
+	a := uint64(p)
+	r := f.containing(a)
+	if r == nil {
+		return buf, f.stray(a, n)
+	}
+	if n > r.end()-a {
+		return buf, invalid("range [%s, +%s) runs %s past the end of %s", p, human(n), human(n-(r.end()-a)), r.describe())
+	}
+	if r.kind == kindReservation {
+		return f.resolveMapped(buf, r, a, n, device)
+	}
+	return append(buf, span{b: r.mem, off: a - r.base, n: n}), nil
+}
+
+// stray explains an address that is in no live allocation.
+func (f *Fake) stray(a, n uint64) *failure {
+	p := cudart.DevicePtr(a)
+	if _, ok := f.freed[a]; ok {
+		return invalid("range [%s, +%s) starts at memory that was freed", p, human(n))
+	}
+	i := sort.Search(len(f.regions), func(i int) bool { return f.regions[i].base > a })
+	if i > 0 && a >= f.regions[i-1].end() && a-f.regions[i-1].end() < guardGap {
+		prev := f.regions[i-1]
+		return invalid("range [%s, +%s) starts %s past the end of %s", p, human(n), human(a-prev.end()), prev.describe())
+	}
+	return invalid("range [%s, +%s) is in no live device allocation", p, human(n))
+}

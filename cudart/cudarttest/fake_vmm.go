@@ -1,0 +1,372 @@
+package cudarttest
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/cudapool/cudapool/align"
+	"github.com/cudapool/cudapool/cudart"
+)
+
+// physical is memory from MemCreate. It is freed, and uncharged from its
+// device, once it is released and no mapping uses it, as in CUDA.
+type physical struct {
+	h        cudart.PhysHandle
+	device   int
+	size     uint64
+	mem      sparse
+	maps     int
+	released bool
+	seq      int
+}
+
+func (p *physical) describe() string {
+	s := fmt.Sprintf("physical memory handle %d (%s on device %d) from cuMemCreate (call #%d)", uint64(p.h), human(p.size), p.device, p.seq)
+	if p.released {
+		s += ", released but still mapped"
+	}
+	return s
+}
+
+// mapping is a range of a reservation mapped to physical memory.
+type mapping struct {
+	va, size uint64
+	phys     *physical
+	off      uint64
+	access   uint64 // bit d set once device d may access it
+	seq      int
+}
+
+func (m *mapping) end() uint64 { return m.va + m.size }
+
+func (m *mapping) describe() string {
+	return fmt.Sprintf("mapping %s (%s of handle %d at offset %s) from cuMemMap (call #%d)", cudart.DevicePtr(m.va), human(m.size), uint64(m.phys.h), human(m.off), m.seq)
+}
+
+// maxReservation bounds one address reservation at 2^48 bytes, the virtual
+// address space of current GPUs.
+const maxReservation = 1 << 48
+
+// MemGetAllocationGranularity is cuMemGetAllocationGranularity: the
+// WithGranularity value, minimum and recommended alike.
+func (f *Fake) MemGetAllocationGranularity(device int, recommended bool) (uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if x := f.check(callMemGetAllocationGranularity, device); x != nil {
+		return 0, x.err("cuMemGetAllocationGranularity(device %d, recommended %t)", device, recommended)
+	}
+	return f.opts.granularity, nil
+}
+
+// MemCreate is cuMemCreate: size bytes, a non-zero multiple of the
+// granularity, counted against device until freed.
+func (f *Fake) MemCreate(device int, size uint64) (cudart.PhysHandle, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h, x := f.memCreate(device, size)
+	if x != nil {
+		return 0, x.err("cuMemCreate(%s, device %d)", human(size), device)
+	}
+	return h, nil
+}
+
+func (f *Fake) memCreate(device int, size uint64) (cudart.PhysHandle, *failure) {
+	if x := f.check(callMemCreate, device); x != nil {
+		return 0, x
+	}
+	if x := f.granules("size", size, false); x != nil {
+		return 0, x
+	}
+	if x := f.charge(device, size); x != nil {
+		return 0, x
+	}
+	p := &physical{h: f.nextHandle, device: device, size: size, mem: sparse{size: size}, seq: f.seq}
+	f.nextHandle++
+	f.phys[p.h] = p
+	return p.h, nil
+}
+
+// MemRelease is cuMemRelease. The memory stays usable through existing
+// mappings and is freed when the last is unmapped.
+func (f *Fake) MemRelease(h cudart.PhysHandle) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if x := f.enter(callMemRelease); x != nil {
+		return x.err("cuMemRelease(%d)", uint64(h))
+	}
+	p, x := f.handle(h)
+	if x != nil {
+		return x.err("cuMemRelease(%d)", uint64(h))
+	}
+	p.released = true
+	f.collect(p)
+	return nil
+}
+
+// MemAddressReserve is cuMemAddressReserve: size and alignment (0 for the
+// granularity) are multiples of the granularity. A hint is honoured exactly
+// when it is aligned and nothing lives in the hinted range; otherwise the
+// range goes elsewhere, as CUDA's may.
+func (f *Fake) MemAddressReserve(size, alignment uint64, hint cudart.DevicePtr) (cudart.DevicePtr, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, x := f.reserve(size, alignment, uint64(hint))
+	if x != nil {
+		return 0, x.err("cuMemAddressReserve(%s, alignment %s, hint %s)", human(size), human(alignment), hint)
+	}
+	return p, nil
+}
+
+func (f *Fake) reserve(size, alignment, hint uint64) (cudart.DevicePtr, *failure) {
+	if x := f.enter(callMemAddressReserve); x != nil {
+		return 0, x
+	}
+	if x := f.granules("size", size, false); x != nil {
+		return 0, x
+	}
+	if size > maxReservation {
+		return 0, fail(2, "asked for %s of address space, more than the %s a GPU offers", human(size), human(maxReservation))
+	}
+	if alignment == 0 {
+		alignment = f.opts.granularity
+	}
+	if !align.IsPowerOfTwo(alignment) {
+		return 0, invalid("alignment %d is not a power of two", alignment)
+	}
+	alignment = max(alignment, f.opts.granularity)
+	r := &region{size: size, kind: kindReservation, seq: f.seq, call: callMemAddressReserve}
+	if hint >= spaceBase && align.Is(hint, alignment) && hint+size > hint && !f.overlaps(hint, size) {
+		r.base = hint
+		f.next = max(f.next, hint+size+guardGap)
+	} else {
+		r.base = f.place(size, alignment)
+	}
+	f.insert(r)
+	return cudart.DevicePtr(r.base), nil
+}
+
+// MemAddressFree is cuMemAddressFree of a whole reservation. The fake
+// requires it to be unmapped first.
+func (f *Fake) MemAddressFree(p cudart.DevicePtr, size uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if x := f.addressFree(uint64(p), size); x != nil {
+		return x.err("cuMemAddressFree(%s, %s)", p, human(size))
+	}
+	return nil
+}
+
+func (f *Fake) addressFree(a, size uint64) *failure {
+	if x := f.enter(callMemAddressFree); x != nil {
+		return x
+	}
+	r, x := f.reservation(a, size)
+	if x != nil {
+		return x
+	}
+	switch {
+	case r.base != a || r.size != size:
+		return invalid("range [%s, +%s) is not the whole of %s", cudart.DevicePtr(a), human(size), r.describe())
+	case len(r.maps) > 0:
+		return invalid("%s still has %d mappings; unmap them first", r.describe(), len(r.maps))
+	}
+	f.release(r)
+	return nil
+}
+
+// MemMap is cuMemMap: size bytes of h from offset, at p. Address, size and
+// offset are multiples of the granularity; the range must be reserved, in
+// one reservation, and not mapped; offset+size must fit in h.
+func (f *Fake) MemMap(p cudart.DevicePtr, size, offset uint64, h cudart.PhysHandle) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if x := f.memMap(uint64(p), size, offset, h); x != nil {
+		return x.err("cuMemMap(%s, %s, offset %s, handle %d)", p, human(size), human(offset), uint64(h))
+	}
+	return nil
+}
+
+func (f *Fake) memMap(a, size, offset uint64, h cudart.PhysHandle) *failure {
+	if x := f.enter(callMemMap); x != nil {
+		return x
+	}
+	if x := f.granules("address", a, true); x != nil {
+		return x
+	}
+	if x := f.granules("size", size, false); x != nil {
+		return x
+	}
+	if x := f.granules("offset", offset, true); x != nil {
+		return x
+	}
+	p, x := f.handle(h)
+	if x != nil {
+		return x
+	}
+	if offset > p.size || size > p.size-offset {
+		return invalid("offset %s + size %s exceed %s", human(offset), human(size), p.describe())
+	}
+	r, x := f.reservation(a, size)
+	if x != nil {
+		return x
+	}
+	i := sort.Search(len(r.maps), func(i int) bool { return r.maps[i].end() > a })
+	if i < len(r.maps) && r.maps[i].va < a+size {
+		return invalid("range overlaps %s", r.maps[i].describe())
+	}
+	m := &mapping{va: a, size: size, phys: p, off: offset, seq: f.seq}
+	r.maps = slices.Insert(r.maps, i, m)
+	p.maps++
+	return nil
+}
+
+// MemUnmap is cuMemUnmap of whole mappings with no hole between. Physical
+// memory released and no longer mapped is freed.
+func (f *Fake) MemUnmap(p cudart.DevicePtr, size uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if x := f.unmap(uint64(p), size); x != nil {
+		return x.err("cuMemUnmap(%s, %s)", p, human(size))
+	}
+	return nil
+}
+
+func (f *Fake) unmap(a, size uint64) *failure {
+	if x := f.enter(callMemUnmap); x != nil {
+		return x
+	}
+	r, i, j, x := f.wholeMappings(a, size)
+	if x != nil {
+		return x
+	}
+	for _, m := range r.maps[i:j] {
+		m.phys.maps--
+		f.collect(m.phys)
+	}
+	r.maps = slices.Delete(r.maps, i, j)
+	return nil
+}
+
+// MemSetAccess is cuMemSetAccess: read-write access for each device listed
+// to [p, p+size), which must be whole mappings with no hole between, as
+// CUDA documents ("a fully mapped address range containing all
+// allocations").
+func (f *Fake) MemSetAccess(p cudart.DevicePtr, size uint64, devices []int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if x := f.setAccess(uint64(p), size, devices); x != nil {
+		return x.err("cuMemSetAccess(%s, %s, devices %v)", p, human(size), devices)
+	}
+	return nil
+}
+
+func (f *Fake) setAccess(a, size uint64, devices []int) *failure {
+	if x := f.enter(callMemSetAccess); x != nil {
+		return x
+	}
+	if len(devices) == 0 {
+		return invalid("no devices")
+	}
+	var bits uint64
+	for _, d := range devices {
+		if x := f.device(d); x != nil {
+			return x
+		}
+		bits |= 1 << d
+	}
+	r, i, j, x := f.wholeMappings(a, size)
+	if x != nil {
+		return x
+	}
+	for _, m := range r.maps[i:j] {
+		m.access |= bits
+	}
+	return nil
+}
+
+// resolveMapped appends the spans behind [a, a+n) of reservation r: every
+// byte must be mapped and accessible to device.
+func (f *Fake) resolveMapped(buf []span, r *region, a, n uint64, device int) ([]span, *failure) {
+	bit := uint64(1) << device
+	i := sort.Search(len(r.maps), func(i int) bool { return r.maps[i].end() > a })
+	for cur, end := a, a+n; cur < end; i++ {
+		if i == len(r.maps) || r.maps[i].va > cur {
+			return buf, invalid("%s is reserved (%s) but not mapped", cudart.DevicePtr(cur), r.describe())
+		}
+		m := r.maps[i]
+		if m.access&bit == 0 {
+			return buf, fail(700, "%s is in %s but device %d was never given access with cuMemSetAccess", cudart.DevicePtr(cur), m.describe(), device)
+		}
+		k := min(end, m.end()) - cur
+		buf = append(buf, span{b: &m.phys.mem, off: m.off + cur - m.va, n: k})
+		cur += k
+	}
+	return buf, nil
+}
+
+// wholeMappings finds the mappings [i, j) of one reservation that make up
+// exactly [a, a+size): the range starts where a mapping starts, ends where
+// one ends, and has no hole.
+func (f *Fake) wholeMappings(a, size uint64) (r *region, i, j int, x *failure) {
+	if size == 0 {
+		return nil, 0, 0, invalid("size 0")
+	}
+	r, x = f.reservation(a, size)
+	if x != nil {
+		return nil, 0, 0, x
+	}
+	i = sort.Search(len(r.maps), func(i int) bool { return r.maps[i].end() > a })
+	cur := a
+	for j = i; cur < a+size; j++ {
+		if j == len(r.maps) || r.maps[j].va > cur {
+			return nil, 0, 0, invalid("%s is not mapped", cudart.DevicePtr(cur))
+		}
+		cur = r.maps[j].end()
+	}
+	if r.maps[i].va != a || cur != a+size {
+		return nil, 0, 0, invalid("range [%s, +%s) covers part of a mapping; it must cover whole mappings", cudart.DevicePtr(a), human(size))
+	}
+	return r, i, j, nil
+}
+
+// reservation finds the reservation that holds all of [a, a+size).
+func (f *Fake) reservation(a, size uint64) (*region, *failure) {
+	r := f.containing(a)
+	if r == nil || r.kind != kindReservation {
+		return nil, invalid("%s is not in a range from cuMemAddressReserve", cudart.DevicePtr(a))
+	}
+	if size > r.end()-a {
+		return nil, invalid("range [%s, +%s) runs past the end of %s", cudart.DevicePtr(a), human(size), r.describe())
+	}
+	return r, nil
+}
+
+// handle finds a live, unreleased physical handle.
+func (f *Fake) handle(h cudart.PhysHandle) (*physical, *failure) {
+	p := f.phys[h]
+	switch {
+	case p == nil:
+		return nil, invalid("handle %d is not from cuMemCreate, or was freed", uint64(h))
+	case p.released:
+		return nil, invalid("handle %d was released", uint64(h))
+	}
+	return p, nil
+}
+
+// collect frees p once it is released and unmapped.
+func (f *Fake) collect(p *physical) {
+	if p.released && p.maps == 0 {
+		delete(f.phys, p.h)
+		f.devs[p.device].used -= p.size
+	}
+}
+
+// granules checks that v is a multiple of the granularity, and non-zero
+// unless zeroOK.
+func (f *Fake) granules(what string, v uint64, zeroOK bool) *failure {
+	if (v == 0 && !zeroOK) || !align.Is(v, f.opts.granularity) {
+		return invalid("%s %s (0x%x) is not a non-zero multiple of the granularity %s", what, human(v), v, human(f.opts.granularity))
+	}
+	return nil
+}

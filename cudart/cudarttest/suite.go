@@ -1,0 +1,124 @@
+package cudarttest
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/cudart"
+)
+
+// SuiteOption configures TestRuntime.
+type SuiteOption func(*suite)
+
+// SuiteDevice runs the suite on device ordinal d (default 0).
+func SuiteDevice(d int) SuiteOption { return func(s *suite) { s.dev = d } }
+
+// suite is one run of TestRuntime.
+type suite struct {
+	rt  cudart.Runtime
+	dev int
+}
+
+// TestRuntime checks that rt behaves as CUDA does, in subtests grouped by
+// capability: device info, malloc and free, every copy kind, memset, the
+// errors CUDA reports, pinned host memory, host registration, streams,
+// managed memory, stream-ordered allocation, device limits and versions, and
+// virtual memory. A group whose interface rt does not implement is skipped.
+//
+// It asserts only documented CUDA behaviour, so it holds for real CUDA on a
+// GPU and for the fake alike. It uses a few MiB of device memory and frees
+// everything it allocates, even when an assertion fails.
+func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...SuiteOption) {
+	s := &suite{rt: rt}
+	for _, o := range opts {
+		o(s)
+	}
+	count, err := rt.DeviceCount()
+	require.NoError(t, err, "cudaGetDeviceCount")
+	require.Greater(t, s.dev, -1, "suite device")
+	require.Less(t, s.dev, count, "the suite's device must exist")
+
+	t.Run("DeviceInfo", s.testDeviceInfo)
+	t.Run("MallocFree", s.testMallocFree)
+	t.Run("Memcpy", s.testMemcpy)
+	t.Run("Memset", s.testMemset)
+	t.Run("Errors", s.testErrors)
+	t.Run("PinnedHost", s.testPinnedHost)
+	t.Run("HostAlloc", s.testHostAlloc)
+	t.Run("HostRegister", s.testHostRegister)
+	t.Run("Streams", s.testStreams)
+	t.Run("Managed", s.testManaged)
+	t.Run("Async", s.testAsync)
+	t.Run("Device", s.testDevice)
+	t.Run("VirtualMemory", s.testVirtualMemory)
+}
+
+// once runs free at cleanup unless the returned function ran it first, so
+// that a test frees explicitly where it checks the effect and still frees
+// everything when an assertion stops it early.
+func once(t testing.TB, what string, free func() error) (freeNow func()) {
+	done := false
+	run := func() {
+		if !done {
+			done = true
+			require.NoError(t, free(), what)
+		}
+	}
+	t.Cleanup(func() {
+		if !done {
+			done = true
+			if err := free(); err != nil {
+				t.Errorf("%s at cleanup: %v", what, err)
+			}
+		}
+	})
+	return run
+}
+
+// malloc allocates device memory freed at cleanup.
+func (s *suite) malloc(t testing.TB, n uint64) cudart.DevicePtr {
+	t.Helper()
+	p, err := s.rt.Malloc(s.dev, n)
+	require.NoError(t, err, "cudaMalloc")
+	require.NotZero(t, p, "cudaMalloc")
+	once(t, "cudaFree", func() error { return s.rt.Free(s.dev, p) })
+	return p
+}
+
+// pattern returns n pseudo-random bytes: each copy test uses its own seed, so
+// a copy of the wrong bytes shows.
+func pattern(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	b := make([]byte, n+7)
+	for i := 0; i < n; i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
+	}
+	return b[:n:n]
+}
+
+// read copies n bytes of device memory at p to a new slice.
+func (s *suite) read(t testing.TB, p cudart.DevicePtr, n uint64) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	require.NoError(t, s.rt.Memcpy(s.dev, cudart.HostMem(b), cudart.DeviceMem(p, n), cudart.DeviceToHost))
+	return b
+}
+
+// write copies b to device memory at p.
+func (s *suite) write(t testing.TB, p cudart.DevicePtr, b []byte) {
+	t.Helper()
+	require.NoError(t, s.rt.Memcpy(s.dev, cudart.DeviceMem(p, uint64(len(b))), cudart.HostMem(b), cudart.HostToDevice))
+}
+
+// filled reports the index of the first byte of b that is not v, or -1.
+func filled(b []byte, v byte) int {
+	for i, c := range b {
+		if c != v {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,47 @@
+package cudarttest
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/cudart"
+)
+
+func (s *suite) testDevice(t *testing.T) {
+	d, ok := s.rt.(cudart.Device)
+	if !ok {
+		t.Skip("runtime does not implement cudart.Device")
+	}
+	t.Run("SetDevice", func(t *testing.T) {
+		assert.NoError(t, d.SetDevice(s.dev))
+		count, err := s.rt.DeviceCount()
+		require.NoError(t, err)
+		assert.ErrorIs(t, d.SetDevice(count), cudart.ErrInvalidDevice)
+		assert.NoError(t, d.SetDevice(s.dev), "the suite's device again")
+	})
+	t.Run("Versions", func(t *testing.T) {
+		rv, err := d.RuntimeVersion()
+		require.NoError(t, err)
+		assert.Positive(t, rv)
+		dv, err := d.DriverVersion()
+		require.NoError(t, err)
+		assert.Positive(t, dv)
+	})
+	t.Run("Name", func(t *testing.T) {
+		name, err := d.DeviceName(s.dev)
+		require.NoError(t, err)
+		assert.NotEmpty(t, name)
+	})
+	t.Run("MallocHeapLimit", func(t *testing.T) {
+		old, err := d.DeviceGetLimit(s.dev, cudart.LimitMallocHeapSize)
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, d.DeviceSetLimit(s.dev, cudart.LimitMallocHeapSize, old)) })
+		want := max(2*old, 16*mib)
+		require.NoError(t, d.DeviceSetLimit(s.dev, cudart.LimitMallocHeapSize, want))
+		got, err := d.DeviceGetLimit(s.dev, cudart.LimitMallocHeapSize)
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, got, want, "CUDA may round the heap up, never down")
+	})
+}

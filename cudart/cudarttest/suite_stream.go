@@ -1,0 +1,104 @@
+package cudarttest
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/align"
+	"github.com/cudapool/cudapool/cudart"
+)
+
+func (s *suite) testStreams(t *testing.T) {
+	st, ok := s.rt.(cudart.Streams)
+	if !ok {
+		t.Skip("runtime does not implement cudart.Streams")
+	}
+	const n = 128*kib + 9
+	in, out := s.pinned(t, n), s.pinned(t, n)
+	d := s.malloc(t, n)
+	t.Run("CreatedStream", func(t *testing.T) {
+		stream, err := st.StreamCreate(s.dev)
+		require.NoError(t, err)
+		once(t, "cudaStreamDestroy", func() error { return st.StreamDestroy(s.dev, stream) })
+		copy(in, pattern(50, n))
+		clear(out)
+		require.NoError(t, st.MemcpyAsync(s.dev, cudart.DeviceMem(d, n), cudart.HostMem(in), cudart.HostToDevice, stream))
+		require.NoError(t, st.MemcpyAsync(s.dev, cudart.HostMem(out), cudart.DeviceMem(d, n), cudart.DeviceToHost, stream))
+		require.NoError(t, st.StreamSynchronize(s.dev, stream))
+		assert.True(t, bytes.Equal(in, out), "async round trip on one stream changed the bytes")
+	})
+	t.Run("DefaultStream", func(t *testing.T) {
+		copy(in, pattern(51, n))
+		clear(out)
+		require.NoError(t, st.MemcpyAsync(s.dev, cudart.DeviceMem(d, n), cudart.HostMem(in), cudart.Default, 0))
+		require.NoError(t, st.MemcpyAsync(s.dev, cudart.HostMem(out), cudart.DeviceMem(d, n), cudart.Default, 0))
+		require.NoError(t, st.StreamSynchronize(s.dev, 0))
+		assert.True(t, bytes.Equal(in, out), "async round trip on the default stream changed the bytes")
+	})
+}
+
+func (s *suite) testManaged(t *testing.T) {
+	m, ok := s.rt.(cudart.Managed)
+	if !ok {
+		t.Skip("runtime does not implement cudart.Managed")
+	}
+	const n = mib
+	free, _, err := s.rt.MemGetInfo(s.dev)
+	require.NoError(t, err)
+	if free < 4*n {
+		t.Skipf("only %d bytes free on device %d", free, s.dev)
+	}
+	p, err := m.MallocManaged(s.dev, n, cudart.MemAttachGlobal)
+	require.NoError(t, err)
+	require.NotZero(t, p)
+	once(t, "cudaFree(managed)", func() error { return s.rt.Free(s.dev, p) })
+	assert.True(t, align.Is(uint64(p), align.CUDA), "managed memory %s is 256-byte aligned", p)
+
+	want := pattern(60, n)
+	require.NoError(t, s.rt.Memcpy(s.dev, cudart.DeviceMem(p, n), cudart.HostMem(want), cudart.Default))
+	require.NoError(t, m.MemPrefetchAsync(s.dev, p, n, s.dev, 0), "prefetch to the device")
+	require.NoError(t, s.rt.DeviceSynchronize(s.dev))
+	require.NoError(t, m.MemPrefetchAsync(s.dev, p, n, cudart.CPUDevice, 0), "prefetch to the host")
+	require.NoError(t, s.rt.DeviceSynchronize(s.dev))
+	got := make([]byte, n)
+	require.NoError(t, s.rt.Memcpy(s.dev, cudart.HostMem(got), cudart.DeviceMem(p, n), cudart.Default))
+	assert.True(t, bytes.Equal(want, got), "managed memory changed across prefetches")
+}
+
+func (s *suite) testAsync(t *testing.T) {
+	a, ok := s.rt.(cudart.AsyncAllocator)
+	if !ok {
+		t.Skip("runtime does not implement cudart.AsyncAllocator")
+	}
+	t.Run("ReleaseThreshold", func(t *testing.T) {
+		old, err := a.MemPoolReleaseThreshold(s.dev)
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, a.SetMemPoolReleaseThreshold(s.dev, old)) })
+		want := old + 4*mib
+		require.NoError(t, a.SetMemPoolReleaseThreshold(s.dev, want))
+		got, err := a.MemPoolReleaseThreshold(s.dev)
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
+	})
+	t.Run("MallocFree", func(t *testing.T) {
+		const n = mib + 3
+		p, err := a.MallocAsync(s.dev, n, 0)
+		require.NoError(t, err)
+		require.NotZero(t, p)
+		freeNow := once(t, "cudaFreeAsync", func() error {
+			if err := a.FreeAsync(s.dev, p, 0); err != nil {
+				return err
+			}
+			return s.rt.DeviceSynchronize(s.dev)
+		})
+		assert.True(t, align.Is(uint64(p), align.CUDA), "cudaMallocAsync = %s, not 256-byte aligned", p)
+		require.NoError(t, s.rt.DeviceSynchronize(s.dev))
+		want := pattern(70, n)
+		s.write(t, p, want)
+		assert.True(t, bytes.Equal(want, s.read(t, p, n)), "stream-ordered memory round trip changed the bytes")
+		freeNow()
+	})
+}

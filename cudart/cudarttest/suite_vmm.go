@@ -1,0 +1,134 @@
+package cudarttest
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/align"
+	"github.com/cudapool/cudapool/cudart"
+)
+
+// vmm is the virtual memory part of a suite run.
+type vmm struct {
+	*suite
+	vm cudart.VirtualMemory
+	g  uint64
+}
+
+func (s *suite) testVirtualMemory(t *testing.T) {
+	vm, ok := s.rt.(cudart.VirtualMemory)
+	if !ok {
+		t.Skip("runtime does not implement cudart.VirtualMemory")
+	}
+	gmin, err := vm.MemGetAllocationGranularity(s.dev, false)
+	if errors.Is(err, cudart.ErrNoDriverLibrary) || errors.Is(err, cudart.ErrNotSupported) {
+		t.Skipf("virtual memory unavailable: %v", err)
+	}
+	require.NoError(t, err)
+	grec, err := vm.MemGetAllocationGranularity(s.dev, true)
+	require.NoError(t, err)
+	require.True(t, align.IsPowerOfTwo(gmin), "minimum granularity %d is a power of two", gmin)
+	assert.True(t, align.IsPowerOfTwo(grec), "recommended granularity %d is a power of two", grec)
+	v := &vmm{suite: s, vm: vm, g: gmin}
+	t.Run("MapWriteReadAlias", v.testMapAlias)
+	t.Run("ReleaseWhileMapped", v.testReleaseWhileMapped)
+	t.Run("CopyAcrossMappings", v.testCopyAcrossMappings)
+	t.Run("ReserveHint", v.testReserveHint)
+}
+
+// create makes physical memory released at cleanup unless released first.
+func (v *vmm) create(t testing.TB, size uint64) (cudart.PhysHandle, func()) {
+	t.Helper()
+	h, err := v.vm.MemCreate(v.dev, size)
+	require.NoError(t, err, "cuMemCreate")
+	return h, once(t, "cuMemRelease", func() error { return v.vm.MemRelease(h) })
+}
+
+// reserve reserves address space freed at cleanup. Cleanups run in reverse,
+// so mappings made after it are unmapped before it is freed.
+func (v *vmm) reserve(t testing.TB, size uint64, hint cudart.DevicePtr) cudart.DevicePtr {
+	t.Helper()
+	p, err := v.vm.MemAddressReserve(size, 0, hint)
+	require.NoError(t, err, "cuMemAddressReserve")
+	require.NotZero(t, p)
+	once(t, "cuMemAddressFree", func() error { return v.vm.MemAddressFree(p, size) })
+	return p
+}
+
+// mapAt maps size bytes of h at p, makes them accessible to the suite's
+// device, and returns the unmap.
+func (v *vmm) mapAt(t testing.TB, p cudart.DevicePtr, size uint64, h cudart.PhysHandle) func() {
+	t.Helper()
+	require.NoError(t, v.vm.MemMap(p, size, 0, h), "cuMemMap")
+	unmap := once(t, "cuMemUnmap", func() error { return v.vm.MemUnmap(p, size) })
+	require.NoError(t, v.vm.MemSetAccess(p, size, []int{v.dev}), "cuMemSetAccess")
+	return unmap
+}
+
+func (v *vmm) testMapAlias(t *testing.T) {
+	g := v.g
+	h, _ := v.create(t, g)
+	va := v.reserve(t, 4*g, 0)
+	assert.True(t, align.Is(uint64(va), g), "reservation %s is aligned to the granularity", va)
+	v.mapAt(t, va, g, h)
+	want := pattern(80, int(g))
+	v.write(t, va, want)
+	assert.True(t, bytes.Equal(want, v.read(t, va, g)), "write then read through the mapping")
+
+	second := va.Add(2 * g)
+	v.mapAt(t, second, g, h)
+	assert.True(t, bytes.Equal(want, v.read(t, second, g)), "a second mapping of the same memory reads the same bytes")
+	require.NoError(t, v.rt.Memset(v.dev, second, 0x33, 100))
+	require.NoError(t, v.rt.DeviceSynchronize(v.dev))
+	got := v.read(t, va, 200)
+	assert.Equal(t, -1, filled(got[:100], 0x33), "a memset through one mapping shows through the other")
+	assert.Equal(t, want[100:200], got[100:200], "and changes nothing past its end")
+}
+
+func (v *vmm) testReleaseWhileMapped(t *testing.T) {
+	g := v.g
+	h, release := v.create(t, g)
+	va := v.reserve(t, g, 0)
+	unmap := v.mapAt(t, va, g, h)
+	want := pattern(81, int(g))
+	v.write(t, va, want)
+	release()
+	assert.True(t, bytes.Equal(want, v.read(t, va, g)), "released memory stays usable while mapped")
+	unmap()
+}
+
+func (v *vmm) testCopyAcrossMappings(t *testing.T) {
+	// A range grown by mapping more physical memory after it is one
+	// contiguous range to copies: the reason to grow in place.
+	g := v.g
+	h1, _ := v.create(t, g)
+	h2, _ := v.create(t, g)
+	va := v.reserve(t, 2*g, 0)
+	v.mapAt(t, va, g, h1)
+	v.mapAt(t, va.Add(g), g, h2)
+	want := pattern(82, 2*int(g))
+	v.write(t, va, want)
+	assert.True(t, bytes.Equal(want, v.read(t, va, 2*g)), "a copy across two mappings round trips")
+	const w = 4 * kib
+	mid := va.Add(g - w/2)
+	assert.True(t, bytes.Equal(want[g-w/2:g+w/2], v.read(t, mid, w)), "a copy straddling the boundary reads both mappings")
+}
+
+func (v *vmm) testReserveHint(t *testing.T) {
+	g := v.g
+	va := v.reserve(t, 2*g, 0)
+	hint := va.Add(2 * g)
+	next := v.reserve(t, g, hint)
+	if next == hint {
+		t.Logf("hint %s honoured", hint)
+	} else {
+		t.Logf("hint %s not honoured: got %s", hint, next)
+	}
+	overlap := next < va.Add(2*g) && va < next.Add(g)
+	assert.False(t, overlap, "reservation %s overlaps the earlier one at %s", next, va)
+	assert.True(t, align.Is(uint64(next), g), "reservation %s is aligned to the granularity", next)
+}
