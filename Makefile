@@ -1,10 +1,10 @@
 # cudapool: build, test and GPU packaging. `make test` is what CI runs.
 GO ?= go
-STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@2025.1.1
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.6.1
 GPU_DIR := .gpu
 EXAMPLES := $(filter-out internal,$(notdir $(wildcard examples/*)))
-# Packages whose tests matter on a GPU host.
-GPU_PKGS := . ./cudart ./cudart/cudarttest ./pool
+# Packages whose tests run on a GPU host: name.test is built from each.
+GPU_TESTS := cudapool:. cudart:./cudart cudarttest:./cudart/cudarttest pool:./pool vmem:./vmem pinned:./pinned
 
 .PHONY: test race bench lint fuzz gpu nocgo quickstart clean
 
@@ -43,10 +43,7 @@ quickstart:
 ## gpu: test binaries and example programs for a GPU host, into .gpu/
 gpu:
 	mkdir -p $(GPU_DIR)
-	$(GO) test -c -o $(GPU_DIR)/cudapool.test .
-	$(GO) test -c -o $(GPU_DIR)/cudart.test ./cudart
-	$(GO) test -c -o $(GPU_DIR)/cudarttest.test ./cudart/cudarttest
-	$(GO) test -c -o $(GPU_DIR)/pool.test ./pool
+	$(foreach t,$(GPU_TESTS),$(GO) test -c -o $(GPU_DIR)/$(word 1,$(subst :, ,$(t))).test $(word 2,$(subst :, ,$(t))) &&) true
 	$(foreach e,$(EXAMPLES),$(GO) build -o $(GPU_DIR)/$(e) ./examples/$(e) &&) true
 
 clean:

@@ -18,9 +18,9 @@ import (
 // forEachRuntime runs fn as a subtest on the fake and, where CUDA loads and
 // has a device, on real CUDA; the CUDA subtest skips with the loader's reason
 // otherwise.
-func forEachRuntime(t *testing.T, fn func(t *testing.T, rt cudart.Runtime)) {
+func forEachRuntime(t *testing.T, fn func(t *testing.T, rt cudart.Full), opts ...cudarttest.Option) {
 	t.Run("fake", func(t *testing.T) {
-		fn(t, cudarttest.NewFakeT(t))
+		fn(t, cudarttest.NewFakeT(t, opts...))
 	})
 	t.Run("cuda", func(t *testing.T) {
 		lib, err := cudart.Open()
@@ -127,7 +127,7 @@ func verify(t *testing.T, rt cudart.Runtime, p *pool.Pool, bufs []filled) {
 // places again, closes, and checks the device's free memory is back where it
 // started.
 func TestEndToEnd(t *testing.T) {
-	forEachRuntime(t, func(t *testing.T, rt cudart.Runtime) {
+	forEachRuntime(t, func(t *testing.T, rt cudart.Full) {
 		free0, total, err := rt.MemGetInfo(0)
 		require.NoError(t, err)
 		p, err := pool.New(rt, pool.WithDeviceBytes(512<<20), pool.WithHostBytes(256<<20))
@@ -159,7 +159,7 @@ func TestEndToEnd(t *testing.T) {
 // TestExhaustionOnTheDevice asks for more than the arena holds: a typed error,
 // nothing placed, and the pool still usable.
 func TestExhaustionOnTheDevice(t *testing.T) {
-	forEachRuntime(t, func(t *testing.T, rt cudart.Runtime) {
+	forEachRuntime(t, func(t *testing.T, rt cudart.Full) {
 		p, err := pool.New(rt, pool.WithDeviceBytes(64<<20), pool.WithHostBytes(0))
 		require.NoError(t, err)
 		defer func() { require.NoError(t, p.Close()) }()
@@ -178,4 +178,69 @@ func TestExhaustionOnTheDevice(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, rt.Memset(p.Device(), ptr, 1, b.Size()))
 	})
+}
+
+// TestGrowableEndToEnd runs the same placement on a growable arena: memory is
+// mapped as Satisfy needs it, every buffer keeps its bytes across growths,
+// and Close gives everything back.
+func TestGrowableEndToEnd(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, rt cudart.Full) {
+		free0, _, err := rt.MemGetInfo(0)
+		require.NoError(t, err)
+		p, err := pool.New(rt, pool.WithGrowableDevice(8<<30), pool.WithHostBytes(64<<20))
+		require.NoError(t, err)
+		r := rand.New(rand.NewPCG(7, 7))
+		var all []filled
+		for batch := 0; batch < 4; batch++ {
+			all = append(all, fillRound(t, rt, p, r, 500)...)
+			verify(t, rt, p, all)
+		}
+		st := p.Stats().Device
+		t.Logf("growable arena: %s used, %s mapped, %s reserved", humanize.IBytes(st.Used), humanize.IBytes(st.Mapped), humanize.IBytes(st.Capacity))
+		assert.GreaterOrEqual(t, st.Mapped, st.Used)
+		assert.Less(t, st.Mapped, st.Capacity/100, "only what the buffers need is mapped")
+		require.NoError(t, p.Close())
+		free1, _, err := rt.MemGetInfo(0)
+		require.NoError(t, err)
+		assert.InDelta(t, float64(free0), float64(free1), 2<<20, "free memory back where it started")
+	})
+}
+
+// TestTwoGPUs puts one pool on each of two devices, grants each arena to the
+// other GPU, and moves data between them: a copy from GPU 0's arena to GPU
+// 1's, and a memset by GPU 1 straight into GPU 0's arena.
+func TestTwoGPUs(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, rt cudart.Full) {
+		if n, err := rt.DeviceCount(); err != nil || n < 2 {
+			t.Skipf("needs 2 devices, have %d (%v)", n, err)
+		}
+		const size = 8 << 20
+		var pools [2]*pool.Pool
+		var ptrs [2]cudart.DevicePtr
+		for d := range pools {
+			p, err := pool.New(rt, pool.WithDevice(d), pool.WithGrowableDevice(1<<30), pool.WithHostBytes(0), pool.WithPeerAccess(1-d))
+			require.NoError(t, err)
+			defer func() { require.NoError(t, p.Close()) }()
+			b, err := p.WantDevice(size, pool.Name(fmt.Sprintf("gpu%d", d)))
+			require.NoError(t, err)
+			require.NoError(t, p.Commit())
+			ptrs[d], err = b.Ptr()
+			require.NoError(t, err)
+			pools[d] = p
+		}
+		pattern := make([]byte, size)
+		for i := range pattern {
+			pattern[i] = byte(i * 13)
+		}
+		require.NoError(t, rt.Memcpy(0, cudart.DeviceMem(ptrs[0], size), cudart.HostMem(pattern), cudart.HostToDevice))
+		require.NoError(t, rt.Memcpy(1, cudart.DeviceMem(ptrs[1], size), cudart.DeviceMem(ptrs[0], size), cudart.DeviceToDevice))
+		got := make([]byte, size)
+		require.NoError(t, rt.Memcpy(1, cudart.HostMem(got), cudart.DeviceMem(ptrs[1], size), cudart.DeviceToHost))
+		require.Equal(t, pattern, got, "GPU 0 -> GPU 1")
+
+		require.NoError(t, rt.Memset(1, ptrs[0], 0x5a, size), "GPU 1 writes GPU 0's arena through peer access")
+		require.NoError(t, rt.DeviceSynchronize(1))
+		require.NoError(t, rt.Memcpy(0, cudart.HostMem(got), cudart.DeviceMem(ptrs[0], size), cudart.DeviceToHost))
+		require.Equal(t, bytes.Repeat([]byte{0x5a}, size), got)
+	}, cudarttest.WithDevices(2))
 }

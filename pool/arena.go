@@ -6,6 +6,7 @@ import (
 
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/vmem"
 )
 
 // arena is one reserved range and the buffers placed in it. Its fields are
@@ -16,6 +17,7 @@ type arena struct {
 	devBase  cudart.DevicePtr // device address of byte 0; 0 when the device cannot address it
 	host     unsafe.Pointer   // host address of byte 0; nil for device memory
 	release  func() error     // frees the memory; nil once it has been freed
+	growable *vmem.Arena      // the physical memory behind a growable arena; nil for a fixed one
 
 	placed  []*Buffer
 	pending []*Buffer
@@ -115,4 +117,12 @@ func (a *arena) exhausted(need uint64) *ExhaustedError {
 		e.LargestName = fmt.Sprintf("unnamed %d-byte request", e.LargestBytes)
 	}
 	return e
+}
+
+// mapped is the bytes of physical memory behind the arena.
+func (a *arena) mapped() uint64 {
+	if a.growable != nil {
+		return a.growable.Mapped()
+	}
+	return a.capacity
 }

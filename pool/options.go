@@ -12,6 +12,10 @@ type config struct {
 	hostBytes   uint64
 	device      int
 	logger      *zap.Logger
+
+	growableMax   uint64 // a growable device arena of at most this many bytes; 0 for a fixed one
+	trimOnRelease bool
+	peers         []int
 }
 
 // defaults are the C++ pool's: a 4 GiB device arena and an 8 GiB host arena

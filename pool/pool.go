@@ -19,6 +19,8 @@ type Pool struct {
 	log    *zap.Logger
 	debug  bool // the logger is enabled at Debug: log each request
 
+	trimOnRelease bool
+
 	// mu guards every field below and the placement fields of every Buffer
 	// the pool handed out.
 	mu        sync.Mutex
@@ -50,8 +52,18 @@ func New(rt cudart.Runtime, opts ...Option) (*Pool, error) {
 	if cfg.device >= n {
 		return nil, fmt.Errorf("%w: device %d requested, the runtime has %d device(s)", ErrInvalidOption, cfg.device, n)
 	}
-	p := &Pool{rt: rt, device: cfg.device, log: cfg.logger, debug: cfg.logger.Core().Enabled(zap.DebugLevel)}
-	if cfg.deviceBytes > 0 {
+	p := &Pool{rt: rt, device: cfg.device, log: cfg.logger, debug: cfg.logger.Core().Enabled(zap.DebugLevel), trimOnRelease: cfg.trimOnRelease}
+	switch {
+	case cfg.growableMax > 0:
+		a, err := p.newGrowableArena(cfg.growableMax, cfg.peers)
+		if err != nil {
+			return nil, err
+		}
+		p.arenas[Device] = a
+		cfg.deviceBytes = cfg.growableMax
+	case len(cfg.peers) > 0:
+		return nil, fmt.Errorf("%w: WithPeerAccess needs WithGrowableDevice: access to a cudaMalloc arena is granted with cudaDeviceEnablePeerAccess by the caller", ErrInvalidOption)
+	case cfg.deviceBytes > 0:
 		a, err := p.newDeviceArena(cfg.deviceBytes)
 		if err != nil {
 			return nil, err

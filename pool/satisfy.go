@@ -33,6 +33,12 @@ func (p *Pool) satisfyLocked() error {
 		}
 		plans[k] = l
 	}
+	if a := p.arenas[Device]; a != nil && a.growable != nil && len(a.pending) > 0 {
+		// Map before placing: a failed growth leaves the arena as it was.
+		if err := a.growable.Ensure(plans[Device].end); err != nil {
+			return fmt.Errorf("pool: grow the device arena to %s: %w", humanize.IBytes(plans[Device].end), err)
+		}
+	}
 	for k, a := range p.arenas {
 		if a != nil && len(a.pending) > 0 {
 			a.apply(plans[k])
@@ -76,6 +82,11 @@ func (p *Pool) ReleaseAll() error {
 	}
 	if err := p.rt.DeviceSynchronize(p.device); err != nil {
 		return fmt.Errorf("pool: wait for device %d before release: %w", p.device, err)
+	}
+	if a := p.arenas[Device]; p.trimOnRelease && a != nil && a.growable != nil {
+		if err := a.growable.Trim(0); err != nil {
+			return fmt.Errorf("pool: trim the growable device arena: %w", err)
+		}
 	}
 	placed := 0
 	for _, a := range p.arenas {

@@ -8,7 +8,8 @@ import (
 // ArenaStats describes one arena.
 type ArenaStats struct {
 	Reserved  bool   // false when the arena's size option was 0
-	Capacity  uint64 // bytes reserved
+	Capacity  uint64 // bytes reserved (address space, for a growable arena)
+	Mapped    uint64 // bytes of memory behind the arena: Capacity, or what a growable arena has mapped so far
 	Used      uint64 // end of the highest placed buffer: the bytes the plan needs
 	Peak      uint64 // highest Used since New, across ReleaseAll
 	Pending   uint64 // bytes queued, each rounded up to 256
@@ -39,6 +40,7 @@ func (p *Pool) Stats() Stats {
 		as := ArenaStats{
 			Reserved:  true,
 			Capacity:  a.capacity,
+			Mapped:    a.mapped(),
 			Used:      a.used,
 			Peak:      a.peak,
 			Pending:   a.pendingBytes(),

@@ -1,0 +1,129 @@
+package vmem
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cudapool/cudapool/cudart"
+)
+
+// Arena is a range of device address space of fixed base and maximum size,
+// backed by physical memory from its start up to what Ensure asked for.
+// Growing maps more memory after what is mapped, so an address handed out
+// stays valid until Trim or Close: this is the device arena a pool can grow
+// without moving its buffers.
+type Arena struct {
+	base     cudart.DevicePtr // fixed at NewArena
+	max      uint64           // as asked of NewArena
+	reserved uint64           // max rounded up to the granularity
+
+	// mu guards p (the segments and the deferred cleanups) and closed.
+	mu     sync.Mutex
+	p      phys
+	closed bool
+}
+
+// NewArena reserves maxBytes of address space on device (rounded up to the
+// allocation granularity) and maps nothing yet: the reservation costs no
+// device memory, so maxBytes may exceed what the device has.
+func NewArena(vm cudart.VirtualMemory, device int, maxBytes uint64, opts ...Option) (*Arena, error) {
+	if maxBytes == 0 {
+		return nil, fmt.Errorf("%w: arena of 0 bytes", ErrInvalidSize)
+	}
+	p, err := newPhys(vm, device, opts)
+	if err != nil {
+		return nil, err
+	}
+	reserved, ok := roundUp(maxBytes, p.gran)
+	if !ok {
+		return nil, fmt.Errorf("%w: arena of %d bytes overflows once rounded up to the granularity %s", ErrInvalidSize, maxBytes, human(p.gran))
+	}
+	base, err := vm.MemAddressReserve(reserved, p.gran, 0)
+	if err != nil {
+		return nil, fmt.Errorf("vmem: reserve %s of address space on device %d: %w", human(reserved), device, err)
+	}
+	return &Arena{base: base, max: maxBytes, reserved: reserved, p: p}, nil
+}
+
+// Base is the arena's first address. It never changes.
+func (a *Arena) Base() cudart.DevicePtr { return a.base }
+
+// Max is the largest size Ensure accepts: maxBytes as given to NewArena.
+func (a *Arena) Max() uint64 { return a.max }
+
+// Mapped is the number of bytes from Base backed by physical memory and
+// accessible to the owner and its peers.
+func (a *Arena) Mapped() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.p.mapped()
+}
+
+// Ensure makes [Base, Base+n) mapped and accessible, mapping what is missing
+// with one cuMemCreate rounded up to the chunk (but not past the
+// reservation). It does nothing when n bytes are mapped already. n past Max
+// is an *ExhaustedError, even where rounding to the granularity mapped that
+// far. A failed growth leaves the arena as it was: what
+// the growth had created or mapped is unmapped and released.
+func (a *Arena) Ensure(n uint64) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return ErrClosed
+	}
+	have := a.p.mapped()
+	if n > a.max {
+		return &ExhaustedError{Asked: n, Max: a.max, Mapped: have}
+	}
+	if n <= have {
+		return nil
+	}
+	target, ok := roundUp(n, a.p.chunk)
+	if !ok || target > a.reserved {
+		target = a.reserved
+	}
+	_ = a.p.later.retry()
+	var u undoLog
+	s, err := a.p.mapNew(&u, a.base, have, target-have)
+	if err != nil {
+		return fmt.Errorf("vmem: grow arena at %s from %s to %s on device %d: %w",
+			a.base, human(have), human(target), a.p.device, errors.Join(err, a.p.later.rollback(u)))
+	}
+	a.p.segs = append(a.p.segs, s)
+	return nil
+}
+
+// Trim unmaps and releases the physical memory past n bytes, giving it back
+// to the device while keeping the address range. Memory is given back a
+// whole growth at a time: a growth that holds any byte below n stays mapped,
+// so Mapped may stay above n. The bytes trimmed are lost; a later Ensure maps
+// fresh memory there.
+func (a *Arena) Trim(n uint64) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return ErrClosed
+	}
+	if err := a.p.trim(a.base, n); err != nil {
+		return fmt.Errorf("vmem: trim arena at %s to %s: %w", a.base, human(n), err)
+	}
+	return nil
+}
+
+// Close unmaps and releases all the physical memory and frees the address
+// range. It tries every step whatever fails before it, and reports every
+// failure. Calls after the first return nil.
+func (a *Arena) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil
+	}
+	a.closed = true
+	err := errors.Join(a.p.teardown(a.base), a.p.vm.MemAddressFree(a.base, a.reserved))
+	if err != nil {
+		return fmt.Errorf("vmem: close arena at %s: %w", a.base, err)
+	}
+	return nil
+}

@@ -1,0 +1,64 @@
+package vmem
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Option configures an Arena or a Vector.
+type Option func(*options)
+
+type options struct {
+	peers []int
+	chunk uint64 // 0: the recommended granularity
+}
+
+// WithPeers grants read-write access to the memory to the listed devices as
+// well as to the owner, for multi-GPU hosts: a kernel or copy on a peer then
+// reads and writes it directly over NVLink or PCIe. Access for the owner and
+// every peer is set by one cuMemSetAccess call per growth. CUDA refuses a
+// peer that cannot access the owner's memory; the growth then fails and
+// changes nothing.
+func WithPeers(devices ...int) Option {
+	return func(o *options) { o.peers = append(o.peers, devices...) }
+}
+
+// WithChunk sets the unit in which mapped memory grows: each growth maps the
+// whole missing range, rounded up to a multiple of bytes, with one
+// cuMemCreate. The default is the device's recommended allocation
+// granularity (2 MiB on current GPUs), which wastes the least; a larger
+// chunk makes fewer, larger growths when a caller grows in small steps, as
+// a pool placing buffers one by one does. bytes must be a multiple of the
+// recommended granularity; 0 keeps the default.
+func WithChunk(bytes uint64) Option { return func(o *options) { o.chunk = bytes } }
+
+// settings is what NewArena and NewVector derive from the options and the
+// device.
+type settings struct {
+	gran   uint64 // recommended allocation granularity
+	chunk  uint64 // growth unit, a multiple of gran
+	access []int  // the owner first, then the peers
+}
+
+func newSettings(device int, gran uint64, opts []Option) (settings, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s := settings{gran: gran, chunk: gran, access: []int{device}}
+	if o.chunk != 0 {
+		if o.chunk%gran != 0 {
+			return settings{}, fmt.Errorf("%w: WithChunk(%d) is not a multiple of the allocation granularity %d", ErrInvalidOption, o.chunk, gran)
+		}
+		s.chunk = o.chunk
+	}
+	for _, d := range o.peers {
+		if d < 0 {
+			return settings{}, fmt.Errorf("%w: WithPeers: device %d", ErrInvalidOption, d)
+		}
+		if !slices.Contains(s.access, d) {
+			s.access = append(s.access, d)
+		}
+	}
+	return s, nil
+}

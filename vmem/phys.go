@@ -1,0 +1,105 @@
+package vmem
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cudapool/cudapool/cudart"
+)
+
+// segment is one cuMemCreate allocation, mapped whole at off bytes from the
+// start of its owner's address range. Each growth makes one (or, for a
+// Vector whose growth spans two reservations, one per reservation): fewer,
+// larger allocations make fewer CUDA calls than one per granule.
+type segment struct {
+	h    cudart.PhysHandle
+	off  uint64
+	size uint64
+}
+
+func (s segment) end() uint64 { return s.off + s.size }
+
+// phys is the physical memory behind an Arena or a Vector: its segments,
+// contiguous from offset 0, and the cleanups still owed to CUDA.
+type phys struct {
+	vm     cudart.VirtualMemory
+	device int
+	settings
+	segs  []segment
+	later deferred
+}
+
+func newPhys(vm cudart.VirtualMemory, device int, opts []Option) (phys, error) {
+	gran, err := vm.MemGetAllocationGranularity(device, true)
+	if err != nil {
+		return phys{}, fmt.Errorf("vmem: allocation granularity of device %d: %w", device, err)
+	}
+	if gran == 0 {
+		return phys{}, fmt.Errorf("vmem: device %d reports an allocation granularity of 0", device)
+	}
+	s, err := newSettings(device, gran, opts)
+	if err != nil {
+		return phys{}, err
+	}
+	return phys{vm: vm, device: device, settings: s}, nil
+}
+
+// mapped is the number of bytes mapped.
+func (p *phys) mapped() uint64 {
+	if len(p.segs) == 0 {
+		return 0
+	}
+	return p.segs[len(p.segs)-1].end()
+}
+
+// mapNew creates size bytes of physical memory, maps them at off from base
+// and grants access, all in one reservation, logging in u how to take each
+// step back. The caller adds the segment once its whole growth succeeds.
+func (p *phys) mapNew(u *undoLog, base cudart.DevicePtr, off, size uint64) (segment, error) {
+	h, err := p.vm.MemCreate(p.device, size)
+	if err != nil {
+		return segment{}, err
+	}
+	u.push(func() error { return p.vm.MemRelease(h) })
+	at := base.Add(off)
+	if err := p.vm.MemMap(at, size, 0, h); err != nil {
+		return segment{}, err
+	}
+	u.push(func() error { return p.vm.MemUnmap(at, size) })
+	if err := p.vm.MemSetAccess(at, size, p.access); err != nil {
+		return segment{}, err
+	}
+	return segment{h: h, off: off, size: size}, nil
+}
+
+// trim unmaps and releases the segments that start at or after keep, last
+// first. It stops at the first unmap that fails, keeping that segment, so
+// that what is counted as mapped always is; a failed release is retried
+// later.
+func (p *phys) trim(base cudart.DevicePtr, keep uint64) error {
+	for n := len(p.segs); n > 0 && p.segs[n-1].off >= keep; n-- {
+		s := p.segs[n-1]
+		if err := p.vm.MemUnmap(base.Add(s.off), s.size); err != nil {
+			return err
+		}
+		p.segs = p.segs[:n-1]
+		if err := p.vm.MemRelease(s.h); err != nil {
+			p.later.later(func() error { return p.vm.MemRelease(s.h) })
+		}
+	}
+	return nil
+}
+
+// teardown retries the deferred cleanups, then unmaps and releases every
+// segment mapped from base. It tries every step, whatever fails before it,
+// and returns every failure.
+func (p *phys) teardown(base cudart.DevicePtr) error {
+	errs := []error{p.later.retry()}
+	for i := len(p.segs) - 1; i >= 0; i-- {
+		s := p.segs[i]
+		errs = append(errs, p.vm.MemUnmap(base.Add(s.off), s.size), p.vm.MemRelease(s.h))
+	}
+	p.segs = nil
+	p.later = nil
+	return errors.Join(errs...)
+}

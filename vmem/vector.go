@@ -1,0 +1,173 @@
+package vmem
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cudapool/cudapool/cudart"
+)
+
+// Vector is a growable run of device memory, the pattern of NVIDIA's
+// "Introducing Low-Level GPU Virtual Memory Management": Grow maps more
+// physical memory after what is mapped, first in address space reserved
+// right after the current range and, where CUDA puts that elsewhere, in a
+// new range into which the memory already mapped is mapped again. Either way
+// no byte is copied, and the contents survive.
+type Vector struct {
+	// mu guards everything below.
+	mu       sync.Mutex
+	p        phys
+	ptr      cudart.DevicePtr // start of the first range; 0 before any
+	ranges   []addrRange      // reservations making up [ptr, ptr+reserved), in address order
+	reserved uint64
+	closed   bool
+}
+
+// addrRange is one cuMemAddressReserve reservation.
+type addrRange struct {
+	p    cudart.DevicePtr
+	size uint64
+}
+
+// NewVector returns an empty vector on device. It reserves and maps nothing
+// until Reserve or Grow.
+func NewVector(vm cudart.VirtualMemory, device int, opts ...Option) (*Vector, error) {
+	p, err := newPhys(vm, device, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Vector{p: p}, nil
+}
+
+// Ptr is the vector's first address, 0 before the first Reserve or Grow. It
+// changes when a growth moves the vector to a new range.
+func (v *Vector) Ptr() cudart.DevicePtr {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.ptr
+}
+
+// Size is the number of bytes mapped from Ptr: the largest size Grow was
+// asked for, rounded up to the chunk.
+func (v *Vector) Size() uint64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.p.mapped()
+}
+
+// Reserved is the address space from Ptr the vector can grow into without
+// reserving more.
+func (v *Vector) Reserved() uint64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.reserved
+}
+
+// Reserve makes room in the address space for n bytes (rounded up to the
+// granularity) without mapping memory, so that growing up to n bytes later
+// never moves the vector. It may move the vector now. A failed Reserve
+// leaves the vector as it was.
+func (v *Vector) Reserve(n uint64) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.closed {
+		return ErrClosed
+	}
+	if n <= v.reserved {
+		return nil
+	}
+	target, ok := roundUp(n, v.p.gran)
+	if !ok {
+		return fmt.Errorf("%w: reserve of %d bytes overflows once rounded up to the granularity %s", ErrInvalidSize, n, human(v.p.gran))
+	}
+	_ = v.p.later.retry()
+	var u undoLog
+	plan, err := v.planReserve(&u, target)
+	if err != nil {
+		return fmt.Errorf("vmem: reserve %s for vector at %s on device %d: %w",
+			human(target), v.ptr, v.p.device, errors.Join(err, v.p.later.rollback(u)))
+	}
+	v.commit(plan, target)
+	return nil
+}
+
+// Grow makes the vector at least n bytes long: Size becomes n rounded up to
+// the chunk, and the bytes past the old size are mapped (their contents are
+// unspecified). It does nothing when the vector is long enough already. The
+// missing address space is reserved first, which may move the vector. A
+// failed Grow leaves the vector as it was: same Ptr, same Size, nothing
+// created, mapped or reserved left behind.
+func (v *Vector) Grow(n uint64) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.closed {
+		return ErrClosed
+	}
+	have := v.p.mapped()
+	if n <= have {
+		return nil
+	}
+	target, ok := roundUp(n, v.p.chunk)
+	if !ok {
+		return fmt.Errorf("%w: growth to %d bytes overflows once rounded up to the chunk %s", ErrInvalidSize, n, human(v.p.chunk))
+	}
+	_ = v.p.later.retry()
+	var u undoLog
+	plan, segs, err := v.planGrow(&u, have, target)
+	if err != nil {
+		return fmt.Errorf("vmem: grow vector at %s from %s to %s on device %d: %w",
+			v.ptr, human(have), human(target), v.p.device, errors.Join(err, v.p.later.rollback(u)))
+	}
+	v.commit(plan, max(target, v.reserved))
+	v.p.segs = append(v.p.segs, segs...)
+	return nil
+}
+
+// planGrow reserves what address space is missing and maps [have, target),
+// one segment per reservation it touches: CUDA maps within one reservation.
+func (v *Vector) planGrow(u *undoLog, have, target uint64) (addressPlan, []segment, error) {
+	plan := addressPlan{ptr: v.ptr, ranges: v.ranges}
+	if target > v.reserved {
+		var err error
+		if plan, err = v.planReserve(u, target); err != nil {
+			return addressPlan{}, nil, err
+		}
+	}
+	var segs []segment
+	var off uint64
+	for _, r := range plan.ranges {
+		lo, hi := max(have, off), min(target, off+r.size)
+		off += r.size
+		if lo >= hi {
+			continue
+		}
+		s, err := v.p.mapNew(u, plan.ptr, lo, hi-lo)
+		if err != nil {
+			return addressPlan{}, nil, err
+		}
+		segs = append(segs, s)
+	}
+	return plan, segs, nil
+}
+
+// Close unmaps and releases all the physical memory and frees every address
+// range. It tries every step whatever fails before it, and reports every
+// failure. Calls after the first return nil.
+func (v *Vector) Close() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.closed {
+		return nil
+	}
+	v.closed = true
+	errs := []error{v.p.teardown(v.ptr)}
+	for _, r := range v.ranges {
+		errs = append(errs, v.p.vm.MemAddressFree(r.p, r.size))
+	}
+	v.ranges, v.reserved = nil, 0
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("vmem: close vector at %s: %w", v.ptr, err)
+	}
+	return nil
+}
