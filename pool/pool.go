@@ -28,7 +28,8 @@ type Pool struct {
 	gen       uint64    // incremented by ReleaseAll: older handles are stale
 	committed bool
 	closed    bool
-	slab      []Buffer // unused handles of the current slab
+	slab      []Buffer // handles are taken from here, slabNext onwards, to allocate them in bulk
+	slabNext  int
 }
 
 // New reserves the arenas: the device arena with cudaMalloc and the host arena

@@ -347,3 +347,28 @@ func TestExhaustionIsLogged(t *testing.T) {
 	require.True(t, errors.Is(err, pool.ErrExhausted))
 	assert.Equal(t, 1, logs.FilterMessage("cudapool: arena exhausted").Len())
 }
+
+func TestRequestSizeBoundaries(t *testing.T) {
+	p, _ := newPool(t, pool.WithDeviceBytes(1000), pool.WithHostBytes(0))
+	tests := []struct {
+		size uint64
+		fits bool
+	}{
+		{1, true}, {768, true}, {769, false}, {1000, false}, {^uint64(0), false},
+	}
+	for _, tt := range tests {
+		_, err := p.WantDevice(tt.size)
+		if tt.fits {
+			assert.NoError(t, err, "size %d", tt.size)
+		} else {
+			assert.Error(t, err, "size %d", tt.size)
+		}
+	}
+	err := p.Satisfy()
+	require.ErrorIs(t, err, pool.ErrExhausted, "1 B at 0 and 768 B at 256 end at 1024 > 1000")
+	require.NoError(t, p.ReleaseAll())
+	_, err = p.WantDevice(768)
+	require.NoError(t, err)
+	require.NoError(t, p.Satisfy())
+	assert.Equal(t, uint64(768), p.Stats().Device.Used)
+}

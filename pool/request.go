@@ -30,19 +30,23 @@ func (p *Pool) want(kind Arena, size uint64, opts []WantOption) (*Buffer, error)
 			return nil, err
 		}
 	}
-	if err := p.check(b); err != nil {
-		return nil, err
+	a := p.arenas[kind]
+	// One comparison accepts every request that fits: a size in
+	// [1, capacity rounded down to 256] cannot be zero, overflow once
+	// aligned, or exceed the arena.
+	if p.closed || p.committed || a == nil || size-1 >= a.capacity&^(align.CUDA-1) {
+		return nil, p.refusal(b)
 	}
-	p.arenas[kind].pending = append(p.arenas[kind].pending, b)
-	p.slab = p.slab[1:]
+	a.pending = append(a.pending, b)
+	p.slabNext++
 	if p.debug {
 		p.log.Debug("cudapool: request queued", zap.Stringer("arena", kind), zap.String("name", b.name), zap.String("size", humanize.IBytes(size)))
 	}
 	return b, nil
 }
 
-// check says why b cannot be queued, if it cannot. The caller holds p.mu.
-func (p *Pool) check(b *Buffer) error {
+// refusal says why b cannot be queued. The caller holds p.mu.
+func (p *Pool) refusal(b *Buffer) error {
 	a := p.arenas[b.arena]
 	switch {
 	case p.closed:
@@ -55,10 +59,8 @@ func (p *Pool) check(b *Buffer) error {
 		return fmt.Errorf("%w: %s", ErrCommitted, b.label())
 	case a == nil:
 		return fmt.Errorf("%w: the %s arena was not reserved (its size option was 0): %s", ErrNoArena, b.arena, b.label())
-	case alignedSize(b.size) > a.capacity:
-		return &ExhaustedError{Arena: b.arena, Need: alignedSize(b.size), Have: a.capacity, LargestName: b.name, LargestBytes: b.size}
 	}
-	return nil
+	return &ExhaustedError{Arena: b.arena, Need: alignedSize(b.size), Have: a.capacity, LargestName: b.name, LargestBytes: b.size}
 }
 
 // slabSize is how many handles one allocation holds: a program placing
@@ -68,8 +70,8 @@ const slabSize = 128
 // nextBuffer returns the next unused handle of the current slab; want takes
 // it off the slab only once the request is accepted. The caller holds p.mu.
 func (p *Pool) nextBuffer() *Buffer {
-	if len(p.slab) == 0 {
-		p.slab = make([]Buffer, slabSize)
+	if p.slabNext == len(p.slab) {
+		p.slab, p.slabNext = make([]Buffer, slabSize), 0
 	}
-	return &p.slab[0]
+	return &p.slab[p.slabNext]
 }
