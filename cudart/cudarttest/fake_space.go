@@ -122,8 +122,10 @@ func (f *Fake) overlaps(p, n uint64) bool {
 }
 
 // resolve appends to buf the spans that back the device range [p, p+n) as
-// device accesses it. The whole range must lie in one live allocation (or in
-// mapped, accessible memory of one reservation); otherwise nothing is
+// device accesses it. The whole range must lie in one live allocation, or in
+// mapped, accessible memory of reservations that follow each other with no
+// gap (CUDA addresses adjacent reservations as one range, which is how a
+// vector grown in place at the hinted address is used); otherwise nothing is
 // touched and the failure says where the range went wrong.
 func (f *Fake) resolve(buf []span, p cudart.DevicePtr, n uint64, device int) ([]span, *failure) {
 	a := uint64(p)
@@ -131,13 +133,28 @@ func (f *Fake) resolve(buf []span, p cudart.DevicePtr, n uint64, device int) ([]
 	if r == nil {
 		return buf, f.stray(a, n)
 	}
-	if n > r.end()-a {
-		return buf, invalid("range [%s, +%s) runs %s past the end of %s", p, human(n), human(n-(r.end()-a)), r.describe())
+	if r.kind != kindReservation {
+		if n > r.end()-a {
+			return buf, invalid("range [%s, +%s) runs %s past the end of %s", p, human(n), human(n-(r.end()-a)), r.describe())
+		}
+		return append(buf, span{b: r.mem, off: a - r.base, n: n}), nil
 	}
-	if r.kind == kindReservation {
-		return f.resolveMapped(buf, r, a, n, device)
+	for cur, left := a, n; ; {
+		k := min(left, r.end()-cur)
+		var x *failure
+		if buf, x = f.resolveMapped(buf, r, cur, k, device); x != nil {
+			return buf, x
+		}
+		cur, left = cur+k, left-k
+		if left == 0 {
+			return buf, nil
+		}
+		next := f.containing(cur)
+		if next == nil || next.kind != kindReservation {
+			return buf, invalid("range [%s, +%s) runs %s past the end of %s", p, human(n), human(left), r.describe())
+		}
+		r = next
 	}
-	return append(buf, span{b: r.mem, off: a - r.base, n: n}), nil
 }
 
 // stray explains an address that is in no live allocation.
