@@ -3,6 +3,7 @@ GO ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.6.1
 GPU_DIR := .gpu
 EXAMPLES := $(filter-out internal,$(notdir $(wildcard examples/*)))
+CC ?= gcc
 # Packages whose tests run on a GPU host: name.test is built from each.
 GPU_TESTS := cudapool:. cudart:./cudart cudarttest:./cudart/cudarttest pool:./pool vmem:./vmem pinned:./pinned
 
@@ -45,6 +46,7 @@ gpu:
 	mkdir -p $(GPU_DIR)
 	$(foreach t,$(GPU_TESTS),$(GO) test -c -o $(GPU_DIR)/$(word 1,$(subst :, ,$(t))).test $(word 2,$(subst :, ,$(t))) &&) true
 	$(foreach e,$(EXAMPLES),$(GO) build -o $(GPU_DIR)/$(e) ./examples/$(e) &&) true
+	$(CC) -O2 -Wall -o $(GPU_DIR)/vector_c examples/vector/cref/grow.c -ldl
 
 clean:
 	rm -rf $(GPU_DIR)

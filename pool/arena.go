@@ -6,6 +6,7 @@ import (
 
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/pinned"
 	"github.com/cudapool/cudapool/vmem"
 )
 
@@ -18,6 +19,7 @@ type arena struct {
 	host     unsafe.Pointer   // host address of byte 0; nil for device memory
 	release  func() error     // frees the memory; nil once it has been freed
 	growable *vmem.Arena      // the physical memory behind a growable arena; nil for a fixed one
+	pinning  pinned.Method    // how a host arena was pinned
 
 	placed  []*Buffer
 	pending []*Buffer

@@ -54,7 +54,7 @@ func (b *Buffer) Ptr() (cudart.DevicePtr, error) {
 	}
 	a := b.p.arenas[b.arena]
 	if a.devBase == 0 {
-		return 0, fmt.Errorf("%w: %s is in the %s arena, which has no device address", ErrWrongArena, b.label(), b.arena)
+		return 0, fmt.Errorf("%w: %s is in the %s arena, which has no device address (pin it with WithHostFlags(pinned.Mapped))", ErrWrongArena, b.label(), b.arena)
 	}
 	return a.devBase.Add(b.offset), nil
 }

@@ -127,10 +127,10 @@ type runtimeOnly struct{ cudart.Runtime }
 
 func TestGrowableNeedsVirtualMemory(t *testing.T) {
 	f := cudarttest.NewFakeT(t)
-	_, err := pool.New(runtimeOnly{f}, pool.WithGrowableDevice(gib))
+	_, err := pool.New(runtimeOnly{f}, pool.WithHostBytes(0), pool.WithGrowableDevice(gib))
 	assert.ErrorIs(t, err, pool.ErrInvalidOption)
 	assert.ErrorContains(t, err, "cudart.VirtualMemory")
-	_, err = pool.New(f, pool.WithPeerAccess(1))
+	_, err = pool.New(f, pool.WithHostBytes(0), pool.WithPeerAccess(1))
 	assert.ErrorIs(t, err, pool.ErrInvalidOption)
 }
 

@@ -19,7 +19,7 @@ import (
 func checkLayout(t *testing.T, p *pool.Pool) {
 	t.Helper()
 	st := p.Stats()
-	caps := map[pool.Arena]uint64{pool.Device: st.Device.Capacity, pool.Host: st.Host.Capacity}
+	caps := map[pool.Arena]uint64{pool.Device: st.Device.Capacity, pool.Host: st.Host.Capacity, pool.Managed: st.Managed.Capacity}
 	l := p.Layout()
 	for i, a := range l {
 		require.True(t, align.Is(a.Offset, align.CUDA), "%+v unaligned", a)

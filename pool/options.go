@@ -2,6 +2,8 @@ package pool
 
 import (
 	"go.uber.org/zap"
+
+	"github.com/cudapool/cudapool/pinned"
 )
 
 // Option configures New.
@@ -13,18 +15,23 @@ type config struct {
 	device      int
 	logger      *zap.Logger
 
+	hostMethod    pinned.Method
+	hostFlags     pinned.Flags
+	managedBytes  uint64
+	heapBytes     uint64
 	growableMax   uint64 // a growable device arena of at most this many bytes; 0 for a fixed one
 	trimOnRelease bool
 	peers         []int
 }
 
-// defaults are the C++ pool's: a 4 GiB device arena and an 8 GiB host arena
-// on device 0.
+// defaults are the C++ pool's sizes, a 4 GiB device arena and an 8 GiB host
+// arena on device 0, with the host arena pinned the fast way.
 func defaults() config {
 	return config{
 		deviceBytes: 4 << 30,
 		hostBytes:   8 << 30,
 		logger:      zap.NewNop(),
+		hostMethod:  pinned.MethodRegister,
 	}
 }
 

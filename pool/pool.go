@@ -20,12 +20,13 @@ type Pool struct {
 	debug  bool // the logger is enabled at Debug: log each request
 
 	trimOnRelease bool
+	heapBytes     uint64 // the device malloc heap CUDA granted, when WithMallocHeap was given
 
 	// mu guards every field below and the placement fields of every Buffer
 	// the pool handed out.
 	mu        sync.Mutex
-	arenas    [2]*arena // indexed by Arena; nil when that arena was not taken
-	gen       uint64    // incremented by ReleaseAll: older handles are stale
+	arenas    [numArenas]*arena // indexed by Arena; nil when that arena was not taken
+	gen       uint64            // incremented by ReleaseAll: older handles are stale
 	committed bool
 	closed    bool
 	slab      []Buffer // handles are taken from here, slabNext onwards, to allocate them in bulk
@@ -72,11 +73,25 @@ func New(rt cudart.Runtime, opts ...Option) (*Pool, error) {
 		p.arenas[Device] = a
 	}
 	if cfg.hostBytes > 0 {
-		a, err := p.newHostArena(cfg.hostBytes)
+		a, err := p.newHostArena(cfg.hostBytes, cfg)
 		if err != nil {
 			return nil, errors.Join(err, p.freeArenas())
 		}
 		p.arenas[Host] = a
+	}
+	if cfg.managedBytes > 0 {
+		a, err := p.newManagedArena(cfg.managedBytes)
+		if err != nil {
+			return nil, errors.Join(err, p.freeArenas())
+		}
+		p.arenas[Managed] = a
+	}
+	if cfg.heapBytes > 0 {
+		granted, err := p.setMallocHeap(cfg.heapBytes)
+		if err != nil {
+			return nil, errors.Join(err, p.freeArenas())
+		}
+		p.heapBytes = granted
 	}
 	p.log.Info("cudapool: arenas reserved",
 		zap.Int("device", p.device),
@@ -100,20 +115,7 @@ func (p *Pool) newDeviceArena(n uint64) (*arena, error) {
 	}, nil
 }
 
-func (p *Pool) newHostArena(n uint64) (*arena, error) {
-	h, err := p.rt.MallocHost(p.device, n)
-	if err != nil {
-		return nil, fmt.Errorf("pool: reserve %s pinned host arena: %w", humanize.IBytes(n), err)
-	}
-	return &arena{
-		kind:     Host,
-		capacity: n,
-		host:     h,
-		release:  func() error { return p.rt.FreeHost(h) },
-	}, nil
-}
-
-// Close frees both arenas. Every handle becomes unusable. Close is idempotent:
+// Close frees the arenas. Every handle becomes unusable. Close is idempotent:
 // if freeing failed, the error is returned and a later Close tries again.
 func (p *Pool) Close() error {
 	p.mu.Lock()

@@ -1,6 +1,7 @@
 package pool_test
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/pinned"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -33,7 +35,8 @@ func newPool(t *testing.T, opts ...pool.Option) (*pool.Pool, *cudarttest.Fake) {
 }
 
 func TestNewDefaultsAreTheCppPools(t *testing.T) {
-	p, f := newPool(t)
+	// cudaMallocHost, as the C++ pool, so that the fake backs 8 GiB lazily.
+	p, f := newPool(t, pool.WithHostPinning(pinned.MethodHostAlloc))
 	st := p.Stats()
 	assert.Equal(t, uint64(4*gib), st.Device.Capacity)
 	assert.Equal(t, uint64(8*gib), st.Host.Capacity)
@@ -42,6 +45,33 @@ func TestNewDefaultsAreTheCppPools(t *testing.T) {
 	assert.Equal(t, uint64(4*gib), live.DeviceBytes)
 	assert.Equal(t, 1, live.HostAllocs)
 	assert.Equal(t, uint64(8*gib), live.HostBytes)
+}
+
+func TestHostArenaIsRegisteredByDefault(t *testing.T) {
+	p, f := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(4*mib))
+	assert.Equal(t, pinned.MethodRegister, p.Stats().HostPinning)
+	assert.Equal(t, uint64(4*mib), f.Live().RegisteredBytes)
+	assert.Contains(t, f.Calls(), "cudaHostRegister")
+	assert.NotContains(t, f.Calls(), "cudaMallocHost")
+}
+
+func TestMappedHostArenaHasADeviceAddress(t *testing.T) {
+	p, f := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(4*mib), pool.WithHostFlags(pinned.Mapped))
+	h, err := p.WantHost(1000, pool.Name("zero-copy"))
+	require.NoError(t, err)
+	require.NoError(t, p.Satisfy())
+	ptr, err := h.Ptr()
+	require.NoError(t, err)
+	require.NoError(t, f.Memset(0, ptr, 0x42, 1000), "a device write through the mapped address")
+	hb, err := h.Bytes()
+	require.NoError(t, err)
+	assert.Equal(t, bytes.Repeat([]byte{0x42}, 1000), hb, "is seen by the host: the same bytes")
+}
+
+func TestWriteCombinedHostArenaUsesHostAlloc(t *testing.T) {
+	p, f := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib), pool.WithHostFlags(pinned.WriteCombined))
+	assert.Equal(t, pinned.MethodHostAlloc, p.Stats().HostPinning)
+	assert.Equal(t, 1, f.Live().HostAllocs)
 }
 
 func TestSatisfyPlacesInOrderAt256ByteOffsets(t *testing.T) {
@@ -258,7 +288,13 @@ func TestNewFaultSweep(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := cudarttest.NewFakeT(t)
 			f.FailNth(i+1, 2)
-			_, err := pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib))
+			p, err := pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib))
+			if name == "cudaHostRegister" {
+				require.NoError(t, err, "a refused registration falls back to cudaHostAlloc")
+				assert.Equal(t, pinned.MethodHostAlloc, p.Stats().HostPinning)
+				require.NoError(t, p.Close())
+				return
+			}
 			require.Error(t, err)
 			var ce *cudart.Error
 			assert.ErrorAs(t, err, &ce)
@@ -287,10 +323,18 @@ func TestReleaseAllWaitsForTheDeviceAndKeepsStateWhenThatFails(t *testing.T) {
 }
 
 func TestCloseFaultIsRetried(t *testing.T) {
-	for _, call := range []string{"cudaFree", "cudaFreeHost"} {
+	for _, tt := range []struct {
+		call   string
+		method pinned.Method
+	}{
+		{"cudaFree", pinned.MethodRegister},
+		{"cudaHostUnregister", pinned.MethodRegister},
+		{"cudaFreeHost", pinned.MethodHostAlloc},
+	} {
+		call := tt.call
 		t.Run(call, func(t *testing.T) {
 			f := cudarttest.NewFakeT(t)
-			p, err := pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib))
+			p, err := pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib), pool.WithHostPinning(tt.method))
 			require.NoError(t, err)
 			f.FailCall(call, 1)
 			err = p.Close()

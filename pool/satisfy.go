@@ -21,7 +21,7 @@ func (p *Pool) Satisfy() error {
 }
 
 func (p *Pool) satisfyLocked() error {
-	var plans [2]layout
+	var plans [numArenas]layout
 	for k, a := range p.arenas {
 		if a == nil || len(a.pending) == 0 {
 			continue

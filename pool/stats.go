@@ -3,6 +3,8 @@ package pool
 import (
 	"cmp"
 	"slices"
+
+	"github.com/cudapool/cudapool/pinned"
 )
 
 // ArenaStats describes one arena.
@@ -23,9 +25,11 @@ type ArenaStats struct {
 
 // Stats describes the pool.
 type Stats struct {
-	Device, Host ArenaStats
-	Committed    bool
-	Closed       bool
+	Device, Host, Managed ArenaStats
+	// HostPinning is how the host arena was pinned, after any fallback.
+	HostPinning pinned.Method
+	Committed   bool
+	Closed      bool
 }
 
 // Stats returns a snapshot of both arenas.
@@ -53,10 +57,9 @@ func (p *Pool) Stats() Stats {
 		if a.unshared > a.used {
 			as.Saved = a.unshared - a.used
 		}
+		*s.arena(Arena(k)) = as
 		if Arena(k) == Host {
-			s.Host = as
-		} else {
-			s.Device = as
+			s.HostPinning = a.pinning
 		}
 	}
 	return s
@@ -92,4 +95,14 @@ func (p *Pool) Layout() []Placement {
 		return cmp.Or(cmp.Compare(x.Arena, y.Arena), cmp.Compare(x.Offset, y.Offset), cmp.Compare(x.First, y.First))
 	})
 	return out
+}
+
+func (s *Stats) arena(a Arena) *ArenaStats {
+	switch a {
+	case Host:
+		return &s.Host
+	case Managed:
+		return &s.Managed
+	}
+	return &s.Device
 }

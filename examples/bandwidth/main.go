@@ -1,0 +1,164 @@
+// Command bandwidth measures, in one run on one device, why pinned memory
+// matters and what it costs: host-to-device and device-to-host copy
+// bandwidth from ordinary Go memory, from cudaMallocHost memory and from the
+// regions of each of the pinned package's methods, and the time each pinned
+// kind takes to pin and to free.
+//
+//	go run ./examples/bandwidth [-runtime=auto|cuda|fake] [-size 1GiB] [-pin-size 4GiB] [-reps 5] [-svg out.svg]
+//
+// Each figure is the median of -reps: copies of -size bytes with
+// synchronous cudaMemcpy, and pinning and freeing of -pin-size bytes. The
+// table's last lines compare the pinned package's default method with
+// cudaMallocHost. -svg also draws the figures as a bar chart.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dustin/go-humanize"
+
+	"github.com/cudapool/cudapool/examples/internal/runtimeflag"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// config is the parsed command line.
+type config struct {
+	runtime       string
+	size, pinSize uint64
+	reps          int
+	svg           string
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	c, err := parse(args, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "bandwidth: %v\n", err)
+		return 2
+	}
+	if err := measureAll(c, stdout); err != nil {
+		fmt.Fprintf(stderr, "bandwidth: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func parse(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("bandwidth", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := config{size: 1 << 30, pinSize: 4 << 30}
+	fs.StringVar(&c.runtime, "runtime", "auto", runtimeflag.Usage)
+	fs.Func("size", "bytes per copy, e.g. 1GiB, 8MiB (default 1GiB)", bytesFlag(&c.size))
+	fs.Func("pin-size", "bytes pinned and freed to time pinning, e.g. 4GiB (default 4GiB)", bytesFlag(&c.pinSize))
+	fs.IntVar(&c.reps, "reps", 5, "repetitions of each measurement; the median is reported")
+	fs.StringVar(&c.svg, "svg", "", "also write the figures as an SVG bar chart to this file")
+	if err := fs.Parse(args); err != nil {
+		return c, errors.New("bad command line")
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if c.reps <= 0 {
+		return c, fmt.Errorf("-reps %d: want at least 1", c.reps)
+	}
+	return c, nil
+}
+
+// bytesFlag parses a human size of at least one byte into dst.
+func bytesFlag(dst *uint64) func(string) error {
+	return func(s string) error {
+		n, err := humanize.ParseBytes(s)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return errors.New("want at least 1 byte")
+		}
+		*dst = n
+		return nil
+	}
+}
+
+func measureAll(c config, stdout io.Writer) (err error) {
+	rt, desc, closeRT, err := runtimeflag.Open(c.runtime)
+	if err != nil {
+		return err
+	}
+	defer closeRT()
+	fmt.Fprintf(stdout, "runtime: %s\ncopies of %s and pinning of %s, median of %d\n\n",
+		desc, humanize.IBytes(c.size), humanize.IBytes(c.pinSize), c.reps)
+
+	// The device buffer is taken first, which also creates the CUDA
+	// context, so that no timed call pays for it.
+	dev, err := rt.Malloc(0, c.size)
+	if err != nil {
+		return fmt.Errorf("device buffer of %s: %w", humanize.IBytes(c.size), err)
+	}
+	defer func() { err = errors.Join(err, rt.Free(0, dev)) }()
+
+	var results []result
+	for _, s := range sources {
+		r, err := measure(rt, s, dev, c.size, c.pinSize, c.reps)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		results = append(results, r)
+	}
+	if err := printTable(stdout, results, c.pinSize); err != nil {
+		return err
+	}
+	if c.svg != "" {
+		if err := os.WriteFile(c.svg, chart(results, c), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "\nchart: %s\n", c.svg)
+	}
+	return nil
+}
+
+func printTable(w io.Writer, results []result, pinSize uint64) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "host memory\tpinned by\tpin %s\tfree\tH2D GB/s\tD2H GB/s\n", humanize.IBytes(pinSize))
+	for _, r := range results {
+		pin, free := "-", "-"
+		if r.pinned {
+			pin, free = duration(r.pin), duration(r.free)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f\t%.1f\n", r.name, r.via, pin, free, r.h2d, r.d2h)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	base, reg := results[baseline], results[featured]
+	fmt.Fprintf(w, "\n%s against %s: H2D %.1f%%, D2H %.1f%% of its bandwidth; pins %s in %s against %s, frees in %s against %s\n",
+		reg.name, base.name, percent(reg.h2d, base.h2d), percent(reg.d2h, base.d2h),
+		humanize.IBytes(pinSize), duration(reg.pin), duration(base.pin), duration(reg.free), duration(base.free))
+	return nil
+}
+
+func percent(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * a / b
+}
+
+// duration formats d with three significant digits or so, in the unit that
+// suits it.
+func duration(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
+}

@@ -1,0 +1,72 @@
+package pinned
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"unsafe"
+
+	"github.com/dustin/go-humanize"
+)
+
+// span is a range of host memory this package has pinned.
+type span struct {
+	start, end uintptr
+	what       string
+	// keep holds the memory so that the garbage collector cannot free a Go
+	// slice while CUDA has it pinned, even when the caller drops every other
+	// reference without unregistering.
+	keep []byte
+}
+
+// registry tracks every range the package has pinned, so that an overlap
+// is refused with a clear error before CUDA is called. CUDA's pinning is
+// process-wide, and so is the registry.
+type registry struct {
+	mu    sync.Mutex // guards spans
+	spans []span     // sorted by start, never overlapping
+}
+
+var pinnedRanges registry
+
+func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// claim records b as pinned by what, or returns ErrAlreadyRegistered naming
+// the range it overlaps. Claim before calling CUDA, so that two overlapping
+// calls racing each other cannot both reach it.
+func (r *registry) claim(b []byte, what string) error {
+	start := addr(b)
+	end := start + uintptr(len(b))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := sort.Search(len(r.spans), func(i int) bool { return r.spans[i].end > start })
+	if i < len(r.spans) && r.spans[i].start < end {
+		s := r.spans[i]
+		return fmt.Errorf("%w: %s at 0x%x overlaps %s at 0x%x, %s",
+			ErrAlreadyRegistered, humanize.IBytes(uint64(len(b))), start, humanize.IBytes(uint64(s.end-s.start)), s.start, s.what)
+	}
+	r.spans = slices.Insert(r.spans, i, span{start: start, end: end, what: what, keep: b})
+	return nil
+}
+
+// release forgets the range that starts at b[0]; it reports whether there
+// was one.
+func (r *registry) release(b []byte) bool {
+	start := addr(b)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i, ok := slices.BinarySearchFunc(r.spans, start, func(s span, a uintptr) int {
+		switch {
+		case s.start < a:
+			return -1
+		case s.start > a:
+			return 1
+		}
+		return 0
+	})
+	if ok {
+		r.spans = slices.Delete(r.spans, i, i+1)
+	}
+	return ok
+}
