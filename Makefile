@@ -2,6 +2,8 @@
 GO ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.6.1
 GPU_DIR := .gpu
+# Stripped: the binaries travel to the GPU host, which limits what it carries.
+GPU_LDFLAGS := -ldflags=-s -ldflags=-w
 EXAMPLES := $(filter-out internal,$(notdir $(wildcard examples/*)))
 CC ?= gcc
 # Packages whose tests run on a GPU host: name.test is built from each.
@@ -44,8 +46,8 @@ quickstart:
 ## gpu: test binaries and example programs for a GPU host, into .gpu/
 gpu:
 	mkdir -p $(GPU_DIR)
-	$(foreach t,$(GPU_TESTS),$(GO) test -c -o $(GPU_DIR)/$(word 1,$(subst :, ,$(t))).test $(word 2,$(subst :, ,$(t))) &&) true
-	$(foreach e,$(EXAMPLES),$(GO) build -o $(GPU_DIR)/$(e) ./examples/$(e) &&) true
+	$(foreach t,$(GPU_TESTS),$(GO) test -c $(GPU_LDFLAGS) -o $(GPU_DIR)/$(word 1,$(subst :, ,$(t))).test $(word 2,$(subst :, ,$(t))) &&) true
+	$(foreach e,$(EXAMPLES),$(GO) build $(GPU_LDFLAGS) -o $(GPU_DIR)/$(e) ./examples/$(e) &&) true
 	$(CC) -O2 -Wall -o $(GPU_DIR)/vector_c examples/vector/cref/grow.c -ldl
 
 clean:

@@ -35,6 +35,11 @@
 //
 // # Caveats
 //
+// A mapped region larger than one chunk (256 GiB) has one contiguous device
+// address range, but one CUDA call through it must stay within a chunk: on
+// an H200 with CUDA 13, a copy spanning two registrations fails with
+// cudaErrorInvalidValue.
+//
 // Bytes is valid until Free. Free unmaps the memory: a slice kept from
 // before and used after Free crashes the program, as with any unmapped
 // memory. Nothing is freed by a finalizer: a Region dropped without Free

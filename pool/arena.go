@@ -53,14 +53,19 @@ func (a *arena) plan() (layout, error) {
 	if a.pendingHasLifetimes() {
 		return a.planLifetimes()
 	}
-	l := layout{end: a.used}
+	// Aligned sizes are multiples of 256, so once the first offset is
+	// aligned every later one is too: the batch is one sum.
+	start, err := align.Up(a.used, align.CUDA)
+	if err != nil {
+		return layout{}, a.exhausted(^uint64(0))
+	}
+	l := layout{end: start}
 	for _, b := range a.pending {
 		sz := alignedSize(b.size)
-		off, err := align.Up(l.end, align.CUDA)
-		if err != nil || off+sz < off {
+		if l.end+sz < l.end {
 			return layout{}, a.exhausted(^uint64(0))
 		}
-		l.end = off + sz
+		l.end += sz
 		l.sizes += b.size
 		l.aligned += sz
 	}
@@ -72,13 +77,13 @@ func (a *arena) plan() (layout, error) {
 
 // apply places the pending buffers where l says and empties the queue.
 func (a *arena) apply(l layout) {
-	next := a.used
+	next, _ := align.Up(a.used, align.CUDA) // plan checked it
 	for i, b := range a.pending {
 		if l.offsets != nil {
 			b.offset = l.offsets[i]
 		} else {
-			b.offset, _ = align.Up(next, align.CUDA)
-			next = b.offset + alignedSize(b.size)
+			b.offset = next
+			next += alignedSize(b.size)
 		}
 		b.placed = true
 	}

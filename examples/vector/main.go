@@ -29,6 +29,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -49,6 +50,16 @@ type config struct {
 	margin uint64
 	reps   int
 	budget time.Duration
+	// methods are the doubling methods to time, in this order: the first
+	// one runs on a device no other method has churned yet.
+	methods []string
+	noProbe bool
+}
+
+// doublings are the growth methods -methods names.
+var doublings = map[string]func(*counting, uint64, uint64) (growth, error){
+	"realloc": reallocDoubling,
+	"vmem":    vmemDoubling,
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -63,9 +74,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Var((*sizeFlag)(&c.margin), "margin", "memory every step leaves free for CUDA's own use")
 	fs.IntVar(&c.reps, "reps", 5, "rounds of the doubling; the median is reported")
 	fs.DurationVar(&c.budget, "realloc-budget", time.Minute, "time after which the realloc probe stops")
+	methods := fs.String("methods", "realloc,vmem", "doubling methods to time, in order: realloc, vmem")
+	noProbe := fs.Bool("no-probe", false, "skip the largest-reachable probes")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	c.methods = strings.Split(*methods, ",")
+	for _, m := range c.methods {
+		if _, ok := doublings[m]; !ok {
+			fmt.Fprintf(stderr, "vector: unknown method %q in -methods: want realloc and/or vmem\n", m)
+			return 2
+		}
+	}
+	c.noProbe = *noProbe
 	if c.from == 0 || c.step == 0 || c.reps <= 0 || c.max < c.from {
 		fmt.Fprintln(stderr, "vector: -from, -step and -reps must be positive, and -max at least -from")
 		return 2
@@ -106,23 +127,23 @@ func compare(rt *counting, c config, out io.Writer) error {
 	fmt.Fprintf(out, "grow by doubling, %s -> %s (%d doublings)%s, median of %d rounds\n", humanize.IBytes(c.from), humanize.IBytes(to), n, clamped, c.reps)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "method\ttime\tCUDA calls\tmoves\t")
-	for _, m := range []struct {
-		name string
-		grow func(*counting, uint64, uint64) (growth, error)
-	}{{"realloc", reallocDoubling}, {"vmem", vmemDoubling}} {
-		g, err := median(c.reps, func() (growth, error) { return m.grow(rt, c.from, to) })
+	for _, name := range c.methods {
+		g, err := median(c.reps, func() (growth, error) { return doublings[name](rt, c.from, to) })
 		if err != nil {
 			_ = tw.Flush()
-			return fmt.Errorf("%s doubling: %w", m.name, err)
+			return fmt.Errorf("%s doubling: %w", name, err)
 		}
 		moves := "-"
-		if m.name == "vmem" {
+		if name == "vmem" {
 			moves = fmt.Sprint(g.moves)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t\n", m.name, g.time.Round(time.Microsecond), g.calls, moves)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t\n", name, g.time.Round(time.Microsecond), g.calls, moves)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if c.noProbe {
+		return nil
 	}
 
 	fmt.Fprintf(out, "\nlargest buffer reachable in %s steps\n", humanize.IBytes(c.step))

@@ -85,3 +85,17 @@ func TestVectorCUDAWithoutCUDAFailsWithTheLoadersMessage(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut.String(), "/nonexistent/libcudart.so")
 }
+
+func TestMethodsFlagOrdersAndFilters(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"-runtime=fake", "-methods", "vmem", "-no-probe", "-max", "64MiB", "-reps", "1"}, &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+	assert.Contains(t, out.String(), "vmem")
+	assert.NotContains(t, out.String(), "realloc")
+	assert.NotContains(t, out.String(), "largest buffer reachable")
+
+	out.Reset()
+	errOut.Reset()
+	assert.Equal(t, 2, run([]string{"-runtime=fake", "-methods", "copy"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), `unknown method "copy"`)
+}
