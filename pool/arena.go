@@ -121,15 +121,24 @@ func (a *arena) pendingBytes() uint64 {
 
 func (a *arena) exhausted(need uint64) *ExhaustedError {
 	e := &ExhaustedError{Arena: a.kind, Need: need, Have: a.capacity}
+	var largest *Buffer
 	for _, b := range a.pending {
-		if b.size > e.LargestBytes {
-			e.LargestBytes, e.LargestName = b.size, b.name
+		if largest == nil || b.size > largest.size {
+			largest = b
 		}
 	}
-	if e.LargestName == "" && e.LargestBytes > 0 {
-		e.LargestName = fmt.Sprintf("unnamed %d-byte request", e.LargestBytes)
+	if largest != nil {
+		e.LargestBytes, e.LargestName = largest.size, requestName(largest.name, largest.size)
 	}
 	return e
+}
+
+// requestName is how errors name a request: its Name, or its size.
+func requestName(name string, size uint64) string {
+	if name == "" {
+		return fmt.Sprintf("unnamed %d-byte request", size)
+	}
+	return name
 }
 
 // mapped is the bytes of physical memory behind the arena.

@@ -54,8 +54,13 @@ type ExhaustedError struct {
 
 // Error says what was asked and what was available, in human sizes.
 func (e *ExhaustedError) Error() string {
+	need, have := humanize.Bytes(e.Need), humanize.Bytes(e.Have)
+	if need == have {
+		// Rounding hid the difference: say it in bytes.
+		need, have = fmt.Sprintf("%s (%d B)", need, e.Need), fmt.Sprintf("%s (%d B)", have, e.Have)
+	}
 	return fmt.Sprintf("%s arena: need %s, have %s; largest pending: %q %s",
-		e.Arena, humanize.Bytes(e.Need), humanize.Bytes(e.Have), e.LargestName, humanize.Bytes(e.LargestBytes))
+		e.Arena, need, have, e.LargestName, humanize.Bytes(e.LargestBytes))
 }
 
 // Is makes errors.Is(err, ErrExhausted) true.

@@ -152,11 +152,26 @@ func newFuzzRun(t *testing.T, cfg byte) *fuzzRun {
 	p, err := pool.New(r.f, opts...)
 	require.NoError(t, err)
 	r.p = p
+	// An input that fails half way must not leave memory pinned for the
+	// inputs after it; finish checks the Close of a run that completes.
+	t.Cleanup(func() { _ = p.Close() })
 	r.check()
 	return r
 }
 
-// step runs one operation, decoded from op, and checks the invariants.
+// step runs one operation and checks the invariants. op%16 picks it:
+//
+//	0-3    WantDevice(fuzzSize(x, y), fuzzLife(z))
+//	4-5    WantHost, the same
+//	6      WantManaged, the same
+//	7-8    Satisfy
+//	9      Commit
+//	10     ReleaseAll
+//	11     Close
+//	12-14  handle number x (of all ever made): Ptr, Bytes or Prefetch as y%3
+//	       says, then a write of z|1 through the address or view it gives
+//	15     arm a fault for the next operation: its (x%4+1)th CUDA call
+//	       fails with fuzzCodes[y%4]
 func (r *fuzzRun) step(op, x, y, z byte) {
 	r.steps++
 	switch op % 16 {
@@ -252,10 +267,10 @@ func fuzzLife(z byte) (opt pool.WantOption, bad bool) {
 // checks: the options first, then closed, size, committed, arena, room.
 func (r *fuzzRun) wantRefusal(kind pool.Arena, size uint64, badLife bool) error {
 	switch {
-	case badLife:
-		return pool.ErrInvalidRequest
 	case r.closed:
 		return pool.ErrClosed
+	case badLife:
+		return pool.ErrInvalidRequest
 	case size == 0, size > ^uint64(0)-(align.CUDA-1):
 		return pool.ErrInvalidRequest
 	case r.committed:
@@ -657,16 +672,34 @@ func (r *fuzzRun) check() {
 
 // checkHeld compares what the fake holds with what the pool says it holds.
 func (r *fuzzRun) checkHeld(st pool.Stats) {
-	live := r.f.Live()
+	requireHeld(r.t, r.f, st, heldShape{growable: r.growable, gran: r.gran, hostMapped: r.hostMapped, deferred: r.faultFired})
+}
+
+// heldShape is what requireHeld must know of a pool that Stats does not say.
+type heldShape struct {
+	growable   bool   // the device arena is growable
+	gran       uint64 // the fake's allocation granularity, for a growable arena
+	hostMapped bool   // the host arena was pinned with pinned.Mapped
+	deferred   bool   // a fault fired: physical memory whose release failed may still be held
+}
+
+// requireHeld fails t unless the fake holds exactly the arenas st describes:
+// one cudaMalloc of the fixed device arena's capacity, or for a growable one
+// a reservation and exactly Mapped bytes of physical memory, all mapped; the
+// host arena allocated or registered as HostPinning says; the managed arena;
+// and nothing else.
+func requireHeld(t testing.TB, f *cudarttest.Fake, st pool.Stats, shape heldShape) {
+	t.Helper()
+	live := f.Live()
 	var want cudarttest.Usage
 	if st.Device.Reserved {
-		if r.growable {
-			reserved, err := align.Up(st.Device.Capacity, r.gran)
-			require.NoError(r.t, err)
+		if shape.growable {
+			reserved, err := align.Up(st.Device.Capacity, shape.gran)
+			require.NoError(t, err)
 			want.Reservations, want.ReservedBytes = 1, reserved
 			want.Mappings, want.MappedBytes = live.Mappings, st.Device.Mapped
 			want.PhysAllocs, want.PhysBytes = live.Mappings, st.Device.Mapped
-			if r.faultFired && live.PhysBytes >= st.Device.Mapped {
+			if shape.deferred && live.PhysBytes >= st.Device.Mapped {
 				// A release that failed is retried at the next growth
 				// and at Close: until then the fake holds more.
 				want.PhysAllocs, want.PhysBytes = live.PhysAllocs, live.PhysBytes
@@ -678,7 +711,7 @@ func (r *fuzzRun) checkHeld(st pool.Stats) {
 	if st.Host.Reserved {
 		if st.HostPinning == pinned.MethodHostAlloc {
 			want.HostAllocs, want.HostBytes = 1, st.Host.Capacity
-			if r.hostMapped {
+			if shape.hostMapped {
 				want.MappedHostAllocs, want.MappedHostBytes = 1, st.Host.Capacity
 			}
 		} else {
@@ -688,7 +721,7 @@ func (r *fuzzRun) checkHeld(st pool.Stats) {
 	if st.Managed.Reserved {
 		want.ManagedAllocs, want.ManagedBytes = 1, st.Managed.Capacity
 	}
-	require.Equal(r.t, want, live, "the fake must hold exactly what the pool says it holds (%+v)", st)
+	require.Equal(t, want, live, "the fake must hold exactly what the pool says it holds (%+v)", st)
 }
 
 // finish closes the pool with no fault armed, retrying a Close that failed:

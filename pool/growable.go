@@ -13,8 +13,9 @@ import (
 // New reserves maxBytes of address space, which costs no memory, and Satisfy
 // maps physical memory, in whole allocation granules, as placed buffers need
 // it. Buffers never move and their addresses stay valid as the arena grows.
-// It replaces the fixed device arena (WithDeviceBytes is then ignored), and
-// needs a runtime that implements cudart.VirtualMemory.
+// It replaces the fixed device arena (WithDeviceBytes is then ignored; 0
+// keeps the fixed arena), and needs a runtime that implements
+// cudart.VirtualMemory.
 func WithGrowableDevice(maxBytes uint64) Option {
 	return func(c *config) { c.growableMax = maxBytes }
 }

@@ -54,6 +54,11 @@ func New(rt cudart.Runtime, opts ...Option) (*Pool, error) {
 	if cfg.device >= n {
 		return nil, fmt.Errorf("%w: device %d requested, the runtime has %d device(s)", ErrInvalidOption, cfg.device, n)
 	}
+	for _, d := range cfg.peers {
+		if d < 0 || d >= n || d == cfg.device {
+			return nil, fmt.Errorf("%w: peer device %d for WithPeerAccess: want another of the runtime's %d device(s) than device %d", ErrInvalidOption, d, n, cfg.device)
+		}
+	}
 	p := &Pool{rt: rt, device: cfg.device, log: cfg.logger, debug: cfg.logger.Core().Enabled(zap.DebugLevel), trimOnRelease: cfg.trimOnRelease}
 	switch {
 	case cfg.growableMax > 0:

@@ -416,3 +416,10 @@ func TestRequestSizeBoundaries(t *testing.T) {
 	require.NoError(t, p.Satisfy())
 	assert.Equal(t, uint64(768), p.Stats().Device.Used)
 }
+
+func TestExhaustionSaysBytesWhenRoundingHidesTheDifference(t *testing.T) {
+	p, _ := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0))
+	_, err := p.WantDevice(mib + 1)
+	require.ErrorIs(t, err, pool.ErrExhausted)
+	assert.Equal(t, `device arena: need 1.0 MB (1048832 B), have 1.0 MB (1048576 B); largest pending: "unnamed 1048577-byte request" 1.0 MB`, err.Error())
+}

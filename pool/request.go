@@ -23,6 +23,9 @@ func (p *Pool) WantHost(size uint64, opts ...WantOption) (*Buffer, error) {
 func (p *Pool) want(kind Arena, size uint64, opts []WantOption) (*Buffer, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return nil, ErrClosed
+	}
 	b := p.nextBuffer()
 	*b = Buffer{p: p, arena: kind, size: size, gen: p.gen}
 	for _, o := range opts {
@@ -60,7 +63,7 @@ func (p *Pool) refusal(b *Buffer) error {
 	case a == nil:
 		return fmt.Errorf("%w: the %s arena was not reserved (its size option was 0): %s", ErrNoArena, b.arena, b.label())
 	}
-	return &ExhaustedError{Arena: b.arena, Need: alignedSize(b.size), Have: a.capacity, LargestName: b.name, LargestBytes: b.size}
+	return &ExhaustedError{Arena: b.arena, Need: alignedSize(b.size), Have: a.capacity, LargestName: requestName(b.name, b.size), LargestBytes: b.size}
 }
 
 // slabSize is how many handles one allocation holds: a program placing

@@ -70,10 +70,12 @@ func (p *Pool) Commit() error {
 	return nil
 }
 
-// ReleaseAll drops every request, placed or queued, resets both arenas to
+// ReleaseAll drops every request, placed or queued, resets the arenas to
 // offset 0 and unlocks a committed pool. It first waits for the device, since
 // kernels still in flight may use the buffers; if that wait fails, nothing is
-// reset. Every handle from before is stale afterwards (ErrReleased).
+// reset. Every handle from before is stale afterwards (ErrReleased). With
+// WithTrimOnRelease it then gives the growable arena's memory back; if that
+// fails, the pool is released all the same and the error says so.
 func (p *Pool) ReleaseAll() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -82,11 +84,6 @@ func (p *Pool) ReleaseAll() error {
 	}
 	if err := p.rt.DeviceSynchronize(p.device); err != nil {
 		return fmt.Errorf("pool: wait for device %d before release: %w", p.device, err)
-	}
-	if a := p.arenas[Device]; p.trimOnRelease && a != nil && a.growable != nil {
-		if err := a.growable.Trim(0); err != nil {
-			return fmt.Errorf("pool: trim the growable device arena: %w", err)
-		}
 	}
 	placed := 0
 	for _, a := range p.arenas {
@@ -98,5 +95,13 @@ func (p *Pool) ReleaseAll() error {
 	p.gen++
 	p.committed = false
 	p.log.Info("cudapool: released", zap.Int("device", p.device), zap.Int("buffers", placed))
+	// Trimmed only once every handle is stale: a trim that fails part way
+	// leaves no buffer over memory it unmapped, and the next Satisfy maps
+	// again what it needs.
+	if a := p.arenas[Device]; p.trimOnRelease && a != nil && a.growable != nil {
+		if err := a.growable.Trim(0); err != nil {
+			return fmt.Errorf("pool: released, but trimming the growable device arena failed: %w", err)
+		}
+	}
 	return nil
 }

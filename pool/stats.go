@@ -77,10 +77,14 @@ type Placement struct {
 	Whole       bool
 }
 
-// Layout returns every placed buffer, ordered by arena, offset and first step.
+// Layout returns every placed buffer, ordered by arena, offset and first
+// step; after Close, none.
 func (p *Pool) Layout() []Placement {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
 	var out []Placement
 	for _, a := range p.arenas {
 		if a == nil {

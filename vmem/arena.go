@@ -22,6 +22,7 @@ type Arena struct {
 	mu     sync.Mutex
 	p      phys
 	closed bool
+	freed  bool // Close has given everything back
 }
 
 // NewArena reserves maxBytes of address space on device (rounded up to the
@@ -112,18 +113,22 @@ func (a *Arena) Trim(n uint64) error {
 }
 
 // Close unmaps and releases all the physical memory and frees the address
-// range. It tries every step whatever fails before it, and reports every
-// failure. Calls after the first return nil.
+// range. What CUDA refuses is kept and reported, and a later Close retries
+// it; once everything is freed, Close returns nil. Ensure and Trim fail with
+// ErrClosed from the first Close on.
 func (a *Arena) Close() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.closed {
+	if a.freed {
 		return nil
 	}
 	a.closed = true
-	err := errors.Join(a.p.teardown(a.base), a.p.vm.MemAddressFree(a.base, a.reserved))
-	if err != nil {
-		return fmt.Errorf("vmem: close arena at %s: %w", a.base, err)
+	if err := a.p.teardown(a.base); err != nil || len(a.p.segs) > 0 || len(a.p.later) > 0 {
+		return fmt.Errorf("vmem: close arena at %s (call Close again to retry): %w", a.base, err)
 	}
+	if err := a.p.vm.MemAddressFree(a.base, a.reserved); err != nil {
+		return fmt.Errorf("vmem: close arena at %s (call Close again to retry): %w", a.base, err)
+	}
+	a.freed = true
 	return nil
 }

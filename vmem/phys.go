@@ -95,11 +95,17 @@ func (p *phys) trim(base cudart.DevicePtr, keep uint64) error {
 // and returns every failure.
 func (p *phys) teardown(base cudart.DevicePtr) error {
 	errs := []error{p.later.retry()}
-	for i := len(p.segs) - 1; i >= 0; i-- {
-		s := p.segs[i]
-		errs = append(errs, p.vm.MemUnmap(base.Add(s.off), s.size), p.vm.MemRelease(s.h))
+	for n := len(p.segs); n > 0; n-- {
+		s := p.segs[n-1]
+		if err := p.vm.MemUnmap(base.Add(s.off), s.size); err != nil {
+			// Kept, with every segment below it, for the next Close.
+			return errors.Join(append(errs, err)...)
+		}
+		p.segs = p.segs[:n-1]
+		if err := p.vm.MemRelease(s.h); err != nil {
+			errs = append(errs, err)
+			p.later.later(func() error { return p.vm.MemRelease(s.h) })
+		}
 	}
-	p.segs = nil
-	p.later = nil
 	return errors.Join(errs...)
 }

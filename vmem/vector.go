@@ -22,6 +22,7 @@ type Vector struct {
 	ranges   []addrRange      // reservations making up [ptr, ptr+reserved), in address order
 	reserved uint64
 	closed   bool
+	freed    bool // Close has given everything back
 }
 
 // addrRange is one cuMemAddressReserve reservation.
@@ -152,22 +153,31 @@ func (v *Vector) planGrow(u *undoLog, have, target uint64) (addressPlan, []segme
 }
 
 // Close unmaps and releases all the physical memory and frees every address
-// range. It tries every step whatever fails before it, and reports every
-// failure. Calls after the first return nil.
+// range. What CUDA refuses is kept and reported, and a later Close retries
+// it; once everything is freed, Close returns nil. Reserve and Grow fail
+// with ErrClosed from the first Close on.
 func (v *Vector) Close() error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.closed {
+	if v.freed {
 		return nil
 	}
 	v.closed = true
-	errs := []error{v.p.teardown(v.ptr)}
+	if err := v.p.teardown(v.ptr); err != nil || len(v.p.segs) > 0 || len(v.p.later) > 0 {
+		return fmt.Errorf("vmem: close vector at %s (call Close again to retry): %w", v.ptr, err)
+	}
+	var errs []error
+	kept := v.ranges[:0]
 	for _, r := range v.ranges {
-		errs = append(errs, v.p.vm.MemAddressFree(r.p, r.size))
+		if err := v.p.vm.MemAddressFree(r.p, r.size); err != nil {
+			errs = append(errs, err)
+			kept = append(kept, r)
+		}
 	}
-	v.ranges, v.reserved = nil, 0
+	v.ranges = kept
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("vmem: close vector at %s: %w", v.ptr, err)
+		return fmt.Errorf("vmem: close vector at %s (call Close again to retry): %w", v.ptr, err)
 	}
+	v.reserved, v.freed = 0, true
 	return nil
 }

@@ -255,3 +255,22 @@ func TestVectorCopiesAcrossReservationsOnCUDA(t *testing.T) {
 	require.NoError(t, lib.Memcpy(0, cudart.HostMem(out), cudart.DeviceMem(v.Ptr(), 4*gran), cudart.DeviceToHost))
 	assert.Equal(t, data, out)
 }
+
+func TestVectorCloseThatFailsIsRetried(t *testing.T) {
+	for _, call := range []string{"cuMemUnmap", "cuMemRelease", "cuMemAddressFree"} {
+		t.Run(call, func(t *testing.T) {
+			f := newFake(t)
+			v, err := vmem.NewVector(f, 0)
+			require.NoError(t, err)
+			require.NoError(t, v.Grow(g))
+			require.NoError(t, v.Grow(4*g))
+			f.FailCallNth(call, 1, 999)
+			require.Error(t, v.Close())
+			assert.False(t, f.Live().Empty())
+			assert.ErrorIs(t, v.Grow(8*g), vmem.ErrClosed)
+			f.ClearFaults()
+			require.NoError(t, v.Close())
+			assert.True(t, f.Live().Empty())
+		})
+	}
+}

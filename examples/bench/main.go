@@ -190,7 +190,9 @@ func freeAll(rt cudart.Full, ptrs []cudart.DevicePtr) error {
 
 // benchAsync times cudaMallocAsync on the default stream. Cold sets the
 // default pool's release threshold to 0, so every round starts with an empty
-// pool; warm keeps everything and times the rounds after a first one.
+// pool; warm keeps everything and times the rounds after a first one. The
+// bytes reserved are the drop in free memory from before the first round to
+// the end of the allocations.
 func benchAsync(rt cudart.Full, sizes []uint64, reps int, warm bool) (res result, err error) {
 	old, err := rt.MemPoolReleaseThreshold(0)
 	if err != nil {
@@ -207,11 +209,13 @@ func benchAsync(rt cudart.Full, sizes []uint64, reps int, warm bool) (res result
 		err = errors.Join(err, rt.SetMemPoolReleaseThreshold(0, 0), rt.DeviceSynchronize(0), rt.SetMemPoolReleaseThreshold(0, old))
 	}()
 	ptrs := make([]cudart.DevicePtr, len(sizes))
+	// One baseline before any round: a warm pool's memory was reserved by
+	// the warm-up round and is still held.
+	before, err := freeBytes(rt)
+	if err != nil {
+		return result{}, err
+	}
 	round := func() (time.Duration, uint64, error) {
-		before, err := freeBytes(rt)
-		if err != nil {
-			return 0, 0, err
-		}
 		start := time.Now()
 		for i, s := range sizes {
 			if ptrs[i], err = rt.MallocAsync(0, s, 0); err != nil {
