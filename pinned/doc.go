@@ -35,10 +35,11 @@
 //
 // # Caveats
 //
-// A mapped region larger than one chunk (256 GiB) has one contiguous device
-// address range, but one CUDA call through it must stay within a chunk: on
-// an H200 with CUDA 13, a copy spanning two registrations fails with
-// cudaErrorInvalidValue.
+// A registered region larger than one chunk (256 GiB) is several
+// registrations: one CUDA call on it must stay within a chunk. On an H200
+// with CUDA 13, a copy whose host range spans two registrations fails with
+// cudaErrorInvalidValue, through the host address and, for a mapped region,
+// through its one contiguous device address alike.
 //
 // Bytes is valid until Free. Free unmaps the memory: a slice kept from
 // before and used after Free crashes the program, as with any unmapped

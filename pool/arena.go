@@ -87,13 +87,8 @@ func (a *arena) apply(l layout) {
 		}
 		b.placed = true
 	}
-	if len(a.placed) == 0 {
-		// The usual first Satisfy after ReleaseAll: the queue becomes the
-		// placed list without copying thousands of pointers.
-		a.placed, a.pending = a.pending, a.placed
-	} else {
-		a.placed = append(a.placed, a.pending...)
-	}
+	a.placed = append(a.placed, a.pending...)
+	clear(a.pending)
 	a.pending = a.pending[:0]
 	a.used = max(a.used, l.end)
 	a.peak = max(a.peak, a.used)
@@ -101,12 +96,11 @@ func (a *arena) apply(l layout) {
 	a.unshared += l.aligned
 }
 
-// reset forgets every buffer, keeping the slices' capacity for the next
-// plan. The stale entries past the new length are not cleared: the next plan
-// overwrites them, and clearing costs a write barrier per pointer while the
-// collector runs. They keep at most one plan's worth of old handles alive.
+// reset forgets every buffer, keeping the slices' capacity for the next plan.
 func (a *arena) reset() {
+	clear(a.placed)
 	a.placed = a.placed[:0]
+	clear(a.pending)
 	a.pending = a.pending[:0]
 	a.used, a.requested, a.unshared = 0, 0, 0
 }

@@ -16,7 +16,9 @@ import (
 // times faster than cudaMallocHost for large arenas, with the same copy
 // bandwidth. It falls back to cudaHostAlloc where registration is refused;
 // Stats.HostPinning says which method was used. pinned.MethodHostAlloc is
-// the C++ pool's cudaMallocHost.
+// the C++ pool's cudaMallocHost. A registered host arena over 256 GiB is
+// pinned in 256 GiB chunks, and one CUDA copy must not span two of them (see
+// package pinned); with cudaHostAlloc there is no such limit.
 func WithHostPinning(m pinned.Method) Option { return func(c *config) { c.hostMethod = m } }
 
 // WithHostFlags pins the host arena with cudaHostAlloc's flags:
