@@ -8,7 +8,11 @@
  * side by side on the same host. It dlopens libcuda.so.1: no CUDA headers or
  * toolkit are needed to build it (make gpu builds it with gcc).
  *
- *   vector_c [max_bytes] [reps]
+ *   vector_c [max_bytes] [reps] [churn]
+ *
+ * With "churn", REPS rounds of realloc doubling (cuMemAlloc, a device copy,
+ * cuMemFree) run first, as examples/vector runs its realloc rounds before
+ * the VMM ones, so both can be compared after the same history.
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -40,6 +44,10 @@ static CUresult (*cuMemAddressFree)(CUdeviceptr, size_t);
 static CUresult (*cuMemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
 static CUresult (*cuMemUnmap)(CUdeviceptr, size_t);
 static CUresult (*cuMemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+static CUresult (*cuMemAlloc_v2)(CUdeviceptr *, size_t);
+static CUresult (*cuMemFree_v2)(CUdeviceptr);
+static CUresult (*cuMemcpyDtoD_v2)(CUdeviceptr, CUdeviceptr, size_t);
+static CUresult (*cuCtxSynchronize)(void);
 
 #define CHECK(call) do { CUresult r_ = (call); if (r_) { fprintf(stderr, "%s:%d %s = %d\n", __FILE__, __LINE__, #call, r_); exit(1); } } while (0)
 #define MAXCHUNKS 64
@@ -121,11 +129,13 @@ static int cmp(const void *a, const void *b) {
 int main(int argc, char **argv) {
     size_t max = argc > 1 ? strtoull(argv[1], 0, 10) : (32ull << 30);
     int reps = argc > 2 ? atoi(argv[2]) : 5;
+    int churn = argc > 3 && strcmp(argv[3], "churn") == 0;
     void *lib = dlopen("libcuda.so.1", RTLD_NOW);
     if (!lib) { fprintf(stderr, "%s\n", dlerror()); return 1; }
     LOAD(cuInit); LOAD(cuDevicePrimaryCtxRetain); LOAD(cuCtxSetCurrent);
     LOAD(cuMemGetAllocationGranularity); LOAD(cuMemCreate); LOAD(cuMemRelease);
     LOAD(cuMemAddressReserve); LOAD(cuMemAddressFree); LOAD(cuMemMap); LOAD(cuMemUnmap); LOAD(cuMemSetAccess);
+    LOAD(cuMemAlloc_v2); LOAD(cuMemFree_v2); LOAD(cuMemcpyDtoD_v2); LOAD(cuCtxSynchronize);
     void *ctx;
     CHECK(cuInit(0));
     CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
@@ -136,6 +146,19 @@ int main(int argc, char **argv) {
     access_desc.flags = 3;  /* CU_MEM_ACCESS_FLAGS_PROT_READWRITE */
     size_t gran;
     CHECK(cuMemGetAllocationGranularity(&gran, &prop, 0));
+    for (int r = 0; churn && r < reps; r++) {
+        CUdeviceptr p;
+        CHECK(cuMemAlloc_v2(&p, 2u << 20));
+        for (size_t n = 4u << 20; n <= max; n *= 2) {
+            CUdeviceptr q;
+            CHECK(cuMemAlloc_v2(&q, n));
+            CHECK(cuMemcpyDtoD_v2(q, p, n / 2));
+            CHECK(cuMemFree_v2(p));
+            p = q;
+        }
+        CHECK(cuCtxSynchronize());
+        CHECK(cuMemFree_v2(p));
+    }
     double t[64];
     int moves = 0;
     for (int r = 0; r < reps && r < 64; r++) {
@@ -147,7 +170,7 @@ int main(int argc, char **argv) {
         destroy(&v);
     }
     qsort(t, reps, sizeof t[0], cmp);
-    printf("C VMM grow by doubling 2 MiB -> %.0f GiB: median %.3f ms of %d rounds (granularity %zu, %d moves)\n",
-           max / (double)(1ull << 30), t[reps / 2] * 1e3, reps, gran, moves);
+    printf("C VMM grow by doubling 2 MiB -> %.0f GiB%s: median %.3f ms of %d rounds (granularity %zu, %d moves)\n",
+           max / (double)(1ull << 30), churn ? " after realloc churn" : "", t[reps / 2] * 1e3, reps, gran, moves);
     return 0;
 }
