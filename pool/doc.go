@@ -10,7 +10,18 @@
 // refused, nothing leaked on failure.
 //
 // A request may declare when its buffer is alive with Live(first, last); the
-// pool then lets buffers that are never alive together share bytes.
+// pool then lets buffers that are never alive together share bytes (package
+// plan places them, never below what the lifetimes require at their busiest
+// step on the graphs it is tested on).
+//
+// Beyond the C++ pool: WithGrowableDevice puts the device arena on CUDA
+// virtual memory (address space reserved once, memory mapped as Satisfy needs
+// it, buffers never moving; WithPeerAccess shares it with other GPUs);
+// WithHostPinning and WithHostFlags choose how the host arena is pinned
+// (registration of huge-page memory by default, several times faster than
+// cudaMallocHost; Mapped for zero-copy access from kernels); WithManagedBytes
+// adds a unified-memory arena with Buffer.Prefetch; WithMallocHeap sizes the
+// device-side malloc heap.
 //
 // # Caveats
 //
@@ -27,5 +38,7 @@
 // handle's placement. Placement order among goroutines is the order their
 // requests took the lock.
 //
-// Nothing is freed by a finalizer: call Close.
+// A failed New frees what it took; a failed Close keeps what it could not
+// free and the next Close tries again. Nothing is freed by a finalizer: call
+// Close.
 package pool

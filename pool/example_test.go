@@ -1,0 +1,121 @@
+package pool_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/pinned"
+	"github.com/cudapool/cudapool/pool"
+)
+
+// The C++ pool's cycle: queue requests, Commit, use the buffers, ReleaseAll.
+// cudart.Open() gives the real runtime; the fake stands in for it here.
+func Example() {
+	rt := cudarttest.NewFake()
+	p, err := pool.New(rt, pool.WithDeviceBytes(64<<20), pool.WithHostBytes(8<<20),
+		pool.WithHostPinning(pinned.MethodHostAlloc))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+
+	staging, _ := p.WantHost(1000, pool.Name("input.staging"))
+	input, _ := p.WantDevice(1000, pool.Name("input"))
+	act, _ := p.WantDevice(4096, pool.Name("activations"))
+	if err := p.Commit(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	buf, _ := staging.Bytes()
+	copy(buf, "pixels")
+	ptr, _ := input.Ptr()
+	if err := rt.Memcpy(p.Device(), cudart.DeviceMem(ptr, 1000), cudart.HostMem(buf), cudart.HostToDevice); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, pl := range p.Layout() {
+		fmt.Printf("%-6s %-13s offset %5d size %d\n", pl.Arena, pl.Name, pl.Offset, pl.Size)
+	}
+	_, err = p.WantDevice(1)
+	fmt.Println(errors.Is(err, pool.ErrCommitted))
+
+	if err := p.ReleaseAll(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = act.Ptr()
+	fmt.Println(errors.Is(err, pool.ErrReleased))
+	// Output:
+	// device input         offset     0 size 1000
+	// device activations   offset  1024 size 4096
+	// host   input.staging offset     0 size 1000
+	// true
+	// true
+}
+
+// Buffers that are never alive at the same step share memory.
+func ExampleLive() {
+	p, err := pool.New(cudarttest.NewFake(), pool.WithDeviceBytes(64<<20), pool.WithHostBytes(0))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	a, _ := p.WantDevice(1<<20, pool.Name("conv1.out"), pool.Live(0, 1))
+	b, _ := p.WantDevice(1<<20, pool.Name("conv2.out"), pool.Live(1, 2))
+	c, _ := p.WantDevice(1<<20, pool.Name("conv3.out"), pool.Live(2, 3))
+	if err := p.Satisfy(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(a.Offset() == c.Offset(), a.Offset() != b.Offset())
+	st := p.Stats().Device
+	fmt.Printf("used %d KiB, saved %d KiB\n", st.Used>>10, st.Saved>>10)
+	// Output:
+	// true true
+	// used 2048 KiB, saved 1024 KiB
+}
+
+// Exhaustion is a typed error that says what was asked and what there is.
+func ExampleExhaustedError() {
+	p, err := pool.New(cudarttest.NewFake(), pool.WithDeviceBytes(4<<30), pool.WithHostBytes(0))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	_, _ = p.WantDevice(4<<30, pool.Name("weights"))
+	_, _ = p.WantDevice(1<<30, pool.Name("kv-cache"))
+	err = p.Satisfy()
+	var ex *pool.ExhaustedError
+	fmt.Println(errors.As(err, &ex), ex.Arena)
+	fmt.Println(err)
+	// Output:
+	// true device
+	// device arena: need 5.4 GB, have 4.3 GB; largest pending: "weights" 4.3 GB
+}
+
+// A growable arena reserves address space only and maps memory as buffers
+// are placed; addresses never change as it grows.
+func ExampleWithGrowableDevice() {
+	p, err := pool.New(cudarttest.NewFake(), pool.WithGrowableDevice(64<<30), pool.WithHostBytes(0))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	fmt.Println("mapped at New:", p.Stats().Device.Mapped)
+	b, _ := p.WantDevice(3 << 20)
+	_ = p.Satisfy()
+	before, _ := b.Ptr()
+	_, _ = p.WantDevice(100 << 20)
+	_ = p.Satisfy()
+	after, _ := b.Ptr()
+	fmt.Println("mapped MiB:", p.Stats().Device.Mapped>>20, "moved:", before != after)
+	// Output:
+	// mapped at New: 0
+	// mapped MiB: 104 moved: false
+}
