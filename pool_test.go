@@ -6,12 +6,12 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/dustin/go-humanize"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -142,7 +142,7 @@ func TestEndToEnd(t *testing.T) {
 			verify(t, rt, p, bufs)
 			st := p.Stats()
 			t.Logf("round %d: %d device buffers in %s, %d host buffers in %s", round,
-				st.Device.Placed, humanize.IBytes(st.Device.Used), st.Host.Placed, humanize.IBytes(st.Host.Used))
+				st.Device.Placed, bytesize.Format(st.Device.Used), st.Host.Placed, bytesize.Format(st.Host.Used))
 			require.NoError(t, p.ReleaseAll())
 			_, err := bufs[0].b.Ptr()
 			require.ErrorIs(t, err, pool.ErrReleased)
@@ -151,7 +151,7 @@ func TestEndToEnd(t *testing.T) {
 		free1, _, err := rt.MemGetInfo(0)
 		require.NoError(t, err)
 		t.Logf("free device memory: %s before New, %s after Close (of %s)",
-			humanize.IBytes(free0), humanize.IBytes(free1), humanize.IBytes(total))
+			bytesize.Format(free0), bytesize.Format(free1), bytesize.Format(total))
 		assert.InDelta(t, float64(free0), float64(free1), 2<<20, "free memory back where it started")
 	})
 }
@@ -196,7 +196,7 @@ func TestGrowableEndToEnd(t *testing.T) {
 			verify(t, rt, p, all)
 		}
 		st := p.Stats().Device
-		t.Logf("growable arena: %s used, %s mapped, %s reserved", humanize.IBytes(st.Used), humanize.IBytes(st.Mapped), humanize.IBytes(st.Capacity))
+		t.Logf("growable arena: %s used, %s mapped, %s reserved", bytesize.Format(st.Used), bytesize.Format(st.Mapped), bytesize.Format(st.Capacity))
 		assert.GreaterOrEqual(t, st.Mapped, st.Used)
 		assert.Less(t, st.Mapped, st.Capacity/100, "only what the buffers need is mapped")
 		require.NoError(t, p.Close())

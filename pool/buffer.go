@@ -2,7 +2,6 @@ package pool
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/cudapool/cudapool/cudart"
 )
@@ -28,50 +27,82 @@ type Buffer struct {
 }
 
 // Offset is the buffer's offset in its arena (a multiple of 256), or 0 before
-// placement.
+// placement and for a nil handle.
 func (b *Buffer) Offset() uint64 {
+	if b.invalid() != nil {
+		return 0
+	}
 	b.p.mu.Lock()
 	defer b.p.mu.Unlock()
 	return b.offset
 }
 
-// Size is the requested size in bytes.
-func (b *Buffer) Size() uint64 { return b.size }
+// Size is the requested size in bytes; 0 for a nil handle.
+func (b *Buffer) Size() uint64 {
+	if b == nil {
+		return 0
+	}
+	return b.size
+}
 
-// Name is the name given with the Name option, or "" .
-func (b *Buffer) Name() string { return b.name }
+// Name is the name given with the Name option, or "".
+func (b *Buffer) Name() string {
+	if b == nil {
+		return ""
+	}
+	return b.name
+}
 
 // Arena says which arena the buffer is in.
-func (b *Buffer) Arena() Arena { return b.arena }
+func (b *Buffer) Arena() Arena {
+	if b == nil {
+		return Device
+	}
+	return b.arena
+}
 
-// Ptr returns the device address of a device buffer, or of a host buffer in a
-// host arena mapped into the device address space.
+// Ptr returns the device address of a device or managed buffer, or of a host
+// buffer in a host arena mapped into the device address space.
 func (b *Buffer) Ptr() (cudart.DevicePtr, error) {
+	if err := b.invalid(); err != nil {
+		return 0, err
+	}
 	b.p.mu.Lock()
 	defer b.p.mu.Unlock()
 	if err := b.usable(); err != nil {
 		return 0, err
 	}
-	a := b.p.arenas[b.arena]
-	if a.devBase == 0 {
+	base := b.p.arenas[b.arena].mem.device()
+	if base == 0 {
 		return 0, fmt.Errorf("%w: %s is in the %s arena, which has no device address (pin it with WithHostFlags(pinned.Mapped))", ErrWrongArena, b.label(), b.arena)
 	}
-	return a.devBase.Add(b.offset), nil
+	return base.Add(b.offset), nil
 }
 
 // Bytes returns a view of a host buffer, len(Bytes()) == Size(). The view must
 // not be used after ReleaseAll or Close.
 func (b *Buffer) Bytes() ([]byte, error) {
+	if err := b.invalid(); err != nil {
+		return nil, err
+	}
 	b.p.mu.Lock()
 	defer b.p.mu.Unlock()
 	if err := b.usable(); err != nil {
 		return nil, err
 	}
-	a := b.p.arenas[b.arena]
-	if a.host == nil {
+	h := b.p.arenas[b.arena].mem.host()
+	if h == nil {
 		return nil, fmt.Errorf("%w: %s is in the %s arena; use Ptr", ErrWrongArena, b.label(), b.arena)
 	}
-	return unsafe.Slice((*byte)(unsafe.Add(a.host, b.offset)), b.size), nil
+	return h[b.offset : b.offset+b.size : b.offset+b.size], nil
+}
+
+// invalid refuses a nil handle, or one not made by a pool.
+func (b *Buffer) invalid() error {
+	if b == nil || b.p == nil {
+		return fmt.Errorf("%w: nil *Buffer; use the handle WantDevice, WantHost or WantManaged returned", ErrInvalidRequest)
+	}
+	return nil
 }
 
 // usable says why the handle cannot be used now, if it cannot. The caller

@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dustin/go-humanize"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
-// ErrClosed is returned by every call on a pool after Close, and by Ptr and
-// Bytes on a handle whose pool is closed.
+// ErrClosed is returned by every call on a pool after Close, by Ptr and
+// Bytes on a handle whose pool is closed, and by every call on a Pool that
+// New did not make.
 var ErrClosed = errors.New("pool: closed")
 
 // ErrCommitted is returned by WantDevice and WantHost after Commit: the layout
@@ -31,10 +32,12 @@ var ErrExhausted = errors.New("pool: arena exhausted")
 var ErrNoArena = errors.New("pool: arena not reserved")
 
 // ErrInvalidRequest is returned for a request that can never be placed: a zero
-// size, a size that overflows once aligned, or an invalid lifetime.
+// size, a size that overflows once aligned, an invalid lifetime or a nil
+// option; and by the methods of a nil *Buffer.
 var ErrInvalidRequest = errors.New("pool: invalid request")
 
-// ErrInvalidOption is returned by New for an option out of range.
+// ErrInvalidOption is returned by New for a nil option, an option out of
+// range, or one the runtime cannot honour.
 var ErrInvalidOption = errors.New("pool: invalid option")
 
 // ErrWrongArena is returned by Ptr on a host buffer that has no device
@@ -52,16 +55,24 @@ type ExhaustedError struct {
 	LargestBytes uint64
 }
 
-// Error says what was asked and what was available, in human sizes.
+// Error says what was asked and what was available, in binary units.
 func (e *ExhaustedError) Error() string {
-	need, have := humanize.Bytes(e.Need), humanize.Bytes(e.Have)
+	need, have := bytesize.Format(e.Need), bytesize.Format(e.Have)
 	if need == have {
 		// Rounding hid the difference: say it in bytes.
 		need, have = fmt.Sprintf("%s (%d B)", need, e.Need), fmt.Sprintf("%s (%d B)", have, e.Have)
 	}
-	return fmt.Sprintf("%s arena: need %s, have %s; largest pending: %q %s",
-		e.Arena, need, have, e.LargestName, humanize.Bytes(e.LargestBytes))
+	return fmt.Sprintf("pool: %s arena exhausted: need %s, have %s; largest pending: %q %s",
+		e.Arena, need, have, e.LargestName, bytesize.Format(e.LargestBytes))
 }
 
 // Is makes errors.Is(err, ErrExhausted) true.
 func (e *ExhaustedError) Is(target error) bool { return target == ErrExhausted }
+
+// requestName is how errors name a request: its Name, or its size.
+func requestName(name string, size uint64) string {
+	if name == "" {
+		return fmt.Sprintf("unnamed %d-byte request", size)
+	}
+	return name
+}

@@ -95,7 +95,7 @@ func ExampleExhaustedError() {
 	fmt.Println(err)
 	// Output:
 	// true device
-	// device arena: need 5.4 GB, have 4.3 GB; largest pending: "weights" 4.3 GB
+	// pool: device arena exhausted: need 5.0 GiB, have 4.0 GiB; largest pending: "weights" 4.0 GiB
 }
 
 // A growable arena reserves address space only and maps memory as buffers

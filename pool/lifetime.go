@@ -16,8 +16,8 @@ func (b *Buffer) request() plan.Request {
 	return plan.Request{Size: b.size, First: int(b.first), Last: int(b.last)}
 }
 
-func (a *arena) pendingHasLifetimes() bool {
-	for _, b := range a.pending {
+func (l *ledger) pendingHasLifetimes() bool {
+	for _, b := range l.pending {
 		if b.hasLife {
 			return true
 		}
@@ -27,28 +27,28 @@ func (a *arena) pendingHasLifetimes() bool {
 
 // planLifetimes places the pending buffers with the planner, around the
 // placed ones, which never move: buffers never alive together share bytes.
-func (a *arena) planLifetimes() (layout, error) {
-	reqs := make([]plan.Request, len(a.pending))
-	l := layout{}
-	for i, b := range a.pending {
+func (l *ledger) planLifetimes() (layout, error) {
+	reqs := make([]plan.Request, len(l.pending))
+	out := layout{}
+	for i, b := range l.pending {
 		reqs[i] = b.request()
-		l.sizes += b.size
-		l.aligned += alignedSize(b.size)
+		out.sizes += b.size
+		out.aligned += alignedSize(b.size)
 	}
-	placed := make([]plan.Placed, len(a.placed))
-	for i, b := range a.placed {
+	placed := make([]plan.Placed, len(l.placed))
+	for i, b := range l.placed {
 		placed[i] = plan.Placed{Request: b.request(), Offset: b.offset}
 	}
 	res, err := plan.Plan(reqs, plan.WithPlaced(placed))
 	if errors.Is(err, plan.ErrOverflow) {
-		return layout{}, a.exhausted(^uint64(0))
+		return layout{}, l.exhausted(^uint64(0))
 	}
 	if err != nil {
-		return layout{}, fmt.Errorf("pool: plan the %s arena: %w", a.kind, err)
+		return layout{}, fmt.Errorf("pool: plan the %s arena: %w", l.kind, err)
 	}
-	if res.ArenaBytes > a.capacity {
-		return layout{}, a.exhausted(res.ArenaBytes)
+	if res.ArenaBytes > l.capacity {
+		return layout{}, l.exhausted(res.ArenaBytes)
 	}
-	l.offsets, l.end = res.Offsets, res.ArenaBytes
-	return l, nil
+	out.offsets, out.end = res.Offsets, res.ArenaBytes
+	return out, nil
 }

@@ -3,9 +3,8 @@ package pool
 import (
 	"fmt"
 
-	"github.com/dustin/go-humanize"
-
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // WithManagedBytes takes a third arena of n bytes of unified memory
@@ -14,7 +13,7 @@ import (
 // larger than the device's free memory: oversubscribed managed memory pages
 // back and forth, and on some systems can hang the GPU. The runtime must
 // implement cudart.Managed.
-func WithManagedBytes(n uint64) Option { return func(c *config) { c.managedBytes = n } }
+func WithManagedBytes(n uint64) Option { return set(func(c *config) { c.managedBytes = n }) }
 
 // WantManaged queues a request for size bytes in the managed arena. Its Ptr
 // is valid on the device and, once prefetched there, fast on the host.
@@ -22,46 +21,71 @@ func (p *Pool) WantManaged(size uint64, opts ...WantOption) (*Buffer, error) {
 	return p.want(Managed, size, opts)
 }
 
-func (p *Pool) newManagedArena(n uint64) (*arena, error) {
-	m, ok := p.rt.(cudart.Managed)
+// managedArena is unified memory from one cudaMallocManaged.
+type managedArena struct {
+	rt     cudart.Runtime
+	m      cudart.Managed
+	dev    int
+	base   cudart.DevicePtr
+	size   uint64
+	closed bool
+}
+
+func reserveManaged(rt cudart.Runtime, dev int, n uint64) (*managedArena, error) {
+	m, ok := rt.(cudart.Managed)
 	if !ok {
-		return nil, fmt.Errorf("%w: WithManagedBytes needs a runtime with managed memory (cudart.Managed); %T has none", ErrInvalidOption, p.rt)
+		return nil, fmt.Errorf("%w: WithManagedBytes needs a runtime with managed memory (cudart.Managed); %T has none", ErrInvalidOption, rt)
 	}
-	free, total, err := p.rt.MemGetInfo(p.device)
+	free, total, err := rt.MemGetInfo(dev)
 	if err != nil {
-		return nil, fmt.Errorf("pool: read free memory of device %d: %w", p.device, err)
+		return nil, fmt.Errorf("pool: read free memory of device %d: %w", dev, err)
 	}
 	if n > free {
 		return nil, fmt.Errorf("%w: managed arena of %s is more than device %d has free (%s of %s); ask for at most that",
-			ErrInvalidOption, humanize.IBytes(n), p.device, humanize.IBytes(free), humanize.IBytes(total))
+			ErrInvalidOption, bytesize.Format(n), dev, bytesize.Format(free), bytesize.Format(total))
 	}
-	ptr, err := m.MallocManaged(p.device, n, cudart.MemAttachGlobal)
+	ptr, err := m.MallocManaged(dev, n, cudart.MemAttachGlobal)
 	if err != nil {
-		return nil, fmt.Errorf("pool: reserve %s managed arena on device %d: %w", humanize.IBytes(n), p.device, err)
+		return nil, fmt.Errorf("pool: reserve %s managed arena on device %d: %w", bytesize.Format(n), dev, err)
 	}
-	return &arena{
-		kind:     Managed,
-		capacity: n,
-		devBase:  ptr,
-		release:  func() error { return p.rt.Free(p.device, ptr) },
-	}, nil
+	return &managedArena{rt: rt, m: m, dev: dev, base: ptr, size: n}, nil
+}
+
+func (a *managedArena) capacity() uint64         { return a.size }
+func (a *managedArena) back(uint64) error        { return nil }
+func (a *managedArena) device() cudart.DevicePtr { return a.base }
+func (a *managedArena) host() []byte             { return nil }
+func (a *managedArena) release() error           { return nil }
+func (a *managedArena) stats(*ArenaStats)        {}
+
+func (a *managedArena) close() error {
+	if a.closed {
+		return nil
+	}
+	if err := a.rt.Free(a.dev, a.base); err != nil {
+		return fmt.Errorf("pool: free %s managed arena: %w", bytesize.Format(a.size), err)
+	}
+	a.closed = true
+	return nil
 }
 
 // Prefetch migrates a managed buffer to device dst, or to host memory with
 // cudart.CPUDevice, on the default stream: the copy is asynchronous, and a
 // later synchronisation (or the next use on the same stream) waits for it.
 func (b *Buffer) Prefetch(dst int) error {
+	if err := b.invalid(); err != nil {
+		return err
+	}
 	b.p.mu.Lock()
 	defer b.p.mu.Unlock()
 	if err := b.usable(); err != nil {
 		return err
 	}
-	if b.arena != Managed {
+	a, ok := b.p.arenas[b.arena].mem.(*managedArena)
+	if !ok {
 		return fmt.Errorf("%w: %s is not in the managed arena; only managed memory migrates", ErrWrongArena, b.label())
 	}
-	m := b.p.rt.(cudart.Managed) // newManagedArena checked it
-	ptr := b.p.arenas[Managed].devBase.Add(b.offset)
-	if err := m.MemPrefetchAsync(b.p.device, ptr, b.size, dst, 0); err != nil {
+	if err := a.m.MemPrefetchAsync(b.p.dev, a.base.Add(b.offset), b.size, dst, 0); err != nil {
 		return fmt.Errorf("pool: prefetch %s to device %d: %w", b.label(), dst, err)
 	}
 	return nil

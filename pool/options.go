@@ -1,13 +1,33 @@
 package pool
 
 import (
+	"fmt"
+
 	"go.uber.org/zap"
 
 	"github.com/cudapool/cudapool/pinned"
 )
 
-// Option configures New.
-type Option func(*config)
+// Option configures New. Options are values made by the With functions of
+// this package; New applies them to its own copy of the configuration before
+// it takes any lock or reserves anything, so no caller code runs inside the
+// pool.
+type Option interface {
+	apply(*config) error
+}
+
+// option is an Option made from a function of this package.
+type option func(*config) error
+
+func (o option) apply(c *config) error { return o(c) }
+
+// set is an Option that cannot fail.
+func set(f func(*config)) Option {
+	return option(func(c *config) error {
+		f(c)
+		return nil
+	})
+}
 
 type config struct {
 	deviceBytes uint64
@@ -35,25 +55,53 @@ func defaults() config {
 	}
 }
 
+// configure applies opts to the defaults, refusing a nil option by its
+// position so the caller can find it.
+func configure(opts []Option) (config, error) {
+	cfg := defaults()
+	for i, o := range opts {
+		if o == nil {
+			return config{}, fmt.Errorf("%w: option %d of %d is nil", ErrInvalidOption, i+1, len(opts))
+		}
+		if err := o.apply(&cfg); err != nil {
+			return config{}, err
+		}
+	}
+	return cfg, nil
+}
+
 // WithDeviceBytes sets the device arena's size (default 4 GiB). Zero means no
 // device arena is taken; WantDevice then fails with ErrNoArena.
-func WithDeviceBytes(n uint64) Option { return func(c *config) { c.deviceBytes = n } }
+func WithDeviceBytes(n uint64) Option { return set(func(c *config) { c.deviceBytes = n }) }
 
 // WithHostBytes sets the pinned host arena's size (default 8 GiB). Zero means
 // no host arena is taken; WantHost then fails with ErrNoArena.
-func WithHostBytes(n uint64) Option { return func(c *config) { c.hostBytes = n } }
+func WithHostBytes(n uint64) Option { return set(func(c *config) { c.hostBytes = n }) }
 
 // WithDevice selects the GPU by ordinal (default 0). Every CUDA call the pool
-// makes selects this device first.
-func WithDevice(ordinal int) Option { return func(c *config) { c.device = ordinal } }
+// makes selects this device first. A negative ordinal, or one the runtime
+// does not have, makes New fail with ErrInvalidOption.
+func WithDevice(ordinal int) Option {
+	return option(func(c *config) error {
+		if ordinal < 0 {
+			return fmt.Errorf("%w: WithDevice(%d): a device ordinal is 0 or more", ErrInvalidOption, ordinal)
+		}
+		c.device = ordinal
+		return nil
+	})
+}
 
 // WithLogger sets the logger (default zap.NewNop()). The pool logs at Info on
-// New, Commit, ReleaseAll and Close, at Warn on exhaustion, and per request
-// only at Debug.
+// New and Close, at Warn on exhaustion, and at Debug on Commit, ReleaseAll
+// and each request. It never logs while it holds its lock, so a logger that
+// blocks or panics cannot wedge the pool. A nil logger makes New fail with
+// ErrInvalidOption.
 func WithLogger(l *zap.Logger) Option {
-	return func(c *config) {
-		if l != nil {
-			c.logger = l
+	return option(func(c *config) error {
+		if l == nil {
+			return fmt.Errorf("%w: WithLogger(nil): pass zap.NewNop() for no logs", ErrInvalidOption)
 		}
-	}
+		c.logger = l
+		return nil
+	})
 }

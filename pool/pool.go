@@ -5,148 +5,200 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/dustin/go-humanize"
 	"go.uber.org/zap"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/pinned"
 )
 
 // Pool is a pre-reserved device arena and pinned host arena, and the buffers
-// placed in them. It is safe for concurrent use.
+// placed in them. It is safe for concurrent use. Create one with New; the
+// zero Pool refuses every call.
 type Pool struct {
-	rt     cudart.Runtime
-	device int
-	log    *zap.Logger
-	debug  bool // the logger is enabled at Debug: log each request
+	rt    cudart.Runtime
+	dev   int
+	peers []int // devices given access to the arena, waited for by Close
+	log   *zap.Logger
+	debug bool // the logger is enabled at Debug: log each request
 
-	trimOnRelease bool
-	heapBytes     uint64 // the device malloc heap CUDA granted, when WithMallocHeap was given
+	heapBytes   uint64        // the device malloc heap CUDA granted, when WithMallocHeap was given
+	hostPinning pinned.Method // how the host arena was pinned, after any fallback
 
 	// mu guards every field below and the placement fields of every Buffer
-	// the pool handed out.
+	// the pool handed out. It is never held while caller code (an option, a
+	// logger) runs, and every holder but the request fast path unlocks it
+	// in a defer, so a panic leaves it free.
 	mu        sync.Mutex
-	arenas    [numArenas]*arena // indexed by Arena; nil when that arena was not taken
-	gen       uint64            // incremented by ReleaseAll: older handles are stale
+	arenas    [numArenas]*ledger // indexed by Arena; nil when that arena was not taken
+	gen       uint64             // incremented by ReleaseAll: older handles are stale
 	committed bool
 	closed    bool
 	slab      []Buffer // handles are taken from here, slabNext onwards, to allocate them in bulk
 	slabNext  int
 }
 
-// New reserves the arenas: the device arena with cudaMalloc and the host arena
-// with cudaMallocHost, once. If it fails half way, what it already took is
-// freed before it returns.
+// New reserves the arenas, once: the device arena with cudaMalloc (or CUDA
+// virtual memory, WithGrowableDevice), the host arena as pinned memory
+// (huge pages registered with cudaHostRegister by default; see
+// WithHostPinning) and, when asked, a managed arena. If it fails half way, it
+// frees what it took and puts back the device settings it changed (the
+// malloc heap size of WithMallocHeap, and cudaDeviceMapHost when the host
+// arena was to be mapped) before it returns; an error restoring one is joined
+// to the error returned.
 func New(rt cudart.Runtime, opts ...Option) (*Pool, error) {
 	if rt == nil {
 		return nil, fmt.Errorf("%w: nil runtime; pass cudart.Open's *Lib or a cudarttest fake", ErrInvalidOption)
 	}
-	cfg := defaults()
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if cfg.device < 0 {
-		return nil, fmt.Errorf("%w: device ordinal %d is negative", ErrInvalidOption, cfg.device)
-	}
-	n, err := rt.DeviceCount()
+	cfg, err := configure(opts)
 	if err != nil {
-		return nil, fmt.Errorf("pool: count devices: %w", err)
+		return nil, err
 	}
-	if cfg.device >= n {
-		return nil, fmt.Errorf("%w: device %d requested, the runtime has %d device(s)", ErrInvalidOption, cfg.device, n)
+	if err := checkDevices(rt, &cfg); err != nil {
+		return nil, err
 	}
-	for _, d := range cfg.peers {
-		if d < 0 || d >= n || d == cfg.device {
-			return nil, fmt.Errorf("%w: peer device %d for WithPeerAccess: want another of the runtime's %d device(s) than device %d", ErrInvalidOption, d, n, cfg.device)
+	p := &Pool{rt: rt, dev: cfg.device, peers: cfg.peers, log: cfg.logger, debug: cfg.logger.Core().Enabled(zap.DebugLevel)}
+	var undo undoList
+	done := false
+	defer func() {
+		// A panic in a logger or runtime half way through New takes back
+		// what New took before it goes on up.
+		if !done {
+			_ = undo.run()
 		}
-	}
-	p := &Pool{rt: rt, device: cfg.device, log: cfg.logger, debug: cfg.logger.Core().Enabled(zap.DebugLevel), trimOnRelease: cfg.trimOnRelease}
-	switch {
-	case cfg.growableMax > 0:
-		a, err := p.newGrowableArena(cfg.growableMax, cfg.peers)
-		if err != nil {
-			return nil, err
-		}
-		p.arenas[Device] = a
-		cfg.deviceBytes = cfg.growableMax
-	case len(cfg.peers) > 0:
-		return nil, fmt.Errorf("%w: WithPeerAccess needs WithGrowableDevice: access to a cudaMalloc arena is granted with cudaDeviceEnablePeerAccess by the caller", ErrInvalidOption)
-	case cfg.deviceBytes > 0:
-		a, err := p.newDeviceArena(cfg.deviceBytes)
-		if err != nil {
-			return nil, err
-		}
-		p.arenas[Device] = a
-	}
-	if cfg.hostBytes > 0 {
-		a, err := p.newHostArena(cfg.hostBytes, cfg)
-		if err != nil {
-			return nil, errors.Join(err, p.freeArenas())
-		}
-		p.arenas[Host] = a
-	}
-	if cfg.managedBytes > 0 {
-		a, err := p.newManagedArena(cfg.managedBytes)
-		if err != nil {
-			return nil, errors.Join(err, p.freeArenas())
-		}
-		p.arenas[Managed] = a
-	}
-	if cfg.heapBytes > 0 {
-		granted, err := p.setMallocHeap(cfg.heapBytes)
-		if err != nil {
-			return nil, errors.Join(err, p.freeArenas())
-		}
-		p.heapBytes = granted
+	}()
+	if err := p.reserve(&cfg, &undo); err != nil {
+		done = true
+		return nil, errors.Join(err, undo.run())
 	}
 	p.log.Info("cudapool: arenas reserved",
-		zap.Int("device", p.device),
-		zap.Uint64("device_bytes", cfg.deviceBytes),
+		zap.Int("device", p.dev),
+		zap.Uint64("device_bytes", p.Stats().Device.Capacity),
 		zap.Uint64("host_bytes", cfg.hostBytes),
-		zap.String("device_size", humanize.IBytes(cfg.deviceBytes)),
-		zap.String("host_size", humanize.IBytes(cfg.hostBytes)))
+		zap.String("device_size", bytesize.Format(p.Stats().Device.Capacity)),
+		zap.String("host_size", bytesize.Format(cfg.hostBytes)))
+	done = true
 	return p, nil
 }
 
-func (p *Pool) newDeviceArena(n uint64) (*arena, error) {
-	ptr, err := p.rt.Malloc(p.device, n)
+// checkDevices refuses a device or peer the runtime does not have.
+func checkDevices(rt cudart.Runtime, cfg *config) error {
+	n, err := rt.DeviceCount()
 	if err != nil {
-		return nil, fmt.Errorf("pool: reserve %s device arena on device %d: %w", humanize.IBytes(n), p.device, err)
+		return fmt.Errorf("pool: count devices: %w", err)
 	}
-	return &arena{
-		kind:     Device,
-		capacity: n,
-		devBase:  ptr,
-		release:  func() error { return p.rt.Free(p.device, ptr) },
-	}, nil
+	if cfg.device >= n {
+		return fmt.Errorf("%w: device %d requested, the runtime has %d device(s)", ErrInvalidOption, cfg.device, n)
+	}
+	for _, d := range cfg.peers {
+		if d < 0 || d >= n || d == cfg.device {
+			return fmt.Errorf("%w: peer device %d for WithPeerAccess: want another of the runtime's %d device(s) than device %d", ErrInvalidOption, d, n, cfg.device)
+		}
+	}
+	if len(cfg.peers) > 0 && cfg.growableMax == 0 {
+		return fmt.Errorf("%w: WithPeerAccess needs WithGrowableDevice: access to a cudaMalloc arena is granted with cudaDeviceEnablePeerAccess by the caller", ErrInvalidOption)
+	}
+	return nil
 }
 
-// Close frees the arenas. Every handle becomes unusable. Close is idempotent:
+// reserve takes every arena cfg asks for and applies the device settings,
+// pushing onto undo what puts each back.
+func (p *Pool) reserve(cfg *config, undo *undoList) error {
+	take := func(kind Arena, a arena, err error) error {
+		if err != nil {
+			return err
+		}
+		undo.push(a.close)
+		p.arenas[kind] = newLedger(kind, a)
+		return nil
+	}
+	switch {
+	case cfg.growableMax > 0:
+		a, err := reserveGrowableDevice(p.rt, p.dev, cfg.growableMax, cfg.peers, cfg.trimOnRelease)
+		if err := take(Device, a, err); err != nil {
+			return err
+		}
+	case cfg.deviceBytes > 0:
+		a, err := reserveFixedDevice(p.rt, p.dev, cfg.deviceBytes)
+		if err := take(Device, a, err); err != nil {
+			return err
+		}
+	}
+	if cfg.hostBytes > 0 {
+		if cfg.hostFlags&pinned.Mapped != 0 {
+			undo.push(keepDeviceFlags(p.rt, p.dev))
+		}
+		a, err := reservePinnedHost(p.rt, p.dev, cfg.hostBytes, cfg)
+		if err := take(Host, a, err); err != nil {
+			return err
+		}
+		p.hostPinning = a.r.Method()
+	}
+	if cfg.managedBytes > 0 {
+		a, err := reserveManaged(p.rt, p.dev, cfg.managedBytes)
+		if err := take(Managed, a, err); err != nil {
+			return err
+		}
+	}
+	if cfg.heapBytes > 0 {
+		granted, err := setMallocHeap(p.rt, p.dev, cfg.heapBytes, undo)
+		if err != nil {
+			return err
+		}
+		p.heapBytes = granted
+	}
+	return nil
+}
+
+// valid refuses a nil or zero Pool, which New did not make.
+func (p *Pool) valid() error {
+	if p == nil || p.rt == nil {
+		return fmt.Errorf("%w: the pool was not created by New", ErrClosed)
+	}
+	return nil
+}
+
+// Close waits for the work queued on the pool's device (and on the devices
+// given WithPeerAccess) to finish, since kernels and copies still in flight
+// may use the arenas, then frees the arenas. Every handle becomes unusable.
+// If waiting fails, the device has ended that work with an error, so Close
+// frees the arenas all the same and returns the error. Close is idempotent:
 // if freeing failed, the error is returned and a later Close tries again.
 func (p *Pool) Close() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.closed = true
-	err := p.freeArenas()
-	p.log.Info("cudapool: closed", zap.Int("device", p.device), zap.Error(err))
+	if err := p.valid(); err != nil {
+		return err
+	}
+	err := p.close()
+	p.log.Info("cudapool: closed", zap.Int("device", p.dev), zap.Error(err))
 	return err
 }
 
-// freeArenas frees what has not been freed yet and keeps what failed, so that
-// a retry can free it.
-func (p *Pool) freeArenas() error {
+func (p *Pool) close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	var errs []error
-	for _, a := range p.arenas {
-		if a == nil || a.release == nil {
-			continue
+	if !p.closed {
+		for _, d := range append([]int{p.dev}, p.peers...) {
+			if err := p.rt.DeviceSynchronize(d); err != nil {
+				errs = append(errs, fmt.Errorf("pool: wait for device %d before freeing the arenas: %w", d, err))
+			}
 		}
-		if err := a.release(); err != nil {
-			errs = append(errs, fmt.Errorf("pool: free %s %s arena: %w", humanize.IBytes(a.capacity), a.kind, err))
-			continue
+	}
+	p.closed = true
+	for _, l := range p.arenas {
+		if l != nil {
+			if err := l.mem.close(); err != nil {
+				errs = append(errs, err)
+			}
 		}
-		a.release = nil
 	}
 	return errors.Join(errs...)
 }
 
 // Device is the ordinal of the GPU the pool's arenas are on.
-func (p *Pool) Device() int { return p.device }
+func (p *Pool) Device() int {
+	if p == nil {
+		return 0
+	}
+	return p.dev
+}

@@ -131,7 +131,7 @@ func TestExhaustionPlacesNothingAndKeepsTheQueue(t *testing.T) {
 	assert.Equal(t, uint64(4*mib), ex.Have)
 	assert.Equal(t, uint64(mib+2*mib+1536*1024), ex.Need)
 	assert.Equal(t, "kv-cache", ex.LargestName)
-	assert.Equal(t, `device arena: need 4.7 MB, have 4.2 MB; largest pending: "kv-cache" 2.1 MB`, err.Error())
+	assert.Equal(t, `pool: device arena exhausted: need 4.5 MiB, have 4.0 MiB; largest pending: "kv-cache" 2.0 MiB`, err.Error())
 
 	for _, q := range []*pool.Buffer{a, b, h} {
 		_, err := q.Ptr()
@@ -370,8 +370,8 @@ func TestLogs(t *testing.T) {
 	for _, e := range logs.All() {
 		msgs = append(msgs, e.Message)
 	}
-	assert.Equal(t, []string{"cudapool: arenas reserved", "cudapool: committed", "cudapool: released", "cudapool: closed"}, msgs,
-		"nothing per request at Info")
+	assert.Equal(t, []string{"cudapool: arenas reserved", "cudapool: closed"}, msgs,
+		"Info only at New and Close")
 
 	dcore, dlogs := observer.New(zapcore.DebugLevel)
 	q, _ := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithLogger(zap.New(dcore)))
@@ -421,5 +421,5 @@ func TestExhaustionSaysBytesWhenRoundingHidesTheDifference(t *testing.T) {
 	p, _ := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0))
 	_, err := p.WantDevice(mib + 1)
 	require.ErrorIs(t, err, pool.ErrExhausted)
-	assert.Equal(t, `device arena: need 1.0 MB (1048832 B), have 1.0 MB (1048576 B); largest pending: "unnamed 1048577-byte request" 1.0 MB`, err.Error())
+	assert.Equal(t, `pool: device arena exhausted: need 1.0 MiB (1048832 B), have 1.0 MiB (1048576 B); largest pending: "unnamed 1048577-byte request" 1.0 MiB`, err.Error())
 }

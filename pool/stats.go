@@ -1,11 +1,6 @@
 package pool
 
-import (
-	"cmp"
-	"slices"
-
-	"github.com/cudapool/cudapool/pinned"
-)
+import "github.com/cudapool/cudapool/pinned"
 
 // ArenaStats describes one arena.
 type ArenaStats struct {
@@ -32,81 +27,24 @@ type Stats struct {
 	Closed      bool
 }
 
-// Stats returns a snapshot of both arenas.
+// Stats returns a snapshot of every arena. A nil or zero Pool reports
+// itself closed.
 func (p *Pool) Stats() Stats {
+	if p.valid() != nil {
+		return Stats{Closed: true}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := Stats{Committed: p.committed, Closed: p.closed}
-	for k, a := range p.arenas {
-		if a == nil {
-			continue
-		}
-		as := ArenaStats{
-			Reserved:  true,
-			Capacity:  a.capacity,
-			Mapped:    a.mapped(),
-			Used:      a.used,
-			Peak:      a.peak,
-			Pending:   a.pendingBytes(),
-			Requested: a.requested,
-			Padding:   a.unshared - a.requested,
-			Unshared:  a.unshared,
-			Placed:    len(a.placed),
-			Queued:    len(a.pending),
-		}
-		if a.unshared > a.used {
-			as.Saved = a.unshared - a.used
-		}
-		*s.arena(Arena(k)) = as
-		if Arena(k) == Host {
-			s.HostPinning = a.pinning
+	s := Stats{HostPinning: p.hostPinning, Committed: p.committed, Closed: p.closed}
+	for k, l := range p.arenas {
+		if l != nil {
+			*s.of(Arena(k)) = l.stats()
 		}
 	}
 	return s
 }
 
-// Placement is one placed buffer in a Layout.
-type Placement struct {
-	Name   string
-	Arena  Arena
-	Offset uint64
-	Size   uint64
-	// First and Last are the buffer's steps; a buffer without Live has
-	// Whole set and lives for the whole plan.
-	First, Last int
-	Whole       bool
-}
-
-// Layout returns every placed buffer, ordered by arena, offset and first
-// step; after Close, none.
-func (p *Pool) Layout() []Placement {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil
-	}
-	var out []Placement
-	for _, a := range p.arenas {
-		if a == nil {
-			continue
-		}
-		for _, b := range a.placed {
-			pl := Placement{Name: b.name, Arena: b.arena, Offset: b.offset, Size: b.size, First: int(b.first), Last: int(b.last), Whole: !b.hasLife}
-			out = append(out, pl)
-		}
-	}
-	slices.SortStableFunc(out, func(x, y Placement) int {
-		return cmp.Or(cmp.Compare(x.Arena, y.Arena), cmp.Compare(x.Offset, y.Offset), cmp.Compare(x.First, y.First))
-	})
-	return out
-}
-
-func (s *Stats) arena(a Arena) *ArenaStats {
-	switch a {
-	case Host:
-		return &s.Host
-	case Managed:
-		return &s.Managed
-	}
-	return &s.Device
+// of is the line of s for arena a.
+func (s *Stats) of(a Arena) *ArenaStats {
+	return [numArenas]*ArenaStats{Device: &s.Device, Host: &s.Host, Managed: &s.Managed}[a]
 }

@@ -2,39 +2,104 @@ package pool
 
 import (
 	"fmt"
-	"math"
+
+	"go.uber.org/zap"
+
+	"github.com/cudapool/cudapool/align"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
-// WantOption configures one request. It returns an error when its arguments
-// are out of range; the request is then refused.
-type WantOption func(*Buffer) error
-
-// Name names a request for logs, errors and the layout.
-func Name(name string) WantOption {
-	return func(b *Buffer) error {
-		b.name = name
-		return nil
-	}
+// WantDevice queues a request for size bytes in the device arena. The buffer
+// gets its address at the next Satisfy or Commit.
+func (p *Pool) WantDevice(size uint64, opts ...WantOption) (*Buffer, error) {
+	return p.want(Device, size, opts)
 }
 
-// MaxStep is the largest step a lifetime may name.
-const MaxStep = math.MaxInt32 - 1
-
-// Live declares that the buffer is first written at step first and last read
-// at step last (inclusive). Buffers whose step ranges never intersect may
-// share bytes. A request without Live lives for the whole plan, as in the
-// C++ pool.
-func Live(first, last int) WantOption {
-	return func(b *Buffer) error {
-		if first < 0 || last < first || last > MaxStep {
-			return fmt.Errorf("%w: %s: lifetime [%d, %d] must satisfy 0 <= first <= last <= %d",
-				ErrInvalidRequest, b.label(), first, last, MaxStep)
-		}
-		b.first, b.last, b.hasLife = int32(first), int32(last), true
-		return nil
-	}
+// WantHost queues a request for size bytes in the pinned host arena.
+func (p *Pool) WantHost(size uint64, opts ...WantOption) (*Buffer, error) {
+	return p.want(Host, size, opts)
 }
 
-// wholeFirst and wholeLast are the step range of a buffer without Live: it
-// conflicts with every other buffer.
-const wholeFirst, wholeLast = 0, math.MaxInt32
+func (p *Pool) want(kind Arena, size uint64, opts []WantOption) (*Buffer, error) {
+	if err := p.valid(); err != nil {
+		return nil, err
+	}
+	r, err := newRequest(size, opts)
+	if err != nil {
+		return nil, p.closedOr(err)
+	}
+	// Unlocked by hand, not deferred: measured 3 ns a request faster on an
+	// H200 host, about 6% of the whole cost of placing a buffer. queue runs
+	// no caller code and cannot panic but for running out of memory, which
+	// ends the program.
+	p.mu.Lock()
+	b, err := p.queue(kind, &r)
+	p.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if p.debug {
+		p.log.Debug("cudapool: request queued", zap.Stringer("arena", kind), zap.String("name", r.name), zap.String("size", bytesize.Format(size)))
+	}
+	return b, nil
+}
+
+// closedOr is ErrClosed on a closed pool, whatever else was wrong with a
+// call, else err.
+func (p *Pool) closedOr(err error) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	return err
+}
+
+// queue places r in the arena's queue. The caller holds p.mu.
+func (p *Pool) queue(kind Arena, r *request) (*Buffer, error) {
+	s := p.arenas[kind]
+	// One comparison accepts every request that fits: a size in
+	// [1, capacity rounded down to 256] cannot be zero, overflow once
+	// aligned, or exceed the arena.
+	if p.closed || p.committed || s == nil || r.size-1 >= s.capacity&^(align.CUDA-1) {
+		return nil, p.refusal(kind, r)
+	}
+	b := p.nextBuffer()
+	*b = Buffer{p: p, arena: kind, size: r.size, name: r.name, gen: p.gen, first: r.first, last: r.last, hasLife: r.hasLife}
+	s.pending = append(s.pending, b)
+	p.slabNext++
+	return b, nil
+}
+
+// refusal says why r cannot be queued in the kind arena. The caller holds
+// p.mu.
+func (p *Pool) refusal(kind Arena, r *request) error {
+	s := p.arenas[kind]
+	what := kind.String() + " " + r.label()
+	switch {
+	case p.closed:
+		return fmt.Errorf("%w: %s", ErrClosed, what)
+	case r.size == 0:
+		return fmt.Errorf("%w: %s: size is zero", ErrInvalidRequest, what)
+	case r.size > ^uint64(0)-(align.CUDA-1):
+		return fmt.Errorf("%w: %s: size %d overflows once aligned to %d bytes", ErrInvalidRequest, what, r.size, align.CUDA)
+	case p.committed:
+		return fmt.Errorf("%w: %s", ErrCommitted, what)
+	case s == nil:
+		return fmt.Errorf("%w: the %s arena was not reserved (its size option was 0): %s", ErrNoArena, kind, what)
+	}
+	return &ExhaustedError{Arena: kind, Need: alignedSize(r.size), Have: s.capacity, LargestName: requestName(r.name, r.size), LargestBytes: r.size}
+}
+
+// slabSize is how many handles one allocation holds: a program placing
+// thousands of buffers makes a few dozen allocations instead of thousands.
+const slabSize = 128
+
+// nextBuffer returns the next unused handle of the current slab; queue takes
+// it off the slab only once the request is accepted. The caller holds p.mu.
+func (p *Pool) nextBuffer() *Buffer {
+	if p.slabNext == len(p.slab) {
+		p.slab, p.slabNext = make([]Buffer, slabSize), 0
+	}
+	return &p.slab[p.slabNext]
+}

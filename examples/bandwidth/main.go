@@ -24,6 +24,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/cudapool/cudapool/examples/internal/runtimeflag"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 func main() {
@@ -94,13 +95,13 @@ func measureAll(c config, stdout io.Writer) (err error) {
 	}
 	defer closeRT()
 	fmt.Fprintf(stdout, "runtime: %s\ncopies of %s and pinning of %s, median of %d\n\n",
-		desc, humanize.IBytes(c.size), humanize.IBytes(c.pinSize), c.reps)
+		desc, bytesize.Format(c.size), bytesize.Format(c.pinSize), c.reps)
 
 	// The device buffer is taken first, which also creates the CUDA
 	// context, so that no timed call pays for it.
 	dev, err := rt.Malloc(0, c.size)
 	if err != nil {
-		return fmt.Errorf("device buffer of %s: %w", humanize.IBytes(c.size), err)
+		return fmt.Errorf("device buffer of %s: %w", bytesize.Format(c.size), err)
 	}
 	defer func() { err = errors.Join(err, rt.Free(0, dev)) }()
 
@@ -126,7 +127,7 @@ func measureAll(c config, stdout io.Writer) (err error) {
 
 func printTable(w io.Writer, results []result, pinSize uint64) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "host memory\tpinned by\tpin %s\tfree\tH2D GB/s\tD2H GB/s\n", humanize.IBytes(pinSize))
+	fmt.Fprintf(tw, "host memory\tpinned by\tpin %s\tfree\tH2D GB/s\tD2H GB/s\n", bytesize.Format(pinSize))
 	for _, r := range results {
 		pin, free := "-", "-"
 		if r.pinned {
@@ -140,7 +141,7 @@ func printTable(w io.Writer, results []result, pinSize uint64) error {
 	base, reg := results[baseline], results[featured]
 	fmt.Fprintf(w, "\n%s against %s: H2D %.1f%%, D2H %.1f%% of its bandwidth; pins %s in %s against %s, frees in %s against %s\n",
 		reg.name, base.name, percent(reg.h2d, base.h2d), percent(reg.d2h, base.d2h),
-		humanize.IBytes(pinSize), duration(reg.pin), duration(base.pin), duration(reg.free), duration(base.free))
+		bytesize.Format(pinSize), duration(reg.pin), duration(base.pin), duration(reg.free), duration(base.free))
 	return nil
 }
 

@@ -19,10 +19,9 @@ import (
 	"os"
 	"text/tabwriter"
 
-	"github.com/dustin/go-humanize"
-
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/examples/internal/runtimeflag"
+	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -124,7 +123,7 @@ func pipeline(rt cudart.Runtime, out io.Writer) (err error) {
 	if !bytes.Equal(res, in) {
 		return errors.New("the output differs from the input after the round trip")
 	}
-	fmt.Fprintf(out, "moved %s host -> device -> device -> host: output matches input\n\n", humanize.IBytes(inputBytes))
+	fmt.Fprintf(out, "moved %s host -> device -> device -> host: output matches input\n\n", bytesize.Format(inputBytes))
 	printLayout(out, p)
 	return nil
 }
@@ -133,12 +132,12 @@ func printLayout(out io.Writer, p *pool.Pool) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "arena\tbuffer\toffset\tsize\t")
 	for _, pl := range p.Layout() {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t\n", pl.Arena, pl.Name, pl.Offset, humanize.IBytes(pl.Size))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t\n", pl.Arena, pl.Name, pl.Offset, bytesize.Format(pl.Size))
 	}
 	_ = tw.Flush()
 	st := p.Stats()
 	fmt.Fprintf(out, "\ndevice arena: %s used of %s (%d buffers, %s padding)\n",
-		humanize.IBytes(st.Device.Used), humanize.IBytes(st.Device.Capacity), st.Device.Placed, humanize.IBytes(st.Device.Padding))
+		bytesize.Format(st.Device.Used), bytesize.Format(st.Device.Capacity), st.Device.Placed, bytesize.Format(st.Device.Padding))
 	fmt.Fprintf(out, "host arena:   %s used of %s (%d buffers, %s padding)\n",
-		humanize.IBytes(st.Host.Used), humanize.IBytes(st.Host.Capacity), st.Host.Placed, humanize.IBytes(st.Host.Padding))
+		bytesize.Format(st.Host.Used), bytesize.Format(st.Host.Capacity), st.Host.Placed, bytesize.Format(st.Host.Padding))
 }

@@ -1,0 +1,144 @@
+package pool
+
+import (
+	"github.com/cudapool/cudapool/align"
+)
+
+// ledger is one arena and the buffers placed in it, the same for every kind of
+// arena. Its fields are guarded by the owning Pool's mu.
+type ledger struct {
+	kind     Arena
+	mem      arena
+	capacity uint64 // mem.capacity(), read on every request
+
+	placed  []*Buffer
+	pending []*Buffer
+
+	used      uint64 // end of the highest placed buffer
+	peak      uint64 // highest used since New
+	requested uint64 // sum of the placed buffers' sizes
+	unshared  uint64 // sum of the placed buffers' aligned sizes: what no sharing would need
+}
+
+func newLedger(kind Arena, mem arena) *ledger {
+	return &ledger{kind: kind, mem: mem, capacity: mem.capacity()}
+}
+
+// layout is where Satisfy would put an arena's pending buffers.
+type layout struct {
+	offsets []uint64 // nil for the bump path: apply recomputes them in order
+	end     uint64
+	sizes   uint64 // sum of the pending buffers' sizes
+	aligned uint64 // sum of their aligned sizes
+}
+
+// alignedSize is size rounded up to the pool's alignment; Want has already
+// refused sizes for which that overflows.
+func alignedSize(size uint64) uint64 {
+	n, _ := align.Up(size, align.CUDA)
+	return n
+}
+
+// plan computes where the pending buffers go without changing anything, so
+// that Satisfy can refuse the whole batch when one arena does not fit.
+// Requests without lifetimes are bumped, in order, above everything placed,
+// as the C++ pool does; lifetimes go to the planner.
+func (l *ledger) plan() (layout, error) {
+	if l.pendingHasLifetimes() {
+		return l.planLifetimes()
+	}
+	// Aligned sizes are multiples of 256, so once the first offset is
+	// aligned every later one is too: the batch is one sum.
+	start, err := align.Up(l.used, align.CUDA)
+	if err != nil {
+		return layout{}, l.exhausted(^uint64(0))
+	}
+	out := layout{end: start}
+	for _, b := range l.pending {
+		sz := alignedSize(b.size)
+		if out.end+sz < out.end {
+			return layout{}, l.exhausted(^uint64(0))
+		}
+		out.end += sz
+		out.sizes += b.size
+		out.aligned += sz
+	}
+	if out.end > l.capacity {
+		return layout{}, l.exhausted(out.end)
+	}
+	return out, nil
+}
+
+// apply places the pending buffers where out says and empties the queue.
+func (l *ledger) apply(out layout) {
+	next, _ := align.Up(l.used, align.CUDA) // plan checked it
+	for i, b := range l.pending {
+		if out.offsets != nil {
+			b.offset = out.offsets[i]
+		} else {
+			b.offset = next
+			next += alignedSize(b.size)
+		}
+		b.placed = true
+	}
+	l.placed = append(l.placed, l.pending...)
+	clear(l.pending)
+	l.pending = l.pending[:0]
+	l.used = max(l.used, out.end)
+	l.peak = max(l.peak, l.used)
+	l.requested += out.sizes
+	l.unshared += out.aligned
+}
+
+// reset forgets every buffer, keeping the slices' capacity for the next plan.
+func (l *ledger) reset() {
+	clear(l.placed)
+	l.placed = l.placed[:0]
+	clear(l.pending)
+	l.pending = l.pending[:0]
+	l.used, l.requested, l.unshared = 0, 0, 0
+}
+
+func (l *ledger) pendingBytes() uint64 {
+	var n uint64
+	for _, b := range l.pending {
+		n += alignedSize(b.size)
+	}
+	return n
+}
+
+func (l *ledger) exhausted(need uint64) *ExhaustedError {
+	e := &ExhaustedError{Arena: l.kind, Need: need, Have: l.capacity}
+	var largest *Buffer
+	for _, b := range l.pending {
+		if largest == nil || b.size > largest.size {
+			largest = b
+		}
+	}
+	if largest != nil {
+		e.LargestBytes, e.LargestName = largest.size, requestName(largest.name, largest.size)
+	}
+	return e
+}
+
+// stats is the arena's line of Stats.
+func (l *ledger) stats() ArenaStats {
+	s := ArenaStats{
+		Reserved:  true,
+		Capacity:  l.capacity,
+		Mapped:    l.capacity,
+		Used:      l.used,
+		Peak:      l.peak,
+		Pending:   l.pendingBytes(),
+		Requested: l.requested,
+		Padding:   l.unshared - l.requested,
+		Unshared:  l.unshared,
+		Placed:    len(l.placed),
+		Queued:    len(l.pending),
+	}
+	if l.unshared > l.used {
+		s.Saved = l.unshared - l.used
+	}
+	l.mem.stats(&s)
+	return s
+}

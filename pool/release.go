@@ -1,0 +1,53 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+)
+
+// ReleaseAll drops every request, placed or queued, resets the arenas to
+// offset 0 and unlocks a committed pool. It first waits for the device, since
+// kernels still in flight may use the buffers; if that wait fails, nothing is
+// reset. Every handle from before is stale afterwards (ErrReleased). With
+// WithTrimOnRelease it then gives the growable arena's memory back; if that
+// fails, the pool is released all the same and the error says so.
+func (p *Pool) ReleaseAll() error {
+	if err := p.valid(); err != nil {
+		return err
+	}
+	placed, err := p.release()
+	if p.debug && err == nil {
+		p.log.Debug("cudapool: released", zap.Int("device", p.dev), zap.Int("buffers", placed))
+	}
+	return err
+}
+
+func (p *Pool) release() (placed int, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0, ErrClosed
+	}
+	if err := p.rt.DeviceSynchronize(p.dev); err != nil {
+		return 0, fmt.Errorf("pool: wait for device %d before release: %w", p.dev, err)
+	}
+	for _, l := range p.arenas {
+		if l != nil {
+			placed += len(l.placed)
+			l.reset()
+		}
+	}
+	p.gen++
+	p.committed = false
+	var errs []error
+	for _, l := range p.arenas {
+		if l != nil {
+			if err := l.mem.release(); err != nil {
+				errs = append(errs, fmt.Errorf("pool: released, but: %w", err))
+			}
+		}
+	}
+	return placed, errors.Join(errs...)
+}
