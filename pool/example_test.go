@@ -119,3 +119,26 @@ func ExampleWithGrowableDevice() {
 	// mapped at New: 0
 	// mapped MiB: 104 moved: false
 }
+
+// Printing a Layout shows every placed buffer as a table.
+func ExamplePool_Layout() {
+	p, err := pool.New(cudarttest.NewFake(), pool.WithDeviceBytes(1<<20), pool.WithHostBytes(0))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	_, _ = p.WantDevice(4096, pool.Name("x"), pool.Live(0, 1))
+	_, _ = p.WantDevice(4096, pool.Name("y"), pool.Live(2, 3))
+	_, _ = p.WantDevice(512, pool.Name("bias"))
+	if err := p.Satisfy(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Print(p.Layout())
+	// Output:
+	// arena   name    offset  end     size     steps
+	// device  "x"     0x0     0x1000  4.0 KiB  steps 0..1
+	// device  "y"     0x0     0x1000  4.0 KiB  steps 2..3
+	// device  "bias"  0x1000  0x1200  512 B    all steps
+}

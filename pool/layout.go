@@ -49,10 +49,10 @@ type Layout []Placement
 // fmt.Println(p.Layout()) shows the plan.
 func (l Layout) String() string {
 	var sb strings.Builder
-	w := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "arena\tname\toffset\tend\tsize\tsteps\t")
+	w := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "arena\tname\toffset\tend\tsize\tsteps")
 	for _, pl := range l {
-		fmt.Fprintf(w, "%s\t%s\t%#x\t%#x\t%s\t%s\t\n", pl.Arena, pl.label(), pl.Offset, pl.Offset+pl.Size, bytesize.Format(pl.Size), pl.steps())
+		fmt.Fprintf(w, "%s\t%s\t%#x\t%#x\t%s\t%s\n", pl.Arena, pl.label(), pl.Offset, pl.Offset+pl.Size, bytesize.Format(pl.Size), pl.steps())
 	}
 	w.Flush()
 	return sb.String()
