@@ -2,8 +2,11 @@
 GO ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.6.1
 GPU_DIR := .gpu
-# Stripped: the binaries travel to the GPU host, which limits what it carries.
-GPU_LDFLAGS := -ldflags=-s -ldflags=-w
+# Stripped (one -ldflags: a second would replace the first): the binaries
+# travel to the GPU host, which limits what it carries. Built without cgo, as
+# the binding needs none.
+GPU_LDFLAGS := -ldflags='-s -w'
+GPU_ENV := CGO_ENABLED=0
 EXAMPLES := $(filter-out internal,$(notdir $(wildcard examples/*)))
 CC ?= gcc
 # Packages whose tests run on a GPU host: name.test is built from each.
@@ -11,10 +14,14 @@ GPU_TESTS := cudapool:. cudart:./cudart cudarttest:./cudart/cudarttest pool:./po
 
 .PHONY: test race bench lint fuzz gpu nocgo quickstart clean
 
-## test: the full go vet and every test (what CI runs)
+## test: what CI runs: go vet, every test plain, under the race detector and
+## without cgo, and staticcheck
 test:
 	$(GO) vet ./...
 	$(GO) test ./...
+	$(GO) test -race ./...
+	CGO_ENABLED=0 $(GO) test ./...
+	$(GO) run $(STATICCHECK) ./...
 
 ## race: every test under the race detector
 race:
@@ -47,8 +54,8 @@ quickstart:
 ## gpu: test binaries and example programs for a GPU host, into .gpu/
 gpu:
 	mkdir -p $(GPU_DIR)
-	$(foreach t,$(GPU_TESTS),$(GO) test -c $(GPU_LDFLAGS) -o $(GPU_DIR)/$(word 1,$(subst :, ,$(t))).test $(word 2,$(subst :, ,$(t))) &&) true
-	$(foreach e,$(EXAMPLES),$(GO) build $(GPU_LDFLAGS) -o $(GPU_DIR)/$(e) ./examples/$(e) &&) true
+	$(foreach t,$(GPU_TESTS),$(GPU_ENV) $(GO) test -c $(GPU_LDFLAGS) -o $(GPU_DIR)/$(word 1,$(subst :, ,$(t))).test $(word 2,$(subst :, ,$(t))) &&) true
+	$(foreach e,$(EXAMPLES),$(GPU_ENV) $(GO) build $(GPU_LDFLAGS) -o $(GPU_DIR)/$(e) ./examples/$(e) &&) true
 	$(CC) -O2 -Wall -o $(GPU_DIR)/vector_c examples/vector/cref/grow.c -ldl
 
 clean:

@@ -5,13 +5,19 @@
 // The library is in its subpackages:
 //
 //   - pool: the pool itself. One device arena (cudaMalloc) and one pinned host
-//     arena (cudaMallocHost), taken once; requests queued with WantDevice and
-//     WantHost, placed at 256-byte-aligned offsets by Satisfy, locked by
-//     Commit, reset by ReleaseAll, freed by Close. Buffers that declare their
-//     lifetimes (pool.Live) share memory when they are never alive together.
+//     arena (huge-page memory registered with cudaHostRegister by default),
+//     taken once; requests queued with WantDevice and WantHost, placed at
+//     256-byte-aligned offsets by Satisfy, locked by Commit, reset by
+//     ReleaseAll, freed by Close. Buffers that declare their lifetimes
+//     (pool.Live) share memory when they are never alive together.
 //   - plan: lifetime-aware offset planning as a pure function, no CUDA.
-//   - cudart: the CUDA runtime and driver binding, loaded with dlopen at run
-//     time, so programs build and run on machines without CUDA.
+//   - vmem: growable device memory and vectors on CUDA virtual memory, behind
+//     pool.WithGrowableDevice.
+//   - pinned: fast pinning of host memory, and registration of the caller's
+//     own []byte.
+//   - cudart: the CUDA runtime and driver binding, one table of calls loaded
+//     at run time, with no cgo: programs build without the CUDA toolkit and
+//     run on machines without CUDA.
 //   - cudart/cudarttest: a fake CUDA runtime with real bytes behind it, fault
 //     injection and leak checks, and the conformance suite every runtime
 //     passes, so users test their own code without a GPU.
@@ -27,6 +33,7 @@
 //	err = p.Commit()
 //	buf, err := in.Bytes()            // pinned host memory
 //	ptr, err := act.Ptr()             // device address
+//	fmt.Println(p.Layout())           // every buffer, as a table
 //
 // See the README for the measured figures and the errors a caller can get.
 package cudapool

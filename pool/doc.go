@@ -1,11 +1,12 @@
 // Package pool pre-reserves GPU memory for a program that knows its buffers
 // up front.
 //
-// New takes one device arena (cudaMalloc) and one pinned host arena
-// (cudaMallocHost), once. WantDevice and WantHost queue requests; Satisfy
-// places them at 256-byte-aligned offsets; Commit satisfies and locks the
-// layout; ReleaseAll waits for the device and resets both arenas; Close frees
-// them. It is a Go port of the C++ MY_CUDA_MEMORY_POOL_V1, with the same
+// New takes one device arena (cudaMalloc) and one pinned host arena, once:
+// huge-page memory registered with cudaHostRegister by default, or the C++
+// pool's cudaMallocHost with WithHostPinning(pinned.MethodHostAlloc).
+// WantDevice and WantHost queue requests; Satisfy places them at
+// 256-byte-aligned offsets; Commit satisfies and locks the layout;
+// ReleaseAll waits for the device and resets both arenas; Close frees them. It is a Go port of the C++ MY_CUDA_MEMORY_POOL_V1, with the same
 // behaviour, plus the checks a Go user expects: typed errors, stale handles
 // refused, nothing leaked on failure.
 //
@@ -33,12 +34,16 @@
 // ReleaseAll waits for the whole device (cudaDeviceSynchronize) before it
 // resets, so no kernel still running can write into memory that is about to
 // be reused; work the caller queued on other devices is not waited for.
+// Close waits the same way, for the pool's device and the devices given
+// WithPeerAccess, before it frees, unmaps or unregisters anything.
 //
 // A Pool is safe for concurrent use: one mutex guards the arenas and every
 // handle's placement. Placement order among goroutines is the order their
-// requests took the lock.
+// requests took the lock. Options are values applied before the lock is
+// taken, and the pool logs only after it lets the lock go, so no caller code
+// runs under it; a panic in a runtime call leaves it unlocked.
 //
-// A failed New frees what it took; a failed Close keeps what it could not
-// free and the next Close tries again. Nothing is freed by a finalizer: call
-// Close.
+// A failed New frees what it took and puts back the malloc heap size and
+// device flags it changed; a failed Close keeps what it could not free and
+// the next Close tries again. Nothing is freed by a finalizer: call Close.
 package pool
