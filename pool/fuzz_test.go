@@ -3,9 +3,9 @@ package pool_test
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -471,7 +471,7 @@ func (r *fuzzRun) use(x, y, z byte) {
 		}
 		require.NoError(t, err, "Bytes of %s", fb.b.Name())
 		require.Len(t, hb, int(fb.size))
-		r.sameBase(fb, uintptr(unsafe.Pointer(unsafe.SliceData(hb))), false)
+		r.sameBase(fb, reflect.ValueOf(hb).Pointer(), false)
 		for i := range hb {
 			hb[i] = pattern
 		}
