@@ -3,7 +3,6 @@ package pinned
 import (
 	"fmt"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,7 +19,7 @@ func TestRegisterEveryFlags(t *testing.T) {
 			b := buf[5:90_005] // neither start nor end on a page boundary
 			g, err := Register(f, 0, b, fl)
 			require.NoError(t, err)
-			got, ok := f.HostRegisterFlags(unsafe.Pointer(&b[0]))
+			got, ok := f.HostRegisterFlags(b)
 			require.True(t, ok)
 			assert.Equal(t, fl.hostRegister(), got)
 			assert.Equal(t, uint64(len(b)), f.Live().RegisteredBytes)
