@@ -118,6 +118,13 @@ func cstring(p uintptr) string {
 	return string(unsafe.Slice((*byte)(s), n))
 }
 
+// library is the loaded CUDA libraries: the address of every function in the
+// table, written by load and read-only after.
+type library struct {
+	fns     [numCalls]uintptr
+	handles [2]uintptr // by Library; 0 where not loaded
+}
+
 // invoke makes the call through purego, selecting dev first for the calls
 // that depend on the current device. The OS thread stays locked from the
 // selection to the end of the call, since the current device is per thread.

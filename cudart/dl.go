@@ -1,3 +1,5 @@
+//go:build darwin || freebsd || linux || netbsd
+
 package cudart
 
 import (
@@ -11,13 +13,6 @@ import (
 
 // rtldNoDelete is glibc's RTLD_NODELETE, which purego does not name.
 const rtldNoDelete = 0x01000
-
-// library is the loaded CUDA libraries: the address of every function in the
-// table, written by load and read-only after.
-type library struct {
-	fns     [numCalls]uintptr
-	handles [2]uintptr // by Library; 0 where not loaded
-}
 
 // load opens the first runtime candidate that loads and resolves its
 // functions, then does the same for the driver, whose absence is not an error.

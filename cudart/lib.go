@@ -8,8 +8,9 @@ import (
 var _ Full = (*Lib)(nil)
 
 // Lib is the CUDA runtime and driver loaded by Open. It implements Full: every
-// method is one CUDA call that selects the device it is given in the same
-// call, and is safe for concurrent use.
+// method makes one CUDA call (DeviceName and the memory pool thresholds a few,
+// in turn), selecting the device it is given first on the same locked OS
+// thread where the call depends on it, and is safe for concurrent use.
 //
 // A call leaves its device current on the OS thread that ran it; code that
 // makes CUDA calls of its own must select its device itself (SetDevice).

@@ -125,7 +125,7 @@ func TestUnregisterRetriesWhatFailed(t *testing.T) {
 	g, err := Register(f, 0, buf, 0)
 	require.NoError(t, err)
 	assert.Equal(t, 3, f.Live().RegisteredAllocs)
-	f.FailCallNth("cudaHostUnregister", 2, injected)
+	require.NoError(t, f.FailCallNth("cudaHostUnregister", 2, injected))
 	require.ErrorIs(t, g.Unregister(), cudart.NewError("", injected))
 	assert.Equal(t, 1, f.Live().RegisteredAllocs, "the other chunks were unregistered")
 	f.ResetCalls()
@@ -149,7 +149,7 @@ func TestRegisterFaultSweep(t *testing.T) {
 			require.NoError(t, g.Unregister())
 			for n := 1; n <= len(calls); n++ {
 				f := cudarttest.NewFake()
-				f.FailNth(n, injected)
+				require.NoError(t, f.FailNth(n, injected))
 				g, err := Register(uva{f}, 0, buf, fl)
 				if err != nil {
 					require.ErrorIs(t, err, cudart.NewError("", injected), fmt.Sprint("call ", n))
