@@ -2,6 +2,7 @@ package cudart
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -129,6 +130,9 @@ type callInfo struct {
 	name string
 	lib  Library
 	cap  Capability
+	// methods are the methods of Full that make the call, each making its
+	// calls in table order.
+	methods []string
 	// device: CUDA's current device (and its context) matters to the call,
 	// so the binding selects the caller's device on the same OS thread first.
 	device bool
@@ -142,54 +146,61 @@ type callInfo struct {
 // table is every CUDA function the binding calls, in Call order. The argument
 // lists are the C parameters in order; cudaMemPrefetchAsync's is CUDA 13's,
 // see Lib.MemPrefetchAsync.
+//
+// A new call is a row here with its constant, the Lib method that makes it
+// (lib_*.go), the fake's (cudarttest/fake_*.go) and an assertion in the
+// conformance suite (cudarttest/suite_*.go). A new method is also declared in
+// its interface (runtime.go) and called once in the tests that check each
+// method makes its rows' calls (lib_test.go, cudarttest/calls_test.go), which
+// fail until it is.
 var table = [numCalls]callInfo{
-	CallGetErrorName:            {"cudaGetErrorName", RuntimeLibrary, Binding, false, []arg{argInt}, resultString, ""},
-	CallGetErrorString:          {"cudaGetErrorString", RuntimeLibrary, Binding, false, []arg{argInt}, resultString, ""},
-	CallRuntimeGetVersion:       {"cudaRuntimeGetVersion", RuntimeLibrary, CapDevice, false, []arg{argOut}, resultRuntime, ""},
-	CallDriverGetVersion:        {"cudaDriverGetVersion", RuntimeLibrary, CapDevice, false, []arg{argOut}, resultRuntime, ""},
-	CallGetDeviceCount:          {"cudaGetDeviceCount", RuntimeLibrary, CapRuntime, false, []arg{argOut}, resultRuntime, ""},
-	CallSetDevice:               {"cudaSetDevice", RuntimeLibrary, CapDevice, false, []arg{argInt}, resultRuntime, ""},
-	CallGetDeviceFlags:          {"cudaGetDeviceFlags", RuntimeLibrary, CapHostAllocator, true, []arg{argOut}, resultRuntime, ""},
-	CallSetDeviceFlags:          {"cudaSetDeviceFlags", RuntimeLibrary, CapHostAllocator, true, []arg{argInt}, resultRuntime, ""},
-	CallDeviceGetLimit:          {"cudaDeviceGetLimit", RuntimeLibrary, CapDevice, true, []arg{argOut, argInt}, resultRuntime, ""},
-	CallDeviceSetLimit:          {"cudaDeviceSetLimit", RuntimeLibrary, CapDevice, true, []arg{argInt, argSize}, resultRuntime, ""},
-	CallDeviceSynchronize:       {"cudaDeviceSynchronize", RuntimeLibrary, CapRuntime, true, nil, resultRuntime, ""},
-	CallMemGetInfo:              {"cudaMemGetInfo", RuntimeLibrary, CapRuntime, true, []arg{argOut, argOut}, resultRuntime, ""},
-	CallMalloc:                  {"cudaMalloc", RuntimeLibrary, CapRuntime, true, []arg{argOut, argSize}, resultRuntime, ""},
-	CallFree:                    {"cudaFree", RuntimeLibrary, CapRuntime, true, []arg{argAddr}, resultRuntime, ""},
-	CallMallocHost:              {"cudaMallocHost", RuntimeLibrary, CapRuntime, true, []arg{argOut, argSize}, resultRuntime, ""},
-	CallFreeHost:                {"cudaFreeHost", RuntimeLibrary, CapRuntime, false, []arg{argMem}, resultRuntime, ""},
-	CallHostAlloc:               {"cudaHostAlloc", RuntimeLibrary, CapHostAllocator, true, []arg{argOut, argSize, argInt}, resultRuntime, ""},
-	CallHostGetDevicePointer:    {"cudaHostGetDevicePointer", RuntimeLibrary, CapHostAllocator, true, []arg{argOut, argMem, argInt}, resultRuntime, ""},
-	CallHostRegister:            {"cudaHostRegister", RuntimeLibrary, CapHostRegisterer, true, []arg{argMem, argSize, argInt}, resultRuntime, ""},
-	CallHostUnregister:          {"cudaHostUnregister", RuntimeLibrary, CapHostRegisterer, true, []arg{argMem}, resultRuntime, ""},
-	CallMemcpy:                  {"cudaMemcpy", RuntimeLibrary, CapRuntime, true, []arg{argMem, argMem, argSize, argInt}, resultRuntime, ""},
-	CallMemcpyAsync:             {"cudaMemcpyAsync", RuntimeLibrary, CapStreams, true, []arg{argMem, argMem, argSize, argInt, argAddr}, resultRuntime, ""},
-	CallMemset:                  {"cudaMemset", RuntimeLibrary, CapRuntime, true, []arg{argAddr, argInt, argSize}, resultRuntime, ""},
-	CallStreamCreate:            {"cudaStreamCreate", RuntimeLibrary, CapStreams, true, []arg{argOut}, resultRuntime, ""},
-	CallStreamSynchronize:       {"cudaStreamSynchronize", RuntimeLibrary, CapStreams, true, []arg{argAddr}, resultRuntime, ""},
-	CallStreamDestroy:           {"cudaStreamDestroy", RuntimeLibrary, CapStreams, true, []arg{argAddr}, resultRuntime, ""},
-	CallMallocManaged:           {"cudaMallocManaged", RuntimeLibrary, CapManaged, true, []arg{argOut, argSize, argInt}, resultRuntime, ""},
-	CallMemPrefetchAsync:        {"cudaMemPrefetchAsync", RuntimeLibrary, CapManaged, true, []arg{argAddr, argSize, argLoc, argInt, argAddr}, resultRuntime, "cudaMemPrefetchAsync_v2"},
-	CallMallocAsync:             {"cudaMallocAsync", RuntimeLibrary, CapAsyncAllocator, true, []arg{argOut, argSize, argAddr}, resultRuntime, ""},
-	CallFreeAsync:               {"cudaFreeAsync", RuntimeLibrary, CapAsyncAllocator, true, []arg{argAddr, argAddr}, resultRuntime, ""},
-	CallDeviceGetDefaultMemPool: {"cudaDeviceGetDefaultMemPool", RuntimeLibrary, CapAsyncAllocator, false, []arg{argOut, argInt}, resultRuntime, ""},
-	CallMemPoolGetAttribute:     {"cudaMemPoolGetAttribute", RuntimeLibrary, CapAsyncAllocator, false, []arg{argAddr, argInt, argOut}, resultRuntime, ""},
-	CallMemPoolSetAttribute:     {"cudaMemPoolSetAttribute", RuntimeLibrary, CapAsyncAllocator, false, []arg{argAddr, argInt, argMem}, resultRuntime, ""},
+	CallGetErrorName:            {"cudaGetErrorName", RuntimeLibrary, Binding, nil, false, []arg{argInt}, resultString, ""},
+	CallGetErrorString:          {"cudaGetErrorString", RuntimeLibrary, Binding, nil, false, []arg{argInt}, resultString, ""},
+	CallRuntimeGetVersion:       {"cudaRuntimeGetVersion", RuntimeLibrary, CapDevice, []string{"RuntimeVersion"}, false, []arg{argOut}, resultRuntime, ""},
+	CallDriverGetVersion:        {"cudaDriverGetVersion", RuntimeLibrary, CapDevice, []string{"DriverVersion"}, false, []arg{argOut}, resultRuntime, ""},
+	CallGetDeviceCount:          {"cudaGetDeviceCount", RuntimeLibrary, CapRuntime, []string{"DeviceCount"}, false, []arg{argOut}, resultRuntime, ""},
+	CallSetDevice:               {"cudaSetDevice", RuntimeLibrary, CapDevice, []string{"SetDevice"}, false, []arg{argInt}, resultRuntime, ""},
+	CallGetDeviceFlags:          {"cudaGetDeviceFlags", RuntimeLibrary, CapHostAllocator, []string{"GetDeviceFlags"}, true, []arg{argOut}, resultRuntime, ""},
+	CallSetDeviceFlags:          {"cudaSetDeviceFlags", RuntimeLibrary, CapHostAllocator, []string{"SetDeviceFlags"}, true, []arg{argInt}, resultRuntime, ""},
+	CallDeviceGetLimit:          {"cudaDeviceGetLimit", RuntimeLibrary, CapDevice, []string{"DeviceGetLimit"}, true, []arg{argOut, argInt}, resultRuntime, ""},
+	CallDeviceSetLimit:          {"cudaDeviceSetLimit", RuntimeLibrary, CapDevice, []string{"DeviceSetLimit"}, true, []arg{argInt, argSize}, resultRuntime, ""},
+	CallDeviceSynchronize:       {"cudaDeviceSynchronize", RuntimeLibrary, CapRuntime, []string{"DeviceSynchronize"}, true, nil, resultRuntime, ""},
+	CallMemGetInfo:              {"cudaMemGetInfo", RuntimeLibrary, CapRuntime, []string{"MemGetInfo"}, true, []arg{argOut, argOut}, resultRuntime, ""},
+	CallMalloc:                  {"cudaMalloc", RuntimeLibrary, CapRuntime, []string{"Malloc"}, true, []arg{argOut, argSize}, resultRuntime, ""},
+	CallFree:                    {"cudaFree", RuntimeLibrary, CapRuntime, []string{"Free"}, true, []arg{argAddr}, resultRuntime, ""},
+	CallMallocHost:              {"cudaMallocHost", RuntimeLibrary, CapRuntime, []string{"MallocHost"}, true, []arg{argOut, argSize}, resultRuntime, ""},
+	CallFreeHost:                {"cudaFreeHost", RuntimeLibrary, CapRuntime, []string{"FreeHost"}, false, []arg{argMem}, resultRuntime, ""},
+	CallHostAlloc:               {"cudaHostAlloc", RuntimeLibrary, CapHostAllocator, []string{"HostAlloc"}, true, []arg{argOut, argSize, argInt}, resultRuntime, ""},
+	CallHostGetDevicePointer:    {"cudaHostGetDevicePointer", RuntimeLibrary, CapHostAllocator, []string{"HostGetDevicePointer"}, true, []arg{argOut, argMem, argInt}, resultRuntime, ""},
+	CallHostRegister:            {"cudaHostRegister", RuntimeLibrary, CapHostRegisterer, []string{"HostRegister"}, true, []arg{argMem, argSize, argInt}, resultRuntime, ""},
+	CallHostUnregister:          {"cudaHostUnregister", RuntimeLibrary, CapHostRegisterer, []string{"HostUnregister"}, true, []arg{argMem}, resultRuntime, ""},
+	CallMemcpy:                  {"cudaMemcpy", RuntimeLibrary, CapRuntime, []string{"Memcpy"}, true, []arg{argMem, argMem, argSize, argInt}, resultRuntime, ""},
+	CallMemcpyAsync:             {"cudaMemcpyAsync", RuntimeLibrary, CapStreams, []string{"MemcpyAsync"}, true, []arg{argMem, argMem, argSize, argInt, argAddr}, resultRuntime, ""},
+	CallMemset:                  {"cudaMemset", RuntimeLibrary, CapRuntime, []string{"Memset"}, true, []arg{argAddr, argInt, argSize}, resultRuntime, ""},
+	CallStreamCreate:            {"cudaStreamCreate", RuntimeLibrary, CapStreams, []string{"StreamCreate"}, true, []arg{argOut}, resultRuntime, ""},
+	CallStreamSynchronize:       {"cudaStreamSynchronize", RuntimeLibrary, CapStreams, []string{"StreamSynchronize"}, true, []arg{argAddr}, resultRuntime, ""},
+	CallStreamDestroy:           {"cudaStreamDestroy", RuntimeLibrary, CapStreams, []string{"StreamDestroy"}, true, []arg{argAddr}, resultRuntime, ""},
+	CallMallocManaged:           {"cudaMallocManaged", RuntimeLibrary, CapManaged, []string{"MallocManaged"}, true, []arg{argOut, argSize, argInt}, resultRuntime, ""},
+	CallMemPrefetchAsync:        {"cudaMemPrefetchAsync", RuntimeLibrary, CapManaged, []string{"MemPrefetchAsync"}, true, []arg{argAddr, argSize, argLoc, argInt, argAddr}, resultRuntime, "cudaMemPrefetchAsync_v2"},
+	CallMallocAsync:             {"cudaMallocAsync", RuntimeLibrary, CapAsyncAllocator, []string{"MallocAsync"}, true, []arg{argOut, argSize, argAddr}, resultRuntime, ""},
+	CallFreeAsync:               {"cudaFreeAsync", RuntimeLibrary, CapAsyncAllocator, []string{"FreeAsync"}, true, []arg{argAddr, argAddr}, resultRuntime, ""},
+	CallDeviceGetDefaultMemPool: {"cudaDeviceGetDefaultMemPool", RuntimeLibrary, CapAsyncAllocator, []string{"MemPoolReleaseThreshold", "SetMemPoolReleaseThreshold"}, false, []arg{argOut, argInt}, resultRuntime, ""},
+	CallMemPoolGetAttribute:     {"cudaMemPoolGetAttribute", RuntimeLibrary, CapAsyncAllocator, []string{"MemPoolReleaseThreshold"}, false, []arg{argAddr, argInt, argOut}, resultRuntime, ""},
+	CallMemPoolSetAttribute:     {"cudaMemPoolSetAttribute", RuntimeLibrary, CapAsyncAllocator, []string{"SetMemPoolReleaseThreshold"}, false, []arg{argAddr, argInt, argMem}, resultRuntime, ""},
 
-	CallCuGetErrorName:                {"cuGetErrorName", DriverLibrary, Binding, false, []arg{argInt, argOut}, resultDriver, ""},
-	CallCuGetErrorString:              {"cuGetErrorString", DriverLibrary, Binding, false, []arg{argInt, argOut}, resultDriver, ""},
-	CallCuInit:                        {"cuInit", DriverLibrary, CapDevice, false, []arg{argInt}, resultDriver, ""},
-	CallCuDeviceGet:                   {"cuDeviceGet", DriverLibrary, CapDevice, false, []arg{argOut, argInt}, resultDriver, ""},
-	CallCuDeviceGetName:               {"cuDeviceGetName", DriverLibrary, CapDevice, false, []arg{argMem, argInt, argInt}, resultDriver, ""},
-	CallCuMemGetAllocationGranularity: {"cuMemGetAllocationGranularity", DriverLibrary, CapVirtualMemory, true, []arg{argOut, argMem, argInt}, resultDriver, ""},
-	CallCuMemCreate:                   {"cuMemCreate", DriverLibrary, CapVirtualMemory, true, []arg{argOut, argSize, argMem, argSize}, resultDriver, ""},
-	CallCuMemRelease:                  {"cuMemRelease", DriverLibrary, CapVirtualMemory, true, []arg{argSize}, resultDriver, ""},
-	CallCuMemAddressReserve:           {"cuMemAddressReserve", DriverLibrary, CapVirtualMemory, true, []arg{argOut, argSize, argSize, argAddr, argSize}, resultDriver, ""},
-	CallCuMemAddressFree:              {"cuMemAddressFree", DriverLibrary, CapVirtualMemory, true, []arg{argAddr, argSize}, resultDriver, ""},
-	CallCuMemMap:                      {"cuMemMap", DriverLibrary, CapVirtualMemory, true, []arg{argAddr, argSize, argSize, argSize, argSize}, resultDriver, ""},
-	CallCuMemUnmap:                    {"cuMemUnmap", DriverLibrary, CapVirtualMemory, true, []arg{argAddr, argSize}, resultDriver, ""},
-	CallCuMemSetAccess:                {"cuMemSetAccess", DriverLibrary, CapVirtualMemory, true, []arg{argAddr, argSize, argMem, argSize}, resultDriver, ""},
+	CallCuGetErrorName:                {"cuGetErrorName", DriverLibrary, Binding, nil, false, []arg{argInt, argOut}, resultDriver, ""},
+	CallCuGetErrorString:              {"cuGetErrorString", DriverLibrary, Binding, nil, false, []arg{argInt, argOut}, resultDriver, ""},
+	CallCuInit:                        {"cuInit", DriverLibrary, CapDevice, []string{"DeviceName"}, false, []arg{argInt}, resultDriver, ""},
+	CallCuDeviceGet:                   {"cuDeviceGet", DriverLibrary, CapDevice, []string{"DeviceName"}, false, []arg{argOut, argInt}, resultDriver, ""},
+	CallCuDeviceGetName:               {"cuDeviceGetName", DriverLibrary, CapDevice, []string{"DeviceName"}, false, []arg{argMem, argInt, argInt}, resultDriver, ""},
+	CallCuMemGetAllocationGranularity: {"cuMemGetAllocationGranularity", DriverLibrary, CapVirtualMemory, []string{"MemGetAllocationGranularity"}, true, []arg{argOut, argMem, argInt}, resultDriver, ""},
+	CallCuMemCreate:                   {"cuMemCreate", DriverLibrary, CapVirtualMemory, []string{"MemCreate"}, true, []arg{argOut, argSize, argMem, argSize}, resultDriver, ""},
+	CallCuMemRelease:                  {"cuMemRelease", DriverLibrary, CapVirtualMemory, []string{"MemRelease"}, true, []arg{argSize}, resultDriver, ""},
+	CallCuMemAddressReserve:           {"cuMemAddressReserve", DriverLibrary, CapVirtualMemory, []string{"MemAddressReserve"}, true, []arg{argOut, argSize, argSize, argAddr, argSize}, resultDriver, ""},
+	CallCuMemAddressFree:              {"cuMemAddressFree", DriverLibrary, CapVirtualMemory, []string{"MemAddressFree"}, true, []arg{argAddr, argSize}, resultDriver, ""},
+	CallCuMemMap:                      {"cuMemMap", DriverLibrary, CapVirtualMemory, []string{"MemMap"}, true, []arg{argAddr, argSize, argSize, argSize, argSize}, resultDriver, ""},
+	CallCuMemUnmap:                    {"cuMemUnmap", DriverLibrary, CapVirtualMemory, []string{"MemUnmap"}, true, []arg{argAddr, argSize}, resultDriver, ""},
+	CallCuMemSetAccess:                {"cuMemSetAccess", DriverLibrary, CapVirtualMemory, []string{"MemSetAccess"}, true, []arg{argAddr, argSize, argMem, argSize}, resultDriver, ""},
 }
 
 // String is the CUDA name, e.g. "cudaMalloc".
@@ -206,6 +217,23 @@ func (c Call) Library() Library { return table[c].lib }
 // Capability is the interface whose methods make c; Binding for the calls
 // no method makes.
 func (c Call) Capability() Capability { return table[c].cap }
+
+// Methods are the methods of Full that make c, e.g. [Malloc] for
+// CallMalloc; none for the calls the binding makes for itself. A method makes
+// its calls in the order of Calls.
+func (c Call) Methods() []string { return slices.Clone(table[c].methods) }
+
+// CallsOf lists the calls method (a method of Full, e.g. "DeviceName") makes,
+// in the order it makes them; none for a name that is not such a method.
+func CallsOf(method string) []Call {
+	var out []Call
+	for c := range Call(numCalls) {
+		if slices.Contains(table[c].methods, method) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
 
 // Calls lists every CUDA function the binding calls, in table order.
 func Calls() []Call {

@@ -9,9 +9,10 @@
 // needs no CUDA headers and no C compiler.
 //
 // Every CUDA function the binding calls is one row of one table (calls.go):
-// its name, library, capability, C parameters and result. Open looks up each
-// row, the methods name their row in errors, and cudarttest's fake logs and
-// fails calls by the same rows (Call, Calls, LookupCall).
+// its name, library, capability, the methods that make it, whether it needs
+// the current device, its C parameters and result. Open looks up each row,
+// the methods name their row in errors, and cudarttest's fake logs and fails
+// calls by the same rows (Call, Calls, CallsOf, LookupCall).
 //
 // The pool depends on the small Runtime interface; the other abilities
 // (Streams, HostAllocator, HostRegisterer, Managed, AsyncAllocator, Device,

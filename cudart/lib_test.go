@@ -10,11 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// method is one exported method of Lib and the CUDA functions it calls, in
-// order.
+// method is one exported method of Lib; the table says which calls it makes.
 type method struct {
-	name  string
-	calls []Call
+	name string
 	// dev: the method takes a device ordinal and passes it on. Otherwise the
 	// device the backend sees is -1 (none) or, for virtual memory, that of the
 	// last MemCreate.
@@ -22,53 +20,56 @@ type method struct {
 	call func(l *Lib, dev int) error
 }
 
+// calls are the calls the table says m makes, in order.
+func (m method) calls() []Call { return CallsOf(m.name) }
+
 // driver reports whether m needs libcuda.
-func (m method) driver() bool { return m.calls[0].Library() == DriverLibrary }
+func (m method) driver() bool { return m.calls()[0].Library() == DriverLibrary }
 
 func methods() []method {
 	host := make([]byte, 64)
 	d := DeviceMem(0x1000, 64)
 	h := HostMem(host)
 	return []method{
-		{"DeviceCount", []Call{CallGetDeviceCount}, false, func(l *Lib, _ int) error { _, err := l.DeviceCount(); return err }},
-		{"MemGetInfo", []Call{CallMemGetInfo}, true, func(l *Lib, dev int) error { _, _, err := l.MemGetInfo(dev); return err }},
-		{"Malloc", []Call{CallMalloc}, true, func(l *Lib, dev int) error { _, err := l.Malloc(dev, 64); return err }},
-		{"Free", []Call{CallFree}, true, func(l *Lib, dev int) error { return l.Free(dev, 0x1000) }},
-		{"MallocHost", []Call{CallMallocHost}, true, func(l *Lib, dev int) error { _, err := l.MallocHost(dev, 64); return err }},
-		{"FreeHost", []Call{CallFreeHost}, false, func(l *Lib, _ int) error { return l.FreeHost(host) }},
-		{"Memcpy", []Call{CallMemcpy}, true, func(l *Lib, dev int) error { return l.Memcpy(dev, d, h, HostToDevice) }},
-		{"Memset", []Call{CallMemset}, true, func(l *Lib, dev int) error { return l.Memset(dev, 0x1000, 7, 64) }},
-		{"DeviceSynchronize", []Call{CallDeviceSynchronize}, true, func(l *Lib, dev int) error { return l.DeviceSynchronize(dev) }},
-		{"StreamCreate", []Call{CallStreamCreate}, true, func(l *Lib, dev int) error { _, err := l.StreamCreate(dev); return err }},
-		{"StreamSynchronize", []Call{CallStreamSynchronize}, true, func(l *Lib, dev int) error { return l.StreamSynchronize(dev, 1) }},
-		{"StreamDestroy", []Call{CallStreamDestroy}, true, func(l *Lib, dev int) error { return l.StreamDestroy(dev, 1) }},
-		{"MemcpyAsync", []Call{CallMemcpyAsync}, true, func(l *Lib, dev int) error { return l.MemcpyAsync(dev, h, d, DeviceToHost, 1) }},
-		{"HostAlloc", []Call{CallHostAlloc}, true, func(l *Lib, dev int) error { _, err := l.HostAlloc(dev, 64, HostAllocMapped); return err }},
-		{"HostGetDevicePointer", []Call{CallHostGetDevicePointer}, true, func(l *Lib, dev int) error { _, err := l.HostGetDevicePointer(dev, host); return err }},
-		{"GetDeviceFlags", []Call{CallGetDeviceFlags}, true, func(l *Lib, dev int) error { _, err := l.GetDeviceFlags(dev); return err }},
-		{"SetDeviceFlags", []Call{CallSetDeviceFlags}, true, func(l *Lib, dev int) error { return l.SetDeviceFlags(dev, DeviceMapHost) }},
-		{"HostRegister", []Call{CallHostRegister}, true, func(l *Lib, dev int) error { return l.HostRegister(dev, host, HostRegisterMapped) }},
-		{"HostUnregister", []Call{CallHostUnregister}, true, func(l *Lib, dev int) error { return l.HostUnregister(dev, host) }},
-		{"MallocManaged", []Call{CallMallocManaged}, true, func(l *Lib, dev int) error { _, err := l.MallocManaged(dev, 64, MemAttachGlobal); return err }},
-		{"MemPrefetchAsync", []Call{CallMemPrefetchAsync}, true, func(l *Lib, dev int) error { return l.MemPrefetchAsync(dev, 0x1000, 64, CPUDevice, 0) }},
-		{"MallocAsync", []Call{CallMallocAsync}, true, func(l *Lib, dev int) error { _, err := l.MallocAsync(dev, 64, 1); return err }},
-		{"FreeAsync", []Call{CallFreeAsync}, true, func(l *Lib, dev int) error { return l.FreeAsync(dev, 0x1000, 1) }},
-		{"MemPoolReleaseThreshold", []Call{CallDeviceGetDefaultMemPool, CallMemPoolGetAttribute}, true, func(l *Lib, dev int) error { _, err := l.MemPoolReleaseThreshold(dev); return err }},
-		{"SetMemPoolReleaseThreshold", []Call{CallDeviceGetDefaultMemPool, CallMemPoolSetAttribute}, true, func(l *Lib, dev int) error { return l.SetMemPoolReleaseThreshold(dev, 1<<20) }},
-		{"SetDevice", []Call{CallSetDevice}, true, func(l *Lib, dev int) error { return l.SetDevice(dev) }},
-		{"DeviceGetLimit", []Call{CallDeviceGetLimit}, true, func(l *Lib, dev int) error { _, err := l.DeviceGetLimit(dev, LimitMallocHeapSize); return err }},
-		{"DeviceSetLimit", []Call{CallDeviceSetLimit}, true, func(l *Lib, dev int) error { return l.DeviceSetLimit(dev, LimitMallocHeapSize, 1<<24) }},
-		{"RuntimeVersion", []Call{CallRuntimeGetVersion}, false, func(l *Lib, _ int) error { _, err := l.RuntimeVersion(); return err }},
-		{"DriverVersion", []Call{CallDriverGetVersion}, false, func(l *Lib, _ int) error { _, err := l.DriverVersion(); return err }},
-		{"DeviceName", []Call{CallCuInit, CallCuDeviceGet, CallCuDeviceGetName}, true, func(l *Lib, dev int) error { _, err := l.DeviceName(dev); return err }},
-		{"MemGetAllocationGranularity", []Call{CallCuMemGetAllocationGranularity}, true, func(l *Lib, dev int) error { _, err := l.MemGetAllocationGranularity(dev, true); return err }},
-		{"MemCreate", []Call{CallCuMemCreate}, true, func(l *Lib, dev int) error { _, err := l.MemCreate(dev, 2<<20); return err }},
-		{"MemRelease", []Call{CallCuMemRelease}, false, func(l *Lib, _ int) error { return l.MemRelease(1) }},
-		{"MemAddressReserve", []Call{CallCuMemAddressReserve}, false, func(l *Lib, _ int) error { _, err := l.MemAddressReserve(2<<20, 0, 0); return err }},
-		{"MemAddressFree", []Call{CallCuMemAddressFree}, false, func(l *Lib, _ int) error { return l.MemAddressFree(0x1000, 2<<20) }},
-		{"MemMap", []Call{CallCuMemMap}, false, func(l *Lib, _ int) error { return l.MemMap(0x1000, 2<<20, 0, 1) }},
-		{"MemUnmap", []Call{CallCuMemUnmap}, false, func(l *Lib, _ int) error { return l.MemUnmap(0x1000, 2<<20) }},
-		{"MemSetAccess", []Call{CallCuMemSetAccess}, false, func(l *Lib, _ int) error { return l.MemSetAccess(0x1000, 2<<20, []int{0, 1}) }},
+		{"DeviceCount", false, func(l *Lib, _ int) error { _, err := l.DeviceCount(); return err }},
+		{"MemGetInfo", true, func(l *Lib, dev int) error { _, _, err := l.MemGetInfo(dev); return err }},
+		{"Malloc", true, func(l *Lib, dev int) error { _, err := l.Malloc(dev, 64); return err }},
+		{"Free", true, func(l *Lib, dev int) error { return l.Free(dev, 0x1000) }},
+		{"MallocHost", true, func(l *Lib, dev int) error { _, err := l.MallocHost(dev, 64); return err }},
+		{"FreeHost", false, func(l *Lib, _ int) error { return l.FreeHost(host) }},
+		{"Memcpy", true, func(l *Lib, dev int) error { return l.Memcpy(dev, d, h, HostToDevice) }},
+		{"Memset", true, func(l *Lib, dev int) error { return l.Memset(dev, 0x1000, 7, 64) }},
+		{"DeviceSynchronize", true, func(l *Lib, dev int) error { return l.DeviceSynchronize(dev) }},
+		{"StreamCreate", true, func(l *Lib, dev int) error { _, err := l.StreamCreate(dev); return err }},
+		{"StreamSynchronize", true, func(l *Lib, dev int) error { return l.StreamSynchronize(dev, 1) }},
+		{"StreamDestroy", true, func(l *Lib, dev int) error { return l.StreamDestroy(dev, 1) }},
+		{"MemcpyAsync", true, func(l *Lib, dev int) error { return l.MemcpyAsync(dev, h, d, DeviceToHost, 1) }},
+		{"HostAlloc", true, func(l *Lib, dev int) error { _, err := l.HostAlloc(dev, 64, HostAllocMapped); return err }},
+		{"HostGetDevicePointer", true, func(l *Lib, dev int) error { _, err := l.HostGetDevicePointer(dev, host); return err }},
+		{"GetDeviceFlags", true, func(l *Lib, dev int) error { _, err := l.GetDeviceFlags(dev); return err }},
+		{"SetDeviceFlags", true, func(l *Lib, dev int) error { return l.SetDeviceFlags(dev, DeviceMapHost) }},
+		{"HostRegister", true, func(l *Lib, dev int) error { return l.HostRegister(dev, host, HostRegisterMapped) }},
+		{"HostUnregister", true, func(l *Lib, dev int) error { return l.HostUnregister(dev, host) }},
+		{"MallocManaged", true, func(l *Lib, dev int) error { _, err := l.MallocManaged(dev, 64, MemAttachGlobal); return err }},
+		{"MemPrefetchAsync", true, func(l *Lib, dev int) error { return l.MemPrefetchAsync(dev, 0x1000, 64, CPUDevice, 0) }},
+		{"MallocAsync", true, func(l *Lib, dev int) error { _, err := l.MallocAsync(dev, 64, 1); return err }},
+		{"FreeAsync", true, func(l *Lib, dev int) error { return l.FreeAsync(dev, 0x1000, 1) }},
+		{"MemPoolReleaseThreshold", true, func(l *Lib, dev int) error { _, err := l.MemPoolReleaseThreshold(dev); return err }},
+		{"SetMemPoolReleaseThreshold", true, func(l *Lib, dev int) error { return l.SetMemPoolReleaseThreshold(dev, 1<<20) }},
+		{"SetDevice", true, func(l *Lib, dev int) error { return l.SetDevice(dev) }},
+		{"DeviceGetLimit", true, func(l *Lib, dev int) error { _, err := l.DeviceGetLimit(dev, LimitMallocHeapSize); return err }},
+		{"DeviceSetLimit", true, func(l *Lib, dev int) error { return l.DeviceSetLimit(dev, LimitMallocHeapSize, 1<<24) }},
+		{"RuntimeVersion", false, func(l *Lib, _ int) error { _, err := l.RuntimeVersion(); return err }},
+		{"DriverVersion", false, func(l *Lib, _ int) error { _, err := l.DriverVersion(); return err }},
+		{"DeviceName", true, func(l *Lib, dev int) error { _, err := l.DeviceName(dev); return err }},
+		{"MemGetAllocationGranularity", true, func(l *Lib, dev int) error { _, err := l.MemGetAllocationGranularity(dev, true); return err }},
+		{"MemCreate", true, func(l *Lib, dev int) error { _, err := l.MemCreate(dev, 2<<20); return err }},
+		{"MemRelease", false, func(l *Lib, _ int) error { return l.MemRelease(1) }},
+		{"MemAddressReserve", false, func(l *Lib, _ int) error { _, err := l.MemAddressReserve(2<<20, 0, 0); return err }},
+		{"MemAddressFree", false, func(l *Lib, _ int) error { return l.MemAddressFree(0x1000, 2<<20) }},
+		{"MemMap", false, func(l *Lib, _ int) error { return l.MemMap(0x1000, 2<<20, 0, 1) }},
+		{"MemUnmap", false, func(l *Lib, _ int) error { return l.MemUnmap(0x1000, 2<<20) }},
+		{"MemSetAccess", false, func(l *Lib, _ int) error { return l.MemSetAccess(0x1000, 2<<20, []int{0, 1}) }},
 	}
 }
 
@@ -79,7 +80,7 @@ func TestLibPassesDevice(t *testing.T) {
 			l := newRecorderLib(rec, nil)
 			require.NoError(t, m.call(l, 3))
 			var want []string
-			for _, c := range m.calls {
+			for _, c := range m.calls() {
 				switch {
 				case !table[c].device:
 					want = append(want, c.String()+"@-1")
@@ -99,7 +100,7 @@ func TestLibPassesDevice(t *testing.T) {
 func TestLibMethodsCoverTheTable(t *testing.T) {
 	made := map[Call]bool{}
 	for _, m := range methods() {
-		for _, c := range m.calls {
+		for _, c := range m.calls() {
 			made[c] = true
 		}
 	}
@@ -124,7 +125,7 @@ func TestLibVirtualMemoryUsesDeviceOfLastMemCreate(t *testing.T) {
 
 func TestLibErrors(t *testing.T) {
 	for _, m := range methods() {
-		for _, failing := range m.calls {
+		for _, failing := range m.calls() {
 			t.Run(m.name+"/"+failing.String(), func(t *testing.T) {
 				rec := newRecorder()
 				rec.codes[failing] = ErrMemoryAllocation.Code
@@ -171,7 +172,7 @@ func TestLibClosed(t *testing.T) {
 		err := m.call(l, 0)
 		assert.ErrorIs(t, err, ErrClosed, m.name)
 		if assert.Error(t, err) {
-			assert.Contains(t, err.Error(), m.calls[len(m.calls)-1].String(), "the error names the call")
+			assert.Contains(t, err.Error(), m.calls()[len(m.calls())-1].String(), "the error names the call")
 		}
 	}
 	assert.Empty(t, rec.calls, "nothing reaches CUDA after Close")
