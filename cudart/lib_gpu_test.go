@@ -284,6 +284,11 @@ func TestGPUVirtualMemory(t *testing.T) {
 	va, err := l.MemAddressReserve(2*g, g, 0)
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, l.MemAddressFree(va, 2*g)) }()
+	_, err = l.MemCreate(0, g+1)
+	assert.ErrorIs(t, err, ErrInvalidValue, "not a multiple of the granularity")
+	var ce *Error
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "CUDA_ERROR_INVALID_VALUE", ce.Name, "named by the driver")
 	h, err := l.MemCreate(0, g)
 	require.NoError(t, err)
 	require.NoError(t, l.MemMap(va, g, 0, h))
