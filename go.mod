@@ -1,9 +1,10 @@
 module github.com/cudapool/cudapool
 
-go 1.24.0
+go 1.25.0
 
 require (
 	github.com/dustin/go-humanize v1.1.0
+	github.com/ebitengine/purego v0.11.3
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/zap v1.28.0
 )

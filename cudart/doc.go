@@ -1,11 +1,18 @@
 // Package cudart binds the CUDA runtime (libcudart) and the driver's virtual
-// memory calls (libcuda), loaded with dlopen when Open is called, never linked.
+// memory calls (libcuda), loaded with dlopen when Open is called, never linked,
+// and called through github.com/ebitengine/purego, so that a CGO_ENABLED=0
+// build runs real CUDA.
 //
 // A program built with this package runs on machines with no GPU and no CUDA
 // toolkit: Open returns an error naming every library path it tried, and the
 // rest of cudapool (planning, the fake runtime in cudarttest) works. Building
-// needs no CUDA headers: the few declarations the binding uses are written in
-// the package.
+// needs no CUDA headers and no C compiler.
+//
+// Every CUDA function the binding calls is one row of one table (calls.go):
+// its name, library, capability, the methods that make it, whether it needs
+// the current device, its C parameters and result. Open looks up each row,
+// the methods name their row in errors, and cudarttest's fake logs and fails
+// calls by the same rows (Call, Calls, CallsOf, LookupCall).
 //
 // The pool depends on the small Runtime interface; the other abilities
 // (Streams, HostAllocator, HostRegisterer, Managed, AsyncAllocator, Device,
@@ -19,11 +26,11 @@
 // # Caveats
 //
 // CUDA's current device is per OS thread and a goroutine can change threads
-// between two cgo calls, so every device-dependent method takes the device
-// ordinal and selects it inside the same C call.
+// between two calls, so every device-dependent method takes the device
+// ordinal and, with its OS thread locked, selects it and makes the call.
 //
 // Device addresses are DevicePtr, an integer, never an unsafe.Pointer: Go must
-// not treat them as pointers. Host memory from MallocHost or HostAlloc is an
-// unsafe.Pointer; HostSlice views it as a []byte that is valid until the memory
-// is freed. Nothing is freed by a finalizer.
+// not treat them as pointers. Host memory from MallocHost or HostAlloc is a
+// []byte over memory CUDA owns, valid until FreeHost; using it after is a
+// fault. Nothing is freed by a finalizer.
 package cudart

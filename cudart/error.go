@@ -15,7 +15,7 @@ type Error struct {
 	Code    Code
 	Name    string // e.g. "cudaErrorMemoryAllocation"
 	Message string // e.g. "out of memory"
-	Call    string // e.g. "cudaMalloc(4.3 GB)"
+	Call    string // e.g. "cudaMalloc(4.0 GiB) on device 0"
 }
 
 // Error formats the call, the CUDA name and the message.
@@ -123,10 +123,6 @@ var ErrSymbolNotFound = errors.New("cudart: symbol not found")
 // ErrNoDriverLibrary means libcuda.so.1 could not be loaded, so the virtual
 // memory calls (driver API) are unavailable; the runtime calls still work.
 var ErrNoDriverLibrary = errors.New("cudart: CUDA driver library (libcuda.so.1) not loaded; virtual memory calls are unavailable")
-
-// ErrNoCgo means the program was built with CGO_ENABLED=0, so CUDA cannot be
-// loaded. Planning and the fake runtime work without cgo.
-var ErrNoCgo = errors.New("cudart: built without cgo (CGO_ENABLED=0); rebuild with cgo enabled to load CUDA")
 
 // ErrClosed means a call was made on a Lib after Close.
 var ErrClosed = errors.New("cudart: library closed")

@@ -8,8 +8,9 @@ import (
 var _ Full = (*Lib)(nil)
 
 // Lib is the CUDA runtime and driver loaded by Open. It implements Full: every
-// method is one CUDA call that selects the device it is given in the same
-// call, and is safe for concurrent use.
+// method makes one CUDA call (DeviceName and the memory pool thresholds a few,
+// in turn), selecting the device it is given first on the same locked OS
+// thread where the call depends on it, and is safe for concurrent use.
 //
 // A call leaves its device current on the OS thread that ran it; code that
 // makes CUDA calls of its own must select its device itself (SetDevice).
@@ -25,6 +26,11 @@ type Lib struct {
 	path       string
 	driverPath string
 	driverErr  error // why the driver is not loaded; nil when it is
+
+	// prefetchLocation: cudaMemPrefetchAsync, as Open resolved it, takes a
+	// cudaMemLocation and flags (CUDA 13, or _v2 from 12.2) rather than a
+	// device ordinal.
+	prefetchLocation bool
 
 	closed    atomic.Bool
 	vmmDevice atomic.Int64 // the device of the last MemCreate
@@ -47,24 +53,27 @@ func (l *Lib) Close() error {
 	return nil
 }
 
-// fail is the *Error for r, a failed call described by format and args. It is
-// called only on failure, so the hot path formats nothing.
-func (l *Lib) fail(r ret, format string, args ...any) error {
-	name, msg := l.be.text(r)
+// fail is the *Error of the method that made call c and got r: its Call is
+// c's name followed by format and args, its text the library's for the code
+// of whichever call failed (the device selection, for one). It is called only
+// on failure, so the hot path formats nothing.
+func (l *Lib) fail(c Call, r ret, format string, args ...any) error {
+	name, msg := l.be.text(r.code, r.failed.Library())
 	if name == "" {
 		e := NewError("", r.code)
 		name, msg = e.Name, e.Message
 	}
-	return &Error{Code: r.code, Name: name, Message: msg, Call: fmt.Sprintf(format, args...)}
+	return &Error{Code: r.code, Name: name, Message: msg, Call: c.String() + fmt.Sprintf(format, args...)}
 }
 
-// closedError is the error of fn called after Close.
-func closedError(fn string) error { return fmt.Errorf("%s: %w", fn, ErrClosed) }
+// closedError is the error of a method that makes call c, called after Close.
+func closedError(c Call) error { return fmt.Errorf("%s: %w", c, ErrClosed) }
 
-// invalid is the error of a call refused before it reached CUDA: an
-// *Error with CUDA's code for an invalid argument, and why.
-func invalid(call, why string) error {
-	e := NewError(call, ErrInvalidValue.Code)
+// invalid is the error of a call to c refused before it reached CUDA: an
+// *Error with CUDA's code for an invalid argument, and why. format and args
+// describe the arguments, as for fail.
+func invalid(c Call, why, format string, args ...any) error {
+	e := NewError(c.String()+fmt.Sprintf(format, args...), ErrInvalidValue.Code)
 	e.Message += ": " + why
 	return e
 }

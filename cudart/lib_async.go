@@ -1,15 +1,19 @@
 package cudart
 
-import "github.com/dustin/go-humanize"
+import (
+	"encoding/binary"
+
+	"github.com/cudapool/cudapool/internal/bytesize"
+)
 
 // MallocAsync is cudaMallocAsync on device and stream s.
 func (l *Lib) MallocAsync(device int, size uint64, s Stream) (DevicePtr, error) {
 	if l.closed.Load() {
-		return 0, closedError("cudaMallocAsync")
+		return 0, closedError(CallMallocAsync)
 	}
-	r := l.be.mallocAsync(device, size, s)
+	r := l.call(CallMallocAsync, device, uintptr(size), uintptr(s))
 	if r.code != 0 {
-		return 0, l.fail(r, "cudaMallocAsync(%s, stream 0x%x) on device %d", humanize.Bytes(size), uintptr(s), device)
+		return 0, l.fail(CallMallocAsync, r, "(%s, stream 0x%x) on device %d", bytesize.Format(size), uintptr(s), device)
 	}
 	return DevicePtr(r.a), nil
 }
@@ -17,35 +21,54 @@ func (l *Lib) MallocAsync(device int, size uint64, s Stream) (DevicePtr, error) 
 // FreeAsync is cudaFreeAsync on device and stream s.
 func (l *Lib) FreeAsync(device int, p DevicePtr, s Stream) error {
 	if l.closed.Load() {
-		return closedError("cudaFreeAsync")
+		return closedError(CallFreeAsync)
 	}
-	if r := l.be.freeAsync(device, p, s); r.code != 0 {
-		return l.fail(r, "cudaFreeAsync(%s, stream 0x%x) on device %d", p, uintptr(s), device)
+	if r := l.call(CallFreeAsync, device, uintptr(p), uintptr(s)); r.code != 0 {
+		return l.fail(CallFreeAsync, r, "(%s, stream 0x%x) on device %d", p, uintptr(s), device)
 	}
 	return nil
 }
 
 // MemPoolReleaseThreshold reads cudaMemPoolAttrReleaseThreshold of device's
-// default memory pool.
+// default memory pool (cudaDeviceGetDefaultMemPool, cudaMemPoolGetAttribute).
 func (l *Lib) MemPoolReleaseThreshold(device int) (uint64, error) {
 	if l.closed.Load() {
-		return 0, closedError("cudaMemPoolGetAttribute")
+		return 0, closedError(CallMemPoolGetAttribute)
 	}
-	r := l.be.memPoolReleaseThreshold(device)
+	pool, err := l.defaultMemPool(device)
+	if err != nil {
+		return 0, err
+	}
+	r := l.call(CallMemPoolGetAttribute, device, pool, poolReleaseThreshold)
 	if r.code != 0 {
-		return 0, l.fail(r, "cudaMemPoolGetAttribute(default pool of device %d, cudaMemPoolAttrReleaseThreshold)", device)
+		return 0, l.fail(CallMemPoolGetAttribute, r, "(default pool of device %d, cudaMemPoolAttrReleaseThreshold)", device)
 	}
 	return r.a, nil
 }
 
 // SetMemPoolReleaseThreshold sets cudaMemPoolAttrReleaseThreshold of device's
-// default memory pool.
+// default memory pool (cudaDeviceGetDefaultMemPool, cudaMemPoolSetAttribute).
 func (l *Lib) SetMemPoolReleaseThreshold(device int, bytes uint64) error {
 	if l.closed.Load() {
-		return closedError("cudaMemPoolSetAttribute")
+		return closedError(CallMemPoolSetAttribute)
 	}
-	if r := l.be.setMemPoolReleaseThreshold(device, bytes); r.code != 0 {
-		return l.fail(r, "cudaMemPoolSetAttribute(default pool of device %d, cudaMemPoolAttrReleaseThreshold, %s)", device, humanize.Bytes(bytes))
+	pool, err := l.defaultMemPool(device)
+	if err != nil {
+		return err
+	}
+	// The attribute's value is a cuuint64_t passed by address.
+	v := binary.NativeEndian.AppendUint64(nil, bytes)
+	if r := l.callMem(CallMemPoolSetAttribute, device, [2]Mem{HostMem(v)}, pool, poolReleaseThreshold); r.code != 0 {
+		return l.fail(CallMemPoolSetAttribute, r, "(default pool of device %d, cudaMemPoolAttrReleaseThreshold, %s)", device, bytesize.Format(bytes))
 	}
 	return nil
+}
+
+// defaultMemPool is cudaDeviceGetDefaultMemPool: device's default pool.
+func (l *Lib) defaultMemPool(device int) (uintptr, error) {
+	r := l.call(CallDeviceGetDefaultMemPool, device, cint(device))
+	if r.code != 0 {
+		return 0, l.fail(CallDeviceGetDefaultMemPool, r, "(device %d)", device)
+	}
+	return uintptr(r.a), nil
 }

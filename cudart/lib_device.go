@@ -1,9 +1,10 @@
 package cudart
 
 import (
+	"bytes"
 	"fmt"
 
-	"github.com/dustin/go-humanize"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // SetDevice is cudaSetDevice for the calling OS thread, which the goroutine
@@ -11,10 +12,10 @@ import (
 // its thread (runtime.LockOSThread). Every other method selects its device.
 func (l *Lib) SetDevice(device int) error {
 	if l.closed.Load() {
-		return closedError("cudaSetDevice")
+		return closedError(CallSetDevice)
 	}
-	if r := l.be.setDevice(device); r.code != 0 {
-		return l.fail(r, "cudaSetDevice(%d)", device)
+	if r := l.call(CallSetDevice, device, cint(device)); r.code != 0 {
+		return l.fail(CallSetDevice, r, "(%d)", device)
 	}
 	return nil
 }
@@ -22,11 +23,11 @@ func (l *Lib) SetDevice(device int) error {
 // DeviceGetLimit is cudaDeviceGetLimit on device.
 func (l *Lib) DeviceGetLimit(device int, lim Limit) (uint64, error) {
 	if l.closed.Load() {
-		return 0, closedError("cudaDeviceGetLimit")
+		return 0, closedError(CallDeviceGetLimit)
 	}
-	r := l.be.deviceGetLimit(device, lim)
+	r := l.call(CallDeviceGetLimit, device, cint(lim))
 	if r.code != 0 {
-		return 0, l.fail(r, "cudaDeviceGetLimit(%s) on device %d", limitName(lim), device)
+		return 0, l.fail(CallDeviceGetLimit, r, "(%s) on device %d", limitName(lim), device)
 	}
 	return r.a, nil
 }
@@ -34,10 +35,10 @@ func (l *Lib) DeviceGetLimit(device int, lim Limit) (uint64, error) {
 // DeviceSetLimit is cudaDeviceSetLimit on device.
 func (l *Lib) DeviceSetLimit(device int, lim Limit, value uint64) error {
 	if l.closed.Load() {
-		return closedError("cudaDeviceSetLimit")
+		return closedError(CallDeviceSetLimit)
 	}
-	if r := l.be.deviceSetLimit(device, lim, value); r.code != 0 {
-		return l.fail(r, "cudaDeviceSetLimit(%s, %s) on device %d", limitName(lim), humanize.Bytes(value), device)
+	if r := l.call(CallDeviceSetLimit, device, cint(lim), uintptr(value)); r.code != 0 {
+		return l.fail(CallDeviceSetLimit, r, "(%s, %s) on device %d", limitName(lim), bytesize.Format(value), device)
 	}
 	return nil
 }
@@ -45,39 +46,47 @@ func (l *Lib) DeviceSetLimit(device int, lim Limit, value uint64) error {
 // RuntimeVersion is cudaRuntimeGetVersion: 1000*major + 10*minor, e.g. 13000.
 func (l *Lib) RuntimeVersion() (int, error) {
 	if l.closed.Load() {
-		return 0, closedError("cudaRuntimeGetVersion")
+		return 0, closedError(CallRuntimeGetVersion)
 	}
-	r := l.be.runtimeVersion()
+	r := l.call(CallRuntimeGetVersion, -1)
 	if r.code != 0 {
-		return 0, l.fail(r, "cudaRuntimeGetVersion()")
+		return 0, l.fail(CallRuntimeGetVersion, r, "()")
 	}
-	return int(r.a), nil
+	return int(int32(r.a)), nil
 }
 
 // DriverVersion is cudaDriverGetVersion: the newest CUDA version the driver
 // supports, 0 when no driver is installed.
 func (l *Lib) DriverVersion() (int, error) {
 	if l.closed.Load() {
-		return 0, closedError("cudaDriverGetVersion")
+		return 0, closedError(CallDriverGetVersion)
 	}
-	r := l.be.driverVersion()
+	r := l.call(CallDriverGetVersion, -1)
 	if r.code != 0 {
-		return 0, l.fail(r, "cudaDriverGetVersion()")
+		return 0, l.fail(CallDriverGetVersion, r, "()")
 	}
-	return int(r.a), nil
+	return int(int32(r.a)), nil
 }
 
-// DeviceName is cuDeviceGetName (after cuInit): the device's marketing name.
-// It needs the driver library.
+// DeviceName is cuDeviceGetName, after cuInit and cuDeviceGet: the device's
+// marketing name. It needs the driver library.
 func (l *Lib) DeviceName(device int) (string, error) {
-	if err := l.driverReady("cuDeviceGetName"); err != nil {
+	if err := l.driverReady(CallCuDeviceGetName); err != nil {
 		return "", err
 	}
-	name, r := l.be.deviceName(device)
-	if r.code != 0 {
-		return "", l.fail(r, "cuDeviceGetName(device %d)", device)
+	if r := l.call(CallCuInit, device, 0); r.code != 0 {
+		return "", l.fail(CallCuInit, r, "(0) for the name of device %d", device)
 	}
-	return name, nil
+	r := l.call(CallCuDeviceGet, device, cint(device))
+	if r.code != 0 {
+		return "", l.fail(CallCuDeviceGet, r, "(%d)", device)
+	}
+	buf := make([]byte, deviceNameBufferBytes)
+	if r := l.callMem(CallCuDeviceGetName, device, [2]Mem{HostMem(buf)}, uintptr(len(buf)), cint(int(int32(r.a)))); r.code != 0 {
+		return "", l.fail(CallCuDeviceGetName, r, "(device %d)", device)
+	}
+	name, _, _ := bytes.Cut(buf, []byte{0})
+	return string(name), nil
 }
 
 func limitName(lim Limit) string {

@@ -1,32 +1,32 @@
 package cudart
 
-import (
-	"fmt"
-	"unsafe"
+import "github.com/cudapool/cudapool/internal/bytesize"
 
-	"github.com/dustin/go-humanize"
-)
-
-// HostAlloc is cudaHostAlloc with device current.
-func (l *Lib) HostAlloc(device int, size uint64, flags HostAllocFlags) (unsafe.Pointer, error) {
+// HostAlloc is cudaHostAlloc with device current: size bytes of pinned host
+// memory, valid until FreeHost. Size 0 returns nil.
+func (l *Lib) HostAlloc(device int, size uint64, flags HostAllocFlags) ([]byte, error) {
 	if l.closed.Load() {
-		return nil, closedError("cudaHostAlloc")
+		return nil, closedError(CallHostAlloc)
 	}
-	r := l.be.hostAlloc(device, size, flags)
+	r := l.call(CallHostAlloc, device, uintptr(size), uintptr(flags))
 	if r.code != 0 {
-		return nil, l.fail(r, "cudaHostAlloc(%s, %s) on device %d", humanize.Bytes(size), flags, device)
+		return nil, l.fail(CallHostAlloc, r, "(%s, %s) on device %d", bytesize.Format(size), flags, device)
 	}
-	return r.p, nil
+	return cmem(r.a, size), nil
 }
 
-// HostGetDevicePointer is cudaHostGetDevicePointer on device.
-func (l *Lib) HostGetDevicePointer(device int, p unsafe.Pointer) (DevicePtr, error) {
+// HostGetDevicePointer is cudaHostGetDevicePointer on device: the device
+// address of b[0], in mapped host memory.
+func (l *Lib) HostGetDevicePointer(device int, b []byte) (DevicePtr, error) {
 	if l.closed.Load() {
-		return 0, closedError("cudaHostGetDevicePointer")
+		return 0, closedError(CallHostGetDevicePointer)
 	}
-	r := l.be.hostGetDevicePointer(device, p)
+	if len(b) == 0 {
+		return 0, invalid(CallHostGetDevicePointer, "no memory to map", "(%s) on device %d", HostMem(b), device)
+	}
+	r := l.callMem(CallHostGetDevicePointer, device, [2]Mem{HostMem(b)}, 0)
 	if r.code != 0 {
-		return 0, l.fail(r, "cudaHostGetDevicePointer(%p) on device %d", p, device)
+		return 0, l.fail(CallHostGetDevicePointer, r, "(%s) on device %d", HostMem(b), device)
 	}
 	return DevicePtr(r.a), nil
 }
@@ -34,11 +34,11 @@ func (l *Lib) HostGetDevicePointer(device int, p unsafe.Pointer) (DevicePtr, err
 // GetDeviceFlags is cudaGetDeviceFlags on device.
 func (l *Lib) GetDeviceFlags(device int) (DeviceFlags, error) {
 	if l.closed.Load() {
-		return 0, closedError("cudaGetDeviceFlags")
+		return 0, closedError(CallGetDeviceFlags)
 	}
-	r := l.be.getDeviceFlags(device)
+	r := l.call(CallGetDeviceFlags, device)
 	if r.code != 0 {
-		return 0, l.fail(r, "cudaGetDeviceFlags() on device %d", device)
+		return 0, l.fail(CallGetDeviceFlags, r, "() on device %d", device)
 	}
 	return DeviceFlags(r.a), nil
 }
@@ -46,10 +46,10 @@ func (l *Lib) GetDeviceFlags(device int) (DeviceFlags, error) {
 // SetDeviceFlags is cudaSetDeviceFlags on device.
 func (l *Lib) SetDeviceFlags(device int, flags DeviceFlags) error {
 	if l.closed.Load() {
-		return closedError("cudaSetDeviceFlags")
+		return closedError(CallSetDeviceFlags)
 	}
-	if r := l.be.setDeviceFlags(device, flags); r.code != 0 {
-		return l.fail(r, "cudaSetDeviceFlags(0x%x) on device %d", uint32(flags), device)
+	if r := l.call(CallSetDeviceFlags, device, uintptr(flags)); r.code != 0 {
+		return l.fail(CallSetDeviceFlags, r, "(0x%x) on device %d", uint32(flags), device)
 	}
 	return nil
 }
@@ -59,13 +59,13 @@ func (l *Lib) SetDeviceFlags(device int, flags DeviceFlags) error {
 // memory Go does not manage (an mmap) or keep the slice reachable.
 func (l *Lib) HostRegister(device int, b []byte, flags HostRegisterFlags) error {
 	if l.closed.Load() {
-		return closedError("cudaHostRegister")
+		return closedError(CallHostRegister)
 	}
 	if len(b) == 0 {
-		return invalid(fmt.Sprintf("cudaHostRegister(%p, 0 B) on device %d", unsafe.SliceData(b), device), "no memory to register")
+		return invalid(CallHostRegister, "no memory to register", "(%s) on device %d", HostMem(b), device)
 	}
-	if r := l.be.hostRegister(device, b, flags); r.code != 0 {
-		return l.fail(r, "cudaHostRegister(%p, %s, %s) on device %d", unsafe.SliceData(b), humanize.Bytes(uint64(len(b))), flags, device)
+	if r := l.callMem(CallHostRegister, device, [2]Mem{HostMem(b)}, uintptr(len(b)), uintptr(flags)); r.code != 0 {
+		return l.fail(CallHostRegister, r, "(%s, %s, %s) on device %d", HostMem(b), bytesize.Format(uint64(len(b))), flags, device)
 	}
 	return nil
 }
@@ -73,13 +73,13 @@ func (l *Lib) HostRegister(device int, b []byte, flags HostRegisterFlags) error 
 // HostUnregister is cudaHostUnregister of the range that starts at b[0].
 func (l *Lib) HostUnregister(device int, b []byte) error {
 	if l.closed.Load() {
-		return closedError("cudaHostUnregister")
+		return closedError(CallHostUnregister)
 	}
 	if len(b) == 0 {
-		return invalid(fmt.Sprintf("cudaHostUnregister(%p) on device %d", unsafe.SliceData(b), device), "no memory to unregister")
+		return invalid(CallHostUnregister, "no memory to unregister", "(%s) on device %d", HostMem(b), device)
 	}
-	if r := l.be.hostUnregister(device, b); r.code != 0 {
-		return l.fail(r, "cudaHostUnregister(%p) on device %d", unsafe.SliceData(b), device)
+	if r := l.callMem(CallHostUnregister, device, [2]Mem{HostMem(b)}); r.code != 0 {
+		return l.fail(CallHostUnregister, r, "(%s) on device %d", HostMem(b), device)
 	}
 	return nil
 }

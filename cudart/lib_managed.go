@@ -3,17 +3,17 @@ package cudart
 import (
 	"fmt"
 
-	"github.com/dustin/go-humanize"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // MallocManaged is cudaMallocManaged with device current.
 func (l *Lib) MallocManaged(device int, size uint64, flags MemAttachFlags) (DevicePtr, error) {
 	if l.closed.Load() {
-		return 0, closedError("cudaMallocManaged")
+		return 0, closedError(CallMallocManaged)
 	}
-	r := l.be.mallocManaged(device, size, flags)
+	r := l.call(CallMallocManaged, device, uintptr(size), uintptr(flags))
 	if r.code != 0 {
-		return 0, l.fail(r, "cudaMallocManaged(%s, %s) on device %d", humanize.Bytes(size), attachName(flags), device)
+		return 0, l.fail(CallMallocManaged, r, "(%s, %s) on device %d", bytesize.Format(size), attachName(flags), device)
 	}
 	return DevicePtr(r.a), nil
 }
@@ -24,13 +24,20 @@ func (l *Lib) MallocManaged(device int, size uint64, flags MemAttachFlags) (Devi
 // CUDA 13 changed the call's signature to take a cudaMemLocation and flags,
 // which CUDA 12.2 to 12.9 offer as cudaMemPrefetchAsync_v2. Open picks the
 // _v2 function where the runtime exports it, else the new signature from
-// runtime version 13000 on, else the old one taking a device ordinal.
+// runtime version 13000 on, else the old one taking a device ordinal, whose
+// four arguments are the first four registers of the new one's five.
 func (l *Lib) MemPrefetchAsync(device int, p DevicePtr, n uint64, dstDevice int, s Stream) error {
 	if l.closed.Load() {
-		return closedError("cudaMemPrefetchAsync")
+		return closedError(CallMemPrefetchAsync)
 	}
-	if r := l.be.memPrefetchAsync(device, p, n, dstDevice, s); r.code != 0 {
-		return l.fail(r, "cudaMemPrefetchAsync(%s, %s, to %s, stream 0x%x) on device %d", p, humanize.Bytes(n), destName(dstDevice), uintptr(s), device)
+	var r ret
+	if l.prefetchLocation {
+		r = l.call(CallMemPrefetchAsync, device, uintptr(p), uintptr(n), locationOf(dstDevice).word(), 0, uintptr(s))
+	} else {
+		r = l.call(CallMemPrefetchAsync, device, uintptr(p), uintptr(n), cint(dstDevice), uintptr(s))
+	}
+	if r.code != 0 {
+		return l.fail(CallMemPrefetchAsync, r, "(%s, %s, to %s, stream 0x%x) on device %d", p, bytesize.Format(n), destName(dstDevice), uintptr(s), device)
 	}
 	return nil
 }

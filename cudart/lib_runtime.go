@@ -2,31 +2,30 @@ package cudart
 
 import (
 	"fmt"
-	"unsafe"
 
-	"github.com/dustin/go-humanize"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // DeviceCount is cudaGetDeviceCount.
 func (l *Lib) DeviceCount() (int, error) {
 	if l.closed.Load() {
-		return 0, closedError("cudaGetDeviceCount")
+		return 0, closedError(CallGetDeviceCount)
 	}
-	r := l.be.deviceCount()
+	r := l.call(CallGetDeviceCount, -1)
 	if r.code != 0 {
-		return 0, l.fail(r, "cudaGetDeviceCount()")
+		return 0, l.fail(CallGetDeviceCount, r, "()")
 	}
-	return int(r.a), nil
+	return int(int32(r.a)), nil
 }
 
 // MemGetInfo is cudaMemGetInfo on device.
 func (l *Lib) MemGetInfo(device int) (free, total uint64, err error) {
 	if l.closed.Load() {
-		return 0, 0, closedError("cudaMemGetInfo")
+		return 0, 0, closedError(CallMemGetInfo)
 	}
-	r := l.be.memGetInfo(device)
+	r := l.call(CallMemGetInfo, device)
 	if r.code != 0 {
-		return 0, 0, l.fail(r, "cudaMemGetInfo() on device %d", device)
+		return 0, 0, l.fail(CallMemGetInfo, r, "() on device %d", device)
 	}
 	return r.a, r.b, nil
 }
@@ -34,11 +33,11 @@ func (l *Lib) MemGetInfo(device int) (free, total uint64, err error) {
 // Malloc is cudaMalloc on device.
 func (l *Lib) Malloc(device int, size uint64) (DevicePtr, error) {
 	if l.closed.Load() {
-		return 0, closedError("cudaMalloc")
+		return 0, closedError(CallMalloc)
 	}
-	r := l.be.malloc(device, size)
+	r := l.call(CallMalloc, device, uintptr(size))
 	if r.code != 0 {
-		return 0, l.fail(r, "cudaMalloc(%s) on device %d", humanize.Bytes(size), device)
+		return 0, l.fail(CallMalloc, r, "(%s) on device %d", bytesize.Format(size), device)
 	}
 	return DevicePtr(r.a), nil
 }
@@ -46,33 +45,38 @@ func (l *Lib) Malloc(device int, size uint64) (DevicePtr, error) {
 // Free is cudaFree on device.
 func (l *Lib) Free(device int, p DevicePtr) error {
 	if l.closed.Load() {
-		return closedError("cudaFree")
+		return closedError(CallFree)
 	}
-	if r := l.be.free(device, p); r.code != 0 {
-		return l.fail(r, "cudaFree(%s) on device %d", p, device)
+	if r := l.call(CallFree, device, uintptr(p)); r.code != 0 {
+		return l.fail(CallFree, r, "(%s) on device %d", p, device)
 	}
 	return nil
 }
 
-// MallocHost is cudaMallocHost with device current.
-func (l *Lib) MallocHost(device int, size uint64) (unsafe.Pointer, error) {
+// MallocHost is cudaMallocHost with device current: size bytes of pinned host
+// memory, valid until FreeHost. Size 0 returns nil.
+func (l *Lib) MallocHost(device int, size uint64) ([]byte, error) {
 	if l.closed.Load() {
-		return nil, closedError("cudaMallocHost")
+		return nil, closedError(CallMallocHost)
 	}
-	r := l.be.mallocHost(device, size)
+	r := l.call(CallMallocHost, device, uintptr(size))
 	if r.code != 0 {
-		return nil, l.fail(r, "cudaMallocHost(%s) on device %d", humanize.Bytes(size), device)
+		return nil, l.fail(CallMallocHost, r, "(%s) on device %d", bytesize.Format(size), device)
 	}
-	return r.p, nil
+	return cmem(r.a, size), nil
 }
 
-// FreeHost is cudaFreeHost.
-func (l *Lib) FreeHost(p unsafe.Pointer) error {
+// FreeHost is cudaFreeHost of memory from MallocHost or HostAlloc, named by
+// its first byte; an empty b frees nothing, as cudaFreeHost(NULL) does.
+func (l *Lib) FreeHost(b []byte) error {
 	if l.closed.Load() {
-		return closedError("cudaFreeHost")
+		return closedError(CallFreeHost)
 	}
-	if r := l.be.freeHost(p); r.code != 0 {
-		return l.fail(r, "cudaFreeHost(%p)", p)
+	if len(b) == 0 {
+		return nil
+	}
+	if r := l.callMem(CallFreeHost, -1, [2]Mem{HostMem(b)}); r.code != 0 {
+		return l.fail(CallFreeHost, r, "(%s)", HostMem(b))
 	}
 	return nil
 }
@@ -82,13 +86,13 @@ func (l *Lib) FreeHost(p unsafe.Pointer) error {
 // does nothing.
 func (l *Lib) Memcpy(device int, dst, src Mem, kind MemcpyKind) error {
 	if l.closed.Load() {
-		return closedError("cudaMemcpy")
+		return closedError(CallMemcpy)
 	}
 	if dst.n != src.n || dst.n == 0 || !kindFits(dst, src, kind) {
-		return checkCopy("cudaMemcpy", device, dst, src, kind)
+		return checkCopy(CallMemcpy, device, dst, src, kind)
 	}
-	if r := l.be.memcpy(device, dst, src, kind); r.code != 0 {
-		return l.fail(r, "cudaMemcpy(%s, %s, %s, %s) on device %d", dst, src, humanize.Bytes(dst.n), kind, device)
+	if r := l.callMem(CallMemcpy, device, [2]Mem{dst, src}, uintptr(dst.n), cint(kind)); r.code != 0 {
+		return l.fail(CallMemcpy, r, "(%s, %s, %s, %s) on device %d", dst, src, bytesize.Format(dst.n), kind, device)
 	}
 	return nil
 }
@@ -96,10 +100,10 @@ func (l *Lib) Memcpy(device int, dst, src Mem, kind MemcpyKind) error {
 // Memset is cudaMemset on device: n bytes at p set to value.
 func (l *Lib) Memset(device int, p DevicePtr, value byte, n uint64) error {
 	if l.closed.Load() {
-		return closedError("cudaMemset")
+		return closedError(CallMemset)
 	}
-	if r := l.be.memset(device, p, value, n); r.code != 0 {
-		return l.fail(r, "cudaMemset(%s, %d, %s) on device %d", p, value, humanize.Bytes(n), device)
+	if r := l.call(CallMemset, device, uintptr(p), uintptr(value), uintptr(n)); r.code != 0 {
+		return l.fail(CallMemset, r, "(%s, %d, %s) on device %d", p, value, bytesize.Format(n), device)
 	}
 	return nil
 }
@@ -107,10 +111,10 @@ func (l *Lib) Memset(device int, p DevicePtr, value byte, n uint64) error {
 // DeviceSynchronize is cudaDeviceSynchronize on device.
 func (l *Lib) DeviceSynchronize(device int) error {
 	if l.closed.Load() {
-		return closedError("cudaDeviceSynchronize")
+		return closedError(CallDeviceSynchronize)
 	}
-	if r := l.be.deviceSynchronize(device); r.code != 0 {
-		return l.fail(r, "cudaDeviceSynchronize() on device %d", device)
+	if r := l.call(CallDeviceSynchronize, device); r.code != 0 {
+		return l.fail(CallDeviceSynchronize, r, "() on device %d", device)
 	}
 	return nil
 }
@@ -135,17 +139,17 @@ func kindFits(dst, src Mem, kind MemcpyKind) bool {
 	return false
 }
 
-// checkCopy is the error of a copy that Memcpy or MemcpyAsync will not pass to
-// CUDA: nil for one of zero bytes, which does nothing.
-func checkCopy(fn string, device int, dst, src Mem, kind MemcpyKind) error {
-	call := fmt.Sprintf("%s(%s, %s, %s) on device %d", fn, dst, src, kind, device)
+// checkCopy is the error of a copy (call c) that Memcpy or MemcpyAsync will
+// not pass to CUDA: nil for one of zero bytes, which does nothing.
+func checkCopy(c Call, device int, dst, src Mem, kind MemcpyKind) error {
+	const args = "(%s, %s, %s) on device %d"
 	switch {
 	case dst.n != src.n:
-		return invalid(call, fmt.Sprintf("dst has %s (%d B) but src has %s (%d B)", humanize.Bytes(dst.n), dst.n, humanize.Bytes(src.n), src.n))
+		return invalid(c, fmt.Sprintf("dst has %s (%d B) but src has %s (%d B)", bytesize.Format(dst.n), dst.n, bytesize.Format(src.n), src.n), args, dst, src, kind, device)
 	case kind < HostToHost || kind > Default:
-		return invalid(call, fmt.Sprintf("kind %d is not a cudaMemcpyKind", int(kind)))
+		return invalid(c, fmt.Sprintf("kind %d is not a cudaMemcpyKind", int(kind)), args, dst, src, kind, device)
 	case !kindFits(dst, src, kind):
-		return invalid(call, fmt.Sprintf("%s copies %s, not %s to %s", kind, kindSides[kind], side(src), side(dst)))
+		return invalid(c, fmt.Sprintf("%s copies %s, not %s to %s", kind, kindSides[kind], side(src), side(dst)), args, dst, src, kind, device)
 	}
 	return nil
 }

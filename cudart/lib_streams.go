@@ -1,15 +1,15 @@
 package cudart
 
-import "github.com/dustin/go-humanize"
+import "github.com/cudapool/cudapool/internal/bytesize"
 
 // StreamCreate is cudaStreamCreate on device.
 func (l *Lib) StreamCreate(device int) (Stream, error) {
 	if l.closed.Load() {
-		return 0, closedError("cudaStreamCreate")
+		return 0, closedError(CallStreamCreate)
 	}
-	r := l.be.streamCreate(device)
+	r := l.call(CallStreamCreate, device)
 	if r.code != 0 {
-		return 0, l.fail(r, "cudaStreamCreate() on device %d", device)
+		return 0, l.fail(CallStreamCreate, r, "() on device %d", device)
 	}
 	return Stream(r.a), nil
 }
@@ -17,10 +17,10 @@ func (l *Lib) StreamCreate(device int) (Stream, error) {
 // StreamSynchronize is cudaStreamSynchronize on device.
 func (l *Lib) StreamSynchronize(device int, s Stream) error {
 	if l.closed.Load() {
-		return closedError("cudaStreamSynchronize")
+		return closedError(CallStreamSynchronize)
 	}
-	if r := l.be.streamSynchronize(device, s); r.code != 0 {
-		return l.fail(r, "cudaStreamSynchronize(stream 0x%x) on device %d", uintptr(s), device)
+	if r := l.call(CallStreamSynchronize, device, uintptr(s)); r.code != 0 {
+		return l.fail(CallStreamSynchronize, r, "(stream 0x%x) on device %d", uintptr(s), device)
 	}
 	return nil
 }
@@ -28,10 +28,10 @@ func (l *Lib) StreamSynchronize(device int, s Stream) error {
 // StreamDestroy is cudaStreamDestroy on device.
 func (l *Lib) StreamDestroy(device int, s Stream) error {
 	if l.closed.Load() {
-		return closedError("cudaStreamDestroy")
+		return closedError(CallStreamDestroy)
 	}
-	if r := l.be.streamDestroy(device, s); r.code != 0 {
-		return l.fail(r, "cudaStreamDestroy(stream 0x%x) on device %d", uintptr(s), device)
+	if r := l.call(CallStreamDestroy, device, uintptr(s)); r.code != 0 {
+		return l.fail(CallStreamDestroy, r, "(stream 0x%x) on device %d", uintptr(s), device)
 	}
 	return nil
 }
@@ -43,13 +43,13 @@ func (l *Lib) StreamDestroy(device int, s Stream) error {
 // synchronised.
 func (l *Lib) MemcpyAsync(device int, dst, src Mem, kind MemcpyKind, s Stream) error {
 	if l.closed.Load() {
-		return closedError("cudaMemcpyAsync")
+		return closedError(CallMemcpyAsync)
 	}
 	if dst.n != src.n || dst.n == 0 || !kindFits(dst, src, kind) {
-		return checkCopy("cudaMemcpyAsync", device, dst, src, kind)
+		return checkCopy(CallMemcpyAsync, device, dst, src, kind)
 	}
-	if r := l.be.memcpyAsync(device, dst, src, kind, s); r.code != 0 {
-		return l.fail(r, "cudaMemcpyAsync(%s, %s, %s, %s, stream 0x%x) on device %d", dst, src, humanize.Bytes(dst.n), kind, uintptr(s), device)
+	if r := l.callMem(CallMemcpyAsync, device, [2]Mem{dst, src}, uintptr(dst.n), cint(kind), uintptr(s)); r.code != 0 {
+		return l.fail(CallMemcpyAsync, r, "(%s, %s, %s, %s, stream 0x%x) on device %d", dst, src, bytesize.Format(dst.n), kind, uintptr(s), device)
 	}
 	return nil
 }

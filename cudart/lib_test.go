@@ -5,86 +5,107 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// method is one exported method of Lib and the CUDA function it calls.
+// method is one exported method of Lib; the table says which calls it makes.
 type method struct {
-	fn string
+	name string
 	// dev: the method takes a device ordinal and passes it on. Otherwise the
 	// device the backend sees is -1 (none) or, for virtual memory, that of the
 	// last MemCreate.
-	dev    bool
-	driver bool // it needs libcuda
-	call   func(l *Lib, dev int) error
+	dev  bool
+	call func(l *Lib, dev int) error
 }
+
+// calls are the calls the table says m makes, in order.
+func (m method) calls() []Call { return CallsOf(m.name) }
+
+// driver reports whether m needs libcuda.
+func (m method) driver() bool { return m.calls()[0].Library() == DriverLibrary }
 
 func methods() []method {
 	host := make([]byte, 64)
-	hp := unsafe.Pointer(&host[0])
 	d := DeviceMem(0x1000, 64)
 	h := HostMem(host)
 	return []method{
-		{"cudaGetDeviceCount", false, false, func(l *Lib, _ int) error { _, err := l.DeviceCount(); return err }},
-		{"cudaMemGetInfo", true, false, func(l *Lib, dev int) error { _, _, err := l.MemGetInfo(dev); return err }},
-		{"cudaMalloc", true, false, func(l *Lib, dev int) error { _, err := l.Malloc(dev, 64); return err }},
-		{"cudaFree", true, false, func(l *Lib, dev int) error { return l.Free(dev, 0x1000) }},
-		{"cudaMallocHost", true, false, func(l *Lib, dev int) error { _, err := l.MallocHost(dev, 64); return err }},
-		{"cudaFreeHost", false, false, func(l *Lib, _ int) error { return l.FreeHost(hp) }},
-		{"cudaMemcpy", true, false, func(l *Lib, dev int) error { return l.Memcpy(dev, d, h, HostToDevice) }},
-		{"cudaMemset", true, false, func(l *Lib, dev int) error { return l.Memset(dev, 0x1000, 7, 64) }},
-		{"cudaDeviceSynchronize", true, false, func(l *Lib, dev int) error { return l.DeviceSynchronize(dev) }},
-		{"cudaStreamCreate", true, false, func(l *Lib, dev int) error { _, err := l.StreamCreate(dev); return err }},
-		{"cudaStreamSynchronize", true, false, func(l *Lib, dev int) error { return l.StreamSynchronize(dev, 1) }},
-		{"cudaStreamDestroy", true, false, func(l *Lib, dev int) error { return l.StreamDestroy(dev, 1) }},
-		{"cudaMemcpyAsync", true, false, func(l *Lib, dev int) error { return l.MemcpyAsync(dev, h, d, DeviceToHost, 1) }},
-		{"cudaHostAlloc", true, false, func(l *Lib, dev int) error { _, err := l.HostAlloc(dev, 64, HostAllocMapped); return err }},
-		{"cudaHostGetDevicePointer", true, false, func(l *Lib, dev int) error { _, err := l.HostGetDevicePointer(dev, hp); return err }},
-		{"cudaGetDeviceFlags", true, false, func(l *Lib, dev int) error { _, err := l.GetDeviceFlags(dev); return err }},
-		{"cudaSetDeviceFlags", true, false, func(l *Lib, dev int) error { return l.SetDeviceFlags(dev, DeviceMapHost) }},
-		{"cudaHostRegister", true, false, func(l *Lib, dev int) error { return l.HostRegister(dev, host, HostRegisterMapped) }},
-		{"cudaHostUnregister", true, false, func(l *Lib, dev int) error { return l.HostUnregister(dev, host) }},
-		{"cudaMallocManaged", true, false, func(l *Lib, dev int) error { _, err := l.MallocManaged(dev, 64, MemAttachGlobal); return err }},
-		{"cudaMemPrefetchAsync", true, false, func(l *Lib, dev int) error { return l.MemPrefetchAsync(dev, 0x1000, 64, CPUDevice, 0) }},
-		{"cudaMallocAsync", true, false, func(l *Lib, dev int) error { _, err := l.MallocAsync(dev, 64, 1); return err }},
-		{"cudaFreeAsync", true, false, func(l *Lib, dev int) error { return l.FreeAsync(dev, 0x1000, 1) }},
-		{"cudaMemPoolGetAttribute", true, false, func(l *Lib, dev int) error { _, err := l.MemPoolReleaseThreshold(dev); return err }},
-		{"cudaMemPoolSetAttribute", true, false, func(l *Lib, dev int) error { return l.SetMemPoolReleaseThreshold(dev, 1<<20) }},
-		{"cudaSetDevice", true, false, func(l *Lib, dev int) error { return l.SetDevice(dev) }},
-		{"cudaDeviceGetLimit", true, false, func(l *Lib, dev int) error { _, err := l.DeviceGetLimit(dev, LimitMallocHeapSize); return err }},
-		{"cudaDeviceSetLimit", true, false, func(l *Lib, dev int) error { return l.DeviceSetLimit(dev, LimitMallocHeapSize, 1<<24) }},
-		{"cudaRuntimeGetVersion", false, false, func(l *Lib, _ int) error { _, err := l.RuntimeVersion(); return err }},
-		{"cudaDriverGetVersion", false, false, func(l *Lib, _ int) error { _, err := l.DriverVersion(); return err }},
-		{"cuDeviceGetName", true, true, func(l *Lib, dev int) error { _, err := l.DeviceName(dev); return err }},
-		{"cuMemGetAllocationGranularity", true, true, func(l *Lib, dev int) error { _, err := l.MemGetAllocationGranularity(dev, true); return err }},
-		{"cuMemCreate", true, true, func(l *Lib, dev int) error { _, err := l.MemCreate(dev, 2<<20); return err }},
-		{"cuMemRelease", false, true, func(l *Lib, _ int) error { return l.MemRelease(1) }},
-		{"cuMemAddressReserve", false, true, func(l *Lib, _ int) error { _, err := l.MemAddressReserve(2<<20, 0, 0); return err }},
-		{"cuMemAddressFree", false, true, func(l *Lib, _ int) error { return l.MemAddressFree(0x1000, 2<<20) }},
-		{"cuMemMap", false, true, func(l *Lib, _ int) error { return l.MemMap(0x1000, 2<<20, 0, 1) }},
-		{"cuMemUnmap", false, true, func(l *Lib, _ int) error { return l.MemUnmap(0x1000, 2<<20) }},
-		{"cuMemSetAccess", false, true, func(l *Lib, _ int) error { return l.MemSetAccess(0x1000, 2<<20, []int{0, 1}) }},
+		{"DeviceCount", false, func(l *Lib, _ int) error { _, err := l.DeviceCount(); return err }},
+		{"MemGetInfo", true, func(l *Lib, dev int) error { _, _, err := l.MemGetInfo(dev); return err }},
+		{"Malloc", true, func(l *Lib, dev int) error { _, err := l.Malloc(dev, 64); return err }},
+		{"Free", true, func(l *Lib, dev int) error { return l.Free(dev, 0x1000) }},
+		{"MallocHost", true, func(l *Lib, dev int) error { _, err := l.MallocHost(dev, 64); return err }},
+		{"FreeHost", false, func(l *Lib, _ int) error { return l.FreeHost(host) }},
+		{"Memcpy", true, func(l *Lib, dev int) error { return l.Memcpy(dev, d, h, HostToDevice) }},
+		{"Memset", true, func(l *Lib, dev int) error { return l.Memset(dev, 0x1000, 7, 64) }},
+		{"DeviceSynchronize", true, func(l *Lib, dev int) error { return l.DeviceSynchronize(dev) }},
+		{"StreamCreate", true, func(l *Lib, dev int) error { _, err := l.StreamCreate(dev); return err }},
+		{"StreamSynchronize", true, func(l *Lib, dev int) error { return l.StreamSynchronize(dev, 1) }},
+		{"StreamDestroy", true, func(l *Lib, dev int) error { return l.StreamDestroy(dev, 1) }},
+		{"MemcpyAsync", true, func(l *Lib, dev int) error { return l.MemcpyAsync(dev, h, d, DeviceToHost, 1) }},
+		{"HostAlloc", true, func(l *Lib, dev int) error { _, err := l.HostAlloc(dev, 64, HostAllocMapped); return err }},
+		{"HostGetDevicePointer", true, func(l *Lib, dev int) error { _, err := l.HostGetDevicePointer(dev, host); return err }},
+		{"GetDeviceFlags", true, func(l *Lib, dev int) error { _, err := l.GetDeviceFlags(dev); return err }},
+		{"SetDeviceFlags", true, func(l *Lib, dev int) error { return l.SetDeviceFlags(dev, DeviceMapHost) }},
+		{"HostRegister", true, func(l *Lib, dev int) error { return l.HostRegister(dev, host, HostRegisterMapped) }},
+		{"HostUnregister", true, func(l *Lib, dev int) error { return l.HostUnregister(dev, host) }},
+		{"MallocManaged", true, func(l *Lib, dev int) error { _, err := l.MallocManaged(dev, 64, MemAttachGlobal); return err }},
+		{"MemPrefetchAsync", true, func(l *Lib, dev int) error { return l.MemPrefetchAsync(dev, 0x1000, 64, CPUDevice, 0) }},
+		{"MallocAsync", true, func(l *Lib, dev int) error { _, err := l.MallocAsync(dev, 64, 1); return err }},
+		{"FreeAsync", true, func(l *Lib, dev int) error { return l.FreeAsync(dev, 0x1000, 1) }},
+		{"MemPoolReleaseThreshold", true, func(l *Lib, dev int) error { _, err := l.MemPoolReleaseThreshold(dev); return err }},
+		{"SetMemPoolReleaseThreshold", true, func(l *Lib, dev int) error { return l.SetMemPoolReleaseThreshold(dev, 1<<20) }},
+		{"SetDevice", true, func(l *Lib, dev int) error { return l.SetDevice(dev) }},
+		{"DeviceGetLimit", true, func(l *Lib, dev int) error { _, err := l.DeviceGetLimit(dev, LimitMallocHeapSize); return err }},
+		{"DeviceSetLimit", true, func(l *Lib, dev int) error { return l.DeviceSetLimit(dev, LimitMallocHeapSize, 1<<24) }},
+		{"RuntimeVersion", false, func(l *Lib, _ int) error { _, err := l.RuntimeVersion(); return err }},
+		{"DriverVersion", false, func(l *Lib, _ int) error { _, err := l.DriverVersion(); return err }},
+		{"DeviceName", true, func(l *Lib, dev int) error { _, err := l.DeviceName(dev); return err }},
+		{"MemGetAllocationGranularity", true, func(l *Lib, dev int) error { _, err := l.MemGetAllocationGranularity(dev, true); return err }},
+		{"MemCreate", true, func(l *Lib, dev int) error { _, err := l.MemCreate(dev, 2<<20); return err }},
+		{"MemRelease", false, func(l *Lib, _ int) error { return l.MemRelease(1) }},
+		{"MemAddressReserve", false, func(l *Lib, _ int) error { _, err := l.MemAddressReserve(2<<20, 0, 0); return err }},
+		{"MemAddressFree", false, func(l *Lib, _ int) error { return l.MemAddressFree(0x1000, 2<<20) }},
+		{"MemMap", false, func(l *Lib, _ int) error { return l.MemMap(0x1000, 2<<20, 0, 1) }},
+		{"MemUnmap", false, func(l *Lib, _ int) error { return l.MemUnmap(0x1000, 2<<20) }},
+		{"MemSetAccess", false, func(l *Lib, _ int) error { return l.MemSetAccess(0x1000, 2<<20, []int{0, 1}) }},
 	}
 }
 
 func TestLibPassesDevice(t *testing.T) {
 	for _, m := range methods() {
-		t.Run(m.fn, func(t *testing.T) {
+		t.Run(m.name, func(t *testing.T) {
 			rec := newRecorder()
 			l := newRecorderLib(rec, nil)
 			require.NoError(t, m.call(l, 3))
-			want := m.fn + "@-1"
-			switch {
-			case m.dev:
-				want = m.fn + "@3"
-			case m.driver:
-				want = m.fn + "@0"
+			var want []string
+			for _, c := range m.calls() {
+				switch {
+				case !table[c].device:
+					want = append(want, c.String()+"@-1")
+				case m.dev:
+					want = append(want, c.String()+"@3")
+				default:
+					want = append(want, c.String()+"@0")
+				}
 			}
-			assert.Equal(t, []string{want}, rec.calls)
+			assert.Equal(t, want, rec.calls)
 		})
+	}
+}
+
+// TestLibMethodsCoverTheTable: every row but the binding's own is made by a
+// method, so no row is dead and no method calls outside the table.
+func TestLibMethodsCoverTheTable(t *testing.T) {
+	made := map[Call]bool{}
+	for _, m := range methods() {
+		for _, c := range m.calls() {
+			made[c] = true
+		}
+	}
+	for _, c := range Calls() {
+		assert.Equal(t, c.Capability() != Binding, made[c], "%s (%s)", c, c.Capability())
 	}
 }
 
@@ -94,7 +115,7 @@ func TestLibVirtualMemoryUsesDeviceOfLastMemCreate(t *testing.T) {
 	_, err := l.MemCreate(2, 2<<20)
 	require.NoError(t, err)
 	require.NoError(t, l.MemMap(0x1000, 2<<20, 0, 1))
-	rec.codes["cuMemCreate"] = 2
+	rec.codes[CallCuMemCreate] = 2
 	_, err = l.MemCreate(5, 2<<20)
 	require.Error(t, err)
 	require.NoError(t, l.MemSetAccess(0x1000, 2<<20, []int{7}))
@@ -104,37 +125,41 @@ func TestLibVirtualMemoryUsesDeviceOfLastMemCreate(t *testing.T) {
 
 func TestLibErrors(t *testing.T) {
 	for _, m := range methods() {
-		t.Run(m.fn, func(t *testing.T) {
-			rec := newRecorder()
-			rec.codes[m.fn] = ErrMemoryAllocation.Code
-			err := m.call(newRecorderLib(rec, nil), 1)
-			require.Error(t, err)
-			assert.ErrorIs(t, err, ErrMemoryAllocation)
-			assert.NotErrorIs(t, err, ErrInvalidValue)
-			var ce *Error
-			require.ErrorAs(t, err, &ce)
-			assert.True(t, strings.HasPrefix(ce.Call, m.fn+"("), "call %q names %s", ce.Call, m.fn)
-			switch {
-			case m.fn == "cudaSetDevice":
-				assert.Equal(t, "cudaSetDevice(1)", ce.Call)
-			case m.dev:
-				assert.Contains(t, ce.Call, "device 1")
-			}
-			if strings.HasPrefix(m.fn, "cuda") {
-				assert.Equal(t, "cudaError2", ce.Name, "the runtime names runtime codes")
-			} else {
-				assert.Equal(t, "CUDA_ERROR_2", ce.Name, "the driver names driver codes")
-			}
-		})
+		for _, failing := range m.calls() {
+			t.Run(m.name+"/"+failing.String(), func(t *testing.T) {
+				rec := newRecorder()
+				rec.codes[failing] = ErrMemoryAllocation.Code
+				err := m.call(newRecorderLib(rec, nil), 1)
+				require.Error(t, err)
+				assert.ErrorIs(t, err, ErrMemoryAllocation)
+				assert.NotErrorIs(t, err, ErrInvalidValue)
+				var ce *Error
+				require.ErrorAs(t, err, &ce)
+				assert.True(t, strings.HasPrefix(ce.Call, failing.String()+"("), "call %q names %s", ce.Call, failing)
+				switch {
+				case failing == CallSetDevice:
+					assert.Equal(t, "cudaSetDevice(1)", ce.Call)
+				case failing == CallCuDeviceGet:
+					assert.Equal(t, "cuDeviceGet(1)", ce.Call)
+				case m.dev:
+					assert.Contains(t, ce.Call, "device 1")
+				}
+				if failing.Library() == RuntimeLibrary {
+					assert.Equal(t, "cudaError2", ce.Name, "the runtime names runtime codes")
+				} else {
+					assert.Equal(t, "CUDA_ERROR_2", ce.Name, "the driver names driver codes")
+				}
+			})
+		}
 	}
 }
 
 func TestLibErrorIsHumanReadable(t *testing.T) {
 	rec := newRecorder()
-	rec.codes["cudaMalloc"] = 2
+	rec.codes[CallMalloc] = 2
 	_, err := newRecorderLib(rec, nil).Malloc(1, 4_300_000_000)
 	require.Error(t, err)
-	assert.Equal(t, "cuda: cudaMalloc(4.3 GB) on device 1: cudaError2 (2): recorded runtime error", err.Error())
+	assert.Equal(t, "cuda: cudaMalloc(4.0 GiB) on device 1: cudaError2 (2): recorded runtime error", err.Error())
 }
 
 func TestLibClosed(t *testing.T) {
@@ -145,9 +170,9 @@ func TestLibClosed(t *testing.T) {
 	assert.Equal(t, 1, rec.closes, "the libraries are unloaded once")
 	for _, m := range methods() {
 		err := m.call(l, 0)
-		assert.ErrorIs(t, err, ErrClosed, m.fn)
+		assert.ErrorIs(t, err, ErrClosed, m.name)
 		if assert.Error(t, err) {
-			assert.Contains(t, err.Error(), m.fn, "the error names the call")
+			assert.Contains(t, err.Error(), m.calls()[len(m.calls())-1].String(), "the error names the call")
 		}
 	}
 	assert.Empty(t, rec.calls, "nothing reaches CUDA after Close")
@@ -156,10 +181,10 @@ func TestLibClosed(t *testing.T) {
 func TestLibWithoutDriver(t *testing.T) {
 	why := &LoadError{Library: "CUDA driver", Tried: []string{"libcuda.so.1: not found"}, Err: ErrNoDriverLibrary}
 	for _, m := range methods() {
-		t.Run(m.fn, func(t *testing.T) {
+		t.Run(m.name, func(t *testing.T) {
 			rec := newRecorder()
 			err := m.call(newRecorderLib(rec, why), 0)
-			if !m.driver {
+			if !m.driver() {
 				assert.NoError(t, err, "the runtime works without the driver")
 				return
 			}
@@ -190,6 +215,7 @@ func TestLibRefusesBadArguments(t *testing.T) {
 		{"unknown kind", func(l *Lib) error { return l.Memcpy(0, HostMem(host), HostMem(host), 9) }, "kind 9 is not a cudaMemcpyKind"},
 		{"register nothing", func(l *Lib) error { return l.HostRegister(0, nil, HostRegisterDefault) }, "no memory to register"},
 		{"unregister nothing", func(l *Lib) error { return l.HostUnregister(0, host[:0]) }, "no memory to unregister"},
+		{"device pointer of nothing", func(l *Lib) error { _, err := l.HostGetDevicePointer(0, nil); return err }, "no memory to map"},
 		{"access for no device", func(l *Lib) error { return l.MemSetAccess(0x1000, 2<<20, nil) }, "no device"},
 	}
 	for _, c := range cases {
@@ -264,7 +290,7 @@ func TestLibPaths(t *testing.T) {
 
 func TestFailFallsBackToKnownNames(t *testing.T) {
 	l := newRecorderLib(&silentRecorder{recorder: newRecorder()}, nil)
-	err := l.fail(ret{code: 2}, "cudaMalloc(%d B)", 1)
+	err := l.fail(CallMalloc, ret{code: 2, failed: CallMalloc}, "(%d B)", 1)
 	assert.Equal(t, "cuda: cudaMalloc(1 B): cudaErrorMemoryAllocation (2): out of memory", err.Error())
 	assert.True(t, errors.Is(err, ErrMemoryAllocation))
 }
@@ -272,4 +298,4 @@ func TestFailFallsBackToKnownNames(t *testing.T) {
 // silentRecorder is a backend whose library has no text for codes.
 type silentRecorder struct{ *recorder }
 
-func (silentRecorder) text(ret) (string, string) { return "", "" }
+func (silentRecorder) text(Code, Library) (string, string) { return "", "" }

@@ -1,9 +1,6 @@
 package cudart
 
-import (
-	"fmt"
-	"unsafe"
-)
+import "fmt"
 
 // DevicePtr is an address in a GPU's (unified) virtual address space. It is an
 // integer on purpose: it never points at Go memory, and converting it to an
@@ -52,13 +49,4 @@ func (m Mem) String() string {
 		return fmt.Sprintf("host[%d]", m.n)
 	}
 	return fmt.Sprintf("device %s[%d]", m.dev, m.n)
-}
-
-// HostSlice views n bytes of host memory at p, as returned by MallocHost or
-// HostAlloc, as a []byte. The slice is valid until the memory is freed.
-func HostSlice(p unsafe.Pointer, n uint64) []byte {
-	if p == nil || n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(p), n)
 }

@@ -58,8 +58,8 @@ func WithDriverLibraryPath(path string) Option {
 // $CUDAPOOL_CUDART, then defaultRuntimeNames. If none loads, the error is a
 // *LoadError wrapping ErrLibraryNotFound that lists each path with the
 // loader's message; if the first that loads lacks a function, a *LoadError
-// wrapping ErrSymbolNotFound that names it. Without cgo the error wraps
-// ErrNoCgo.
+// wrapping ErrSymbolNotFound that names every function it lacks. Open needs
+// no cgo: the libraries are loaded and called through purego.
 //
 // The driver (libcuda.so.1) is needed only by the virtual memory calls and
 // DeviceName. If it cannot be loaded, Open still succeeds and those calls
@@ -73,7 +73,7 @@ func Open(opts ...Option) (*Lib, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Lib{be: ld.be, path: ld.path, driverPath: ld.driverPath, driverErr: ld.driverErr}, nil
+	return &Lib{be: ld.be, path: ld.path, driverPath: ld.driverPath, driverErr: ld.driverErr, prefetchLocation: ld.prefetchLocation}, nil
 }
 
 // loaded is what load found.
@@ -82,6 +82,8 @@ type loaded struct {
 	path       string // the runtime's file
 	driverPath string // the driver's file; empty when not loaded
 	driverErr  error  // why the driver is not loaded, wrapping ErrNoDriverLibrary
+
+	prefetchLocation bool // see Lib.prefetchLocation
 }
 
 // candidates lists the paths to try in order, without repeats: the option's

@@ -1,7 +1,5 @@
 package cudart
 
-import "unsafe"
-
 // Runtime is what the pool needs from CUDA: device and pinned host memory,
 // copies, memset and synchronisation. *Lib implements it against real CUDA and
 // cudarttest.Fake against memory in the process.
@@ -18,10 +16,12 @@ type Runtime interface {
 	Malloc(device int, size uint64) (DevicePtr, error)
 	// Free is cudaFree.
 	Free(device int, p DevicePtr) error
-	// MallocHost is cudaMallocHost: pinned host memory. View it with HostSlice.
-	MallocHost(device int, size uint64) (unsafe.Pointer, error)
-	// FreeHost is cudaFreeHost.
-	FreeHost(p unsafe.Pointer) error
+	// MallocHost is cudaMallocHost: size bytes of pinned host memory, valid
+	// until FreeHost; nil for size 0.
+	MallocHost(device int, size uint64) ([]byte, error)
+	// FreeHost is cudaFreeHost of memory from MallocHost or HostAlloc, as
+	// they returned it; an empty slice frees nothing.
+	FreeHost(b []byte) error
 	// Memcpy is cudaMemcpy. dst and src must have the same length.
 	Memcpy(device int, dst, src Mem, kind MemcpyKind) error
 	// Memset is cudaMemset: n bytes at p set to value.
@@ -49,11 +49,12 @@ type Streams interface {
 // HostAllocator is pinned host memory with flags, mapping into the device
 // address space, and the device flags that govern it.
 type HostAllocator interface {
-	// HostAlloc is cudaHostAlloc.
-	HostAlloc(device int, size uint64, flags HostAllocFlags) (unsafe.Pointer, error)
+	// HostAlloc is cudaHostAlloc: size bytes of pinned host memory, valid
+	// until FreeHost; nil for size 0.
+	HostAlloc(device int, size uint64, flags HostAllocFlags) ([]byte, error)
 	// HostGetDevicePointer is cudaHostGetDevicePointer: the device address of
-	// mapped host memory (HostAllocMapped or HostRegisterMapped).
-	HostGetDevicePointer(device int, p unsafe.Pointer) (DevicePtr, error)
+	// b[0] in mapped host memory (HostAllocMapped or HostRegisterMapped).
+	HostGetDevicePointer(device int, b []byte) (DevicePtr, error)
 	// GetDeviceFlags is cudaGetDeviceFlags.
 	GetDeviceFlags(device int) (DeviceFlags, error)
 	// SetDeviceFlags is cudaSetDeviceFlags.

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dustin/go-humanize"
 	"go.uber.org/zap"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // maxInt is the largest length a slice can have.
@@ -36,7 +36,7 @@ func Alloc(rt cudart.Runtime, device int, size uint64, opts ...Option) (*Region,
 		return nil, err
 	}
 	if size == 0 || size > uint64(maxInt) {
-		return nil, fmt.Errorf("%w: asked for %s; want 1 B to %s", ErrInvalidSize, humanize.IBytes(size), humanize.IBytes(uint64(maxInt)))
+		return nil, fmt.Errorf("%w: asked for %s; want 1 B to %s", ErrInvalidSize, bytesize.Format(size), bytesize.Format(uint64(maxInt)))
 	}
 	start := time.Now()
 	r, err := alloc(rt, device, size, c)
@@ -45,7 +45,7 @@ func Alloc(rt cudart.Runtime, device int, size uint64, opts ...Option) (*Region,
 	}
 	if ce := c.logger.Check(zap.DebugLevel, "pinned: allocated"); ce != nil {
 		ce.Write(zap.Stringer("method", r.method), zap.Stringer("flags", r.flags),
-			zap.String("size", humanize.IBytes(size)), zap.Duration("took", time.Since(start)))
+			zap.String("size", bytesize.Format(size)), zap.Duration("took", time.Since(start)))
 	}
 	return r, nil
 }

@@ -3,11 +3,9 @@ package pinned
 import (
 	"errors"
 	"fmt"
-	"unsafe"
-
-	"github.com/dustin/go-humanize"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // allocHost is MethodHostAlloc: cudaHostAlloc, or cudaMallocHost on a
@@ -17,7 +15,7 @@ func allocHost(rt cudart.Runtime, device int, size uint64, c config) (*Region, e
 	if !ok && c.flags != 0 {
 		return nil, fmt.Errorf("%w: flags %s need cudaHostAlloc, which the runtime (%T) lacks (no cudart.HostAllocator)", ErrUnsupported, c.flags, rt)
 	}
-	var p unsafe.Pointer
+	var p []byte
 	var err error
 	if ok {
 		if c.flags&Mapped != 0 {
@@ -28,9 +26,9 @@ func allocHost(rt cudart.Runtime, device int, size uint64, c config) (*Region, e
 		p, err = rt.MallocHost(device, size)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pinned: cudaHostAlloc of %s (flags %s): %w", humanize.IBytes(size), c.flags, err)
+		return nil, fmt.Errorf("pinned: cudaHostAlloc of %s (flags %s): %w", bytesize.Format(size), c.flags, err)
 	}
-	r := &Region{rt: rt, device: device, method: MethodHostAlloc, flags: c.flags, b: cudart.HostSlice(p, size), host: p}
+	r := &Region{rt: rt, device: device, method: MethodHostAlloc, flags: c.flags, b: p, host: p}
 	if err := pinnedRanges.claim(r.b, r.what()); err != nil {
 		return nil, errors.Join(err, rt.FreeHost(p))
 	}

@@ -3,11 +3,9 @@ package pinned
 import (
 	"errors"
 	"fmt"
-	"unsafe"
-
-	"github.com/dustin/go-humanize"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // registerChunk bounds one cudaHostRegister call: recent drivers refuse a
@@ -35,7 +33,7 @@ func registerChunks(hr cudart.HostRegisterer, device int, b []byte, flags Flags)
 	for i, c := range chunks {
 		if err := hr.HostRegister(device, c, flags.hostRegister()); err != nil {
 			err = fmt.Errorf("pinned: cudaHostRegister of chunk %d of %d (%s of %s): %w",
-				i+1, len(chunks), humanize.IBytes(uint64(len(c))), humanize.IBytes(uint64(len(b))), mapCode(err))
+				i+1, len(chunks), bytesize.Format(uint64(len(c))), bytesize.Format(uint64(len(b))), mapCode(err))
 			if left, uerr := unregisterChunks(hr, device, chunks[:i]); uerr != nil {
 				return left, errors.Join(err, fmt.Errorf("pinned: undoing the chunks already registered: %w", uerr))
 			}
@@ -56,7 +54,7 @@ func unregisterChunks(hr cudart.HostRegisterer, device int, chunks [][]byte) ([]
 			if !errors.Is(err, ErrNotRegistered) {
 				left = append(left, c)
 			}
-			errs = append(errs, fmt.Errorf("pinned: cudaHostUnregister of %s at 0x%x: %w", humanize.IBytes(uint64(len(c))), addr(c), err))
+			errs = append(errs, fmt.Errorf("pinned: cudaHostUnregister of %s at 0x%x: %w", bytesize.Format(uint64(len(c))), addr(c), err))
 		}
 	}
 	return left, errors.Join(errs...)
@@ -70,7 +68,7 @@ func devicePointer(ha cudart.HostAllocator, device int, chunks [][]byte) (cudart
 	var first cudart.DevicePtr
 	var off uint64
 	for i, c := range chunks {
-		p, err := ha.HostGetDevicePointer(device, unsafe.Pointer(unsafe.SliceData(c)))
+		p, err := ha.HostGetDevicePointer(device, c)
 		if err != nil {
 			return 0, fmt.Errorf("pinned: cudaHostGetDevicePointer of chunk %d of %d: %w", i+1, len(chunks), err)
 		}

@@ -3,7 +3,6 @@ package pinned
 import (
 	"slices"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,7 +55,7 @@ func TestChunkFailureUnregistersTheChunksBefore(t *testing.T) {
 	withChunk(t, chunk)
 	maps := countMappings(t)
 	f := cudarttest.NewFakeT(t)
-	f.FailCallNth("cudaHostRegister", 2, 999)
+	require.NoError(t, f.FailCallNth("cudaHostRegister", 2, 999))
 	_, err := Alloc(f, 0, 3*chunk, WithFallback(false))
 	require.ErrorIs(t, err, cudart.NewError("", 999))
 	assert.Contains(t, err.Error(), "chunk 2 of 3")
@@ -70,11 +69,11 @@ func TestChunkFailureUnregistersTheChunksBefore(t *testing.T) {
 // leaves a gap between ranges, so that contiguity is never an accident.
 type uva struct{ *cudarttest.Fake }
 
-func (u uva) HostGetDevicePointer(device int, p unsafe.Pointer) (cudart.DevicePtr, error) {
-	if _, err := u.Fake.HostGetDevicePointer(device, p); err != nil {
+func (u uva) HostGetDevicePointer(device int, b []byte) (cudart.DevicePtr, error) {
+	if _, err := u.Fake.HostGetDevicePointer(device, b); err != nil {
 		return 0, err
 	}
-	return cudart.DevicePtr(uintptr(p)), nil
+	return cudart.DevicePtr(addr(b)), nil
 }
 
 func TestMappedChunksNeedContiguousDeviceAddresses(t *testing.T) {
@@ -106,8 +105,8 @@ func TestFailedCleanupLeavesItPinnedAndSaysSo(t *testing.T) {
 	withChunk(t, chunk)
 	maps := countMappings(t)
 	f := cudarttest.NewFakeT(t)
-	f.FailCallNth("cudaHostRegister", 3, 999)
-	f.FailCall("cudaHostUnregister", 999)
+	require.NoError(t, f.FailCallNth("cudaHostRegister", 3, 999))
+	require.NoError(t, f.FailCall("cudaHostUnregister", 999))
 	_, err := Alloc(f, 0, 3*chunk)
 	require.ErrorIs(t, err, errLeftPinned)
 	assert.NotContains(t, f.Calls(), "cudaHostAlloc", "no fallback while memory is left pinned")
@@ -130,7 +129,7 @@ func forceRelease(t *testing.T, f *cudarttest.Fake) {
 	pinnedRanges.mu.Unlock()
 	for _, s := range spans {
 		for _, c := range split(s.keep) {
-			if _, ok := f.HostRegisterFlags(unsafe.Pointer(unsafe.SliceData(c))); ok {
+			if _, ok := f.HostRegisterFlags(c); ok {
 				require.NoError(t, f.HostUnregister(0, c))
 			}
 		}

@@ -4,9 +4,8 @@ package pinned
 
 import (
 	"fmt"
+	"github.com/cudapool/cudapool/internal/bytesize"
 	"syscall"
-
-	"github.com/dustin/go-humanize"
 )
 
 // mapAnon maps n bytes of private anonymous memory: page aligned, zero, and
@@ -14,11 +13,11 @@ import (
 // unmapAnon) to count mappings and to make mapping fail.
 var mapAnon = func(n uint64) ([]byte, error) {
 	if n > uint64(maxInt) {
-		return nil, fmt.Errorf("%w: %s does not fit in the address space", ErrInvalidSize, humanize.IBytes(n))
+		return nil, fmt.Errorf("%w: %s does not fit in the address space", ErrInvalidSize, bytesize.Format(n))
 	}
 	b, err := syscall.Mmap(-1, 0, int(n), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err != nil {
-		return nil, fmt.Errorf("pinned: mmap of %s: %w", humanize.IBytes(n), err)
+		return nil, fmt.Errorf("pinned: mmap of %s: %w", bytesize.Format(n), err)
 	}
 	return b, nil
 }
@@ -26,7 +25,7 @@ var mapAnon = func(n uint64) ([]byte, error) {
 // unmapAnon returns memory from mapAnon to the system.
 var unmapAnon = func(b []byte) error {
 	if err := syscall.Munmap(b); err != nil {
-		return fmt.Errorf("pinned: munmap of %s: %w", humanize.IBytes(uint64(len(b))), err)
+		return fmt.Errorf("pinned: munmap of %s: %w", bytesize.Format(uint64(len(b))), err)
 	}
 	return nil
 }

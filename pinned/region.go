@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"unsafe"
 
 	"github.com/cudapool/cudapool/cudart"
 )
@@ -19,11 +18,11 @@ type Region struct {
 	flags  Flags
 	dev    cudart.DevicePtr // the device address, when Mapped
 
-	mu      sync.Mutex     // guards the fields below
-	b       []byte         // what Bytes returns; nil once freed
-	mapping []byte         // the mmap behind a registered region, until unmapped
-	chunks  [][]byte       // the chunks of mapping still registered
-	host    unsafe.Pointer // the cudaHostAlloc or cudaMallocHost memory, until freed
+	mu      sync.Mutex // guards the fields below
+	b       []byte     // what Bytes returns; nil once freed
+	mapping []byte     // the mmap behind a registered region, until unmapped
+	chunks  [][]byte   // the chunks of mapping still registered
+	host    []byte     // the cudaHostAlloc or cudaMallocHost memory, until freed
 	freed   bool
 }
 

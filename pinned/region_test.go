@@ -3,7 +3,6 @@ package pinned
 import (
 	"fmt"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,18 +34,17 @@ func TestAllocEveryMethodAndFlags(t *testing.T) {
 				assert.Equal(t, fl, r.Flags())
 				b := r.Bytes()
 				require.Len(t, b, size)
-				p := unsafe.Pointer(unsafe.SliceData(b))
 
 				live := f.Live()
 				if r.Method().registers() {
-					got, ok := f.HostRegisterFlags(p)
+					got, ok := f.HostRegisterFlags(b)
 					require.True(t, ok, "memory not registered with the fake")
 					assert.Equal(t, fl.hostRegister(), got)
 					assert.Equal(t, 1, live.RegisteredAllocs)
 					assert.Equal(t, uint64(size), live.RegisteredBytes)
 					assert.Equal(t, 1, maps.count())
 				} else {
-					got, ok := f.HostAllocFlags(p)
+					got, ok := f.HostAllocFlags(b)
 					require.True(t, ok, "memory not from cudaHostAlloc")
 					assert.Equal(t, fl.hostAlloc(), got)
 					assert.Equal(t, 1, live.HostAllocs)

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/dustin/go-humanize"
 	"go.uber.org/zap"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // Registration is memory the caller already had, pinned by Register. Its
@@ -103,7 +103,7 @@ func (g *Registration) Unregister() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.chunks == nil {
-		return fmt.Errorf("%w: %s at 0x%x was unregistered already", ErrNotRegistered, humanize.IBytes(uint64(len(g.b))), addr(g.b))
+		return fmt.Errorf("%w: %s at 0x%x was unregistered already", ErrNotRegistered, bytesize.Format(uint64(len(g.b))), addr(g.b))
 	}
 	return g.unregister()
 }

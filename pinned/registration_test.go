@@ -3,7 +3,6 @@ package pinned
 import (
 	"fmt"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,7 +19,7 @@ func TestRegisterEveryFlags(t *testing.T) {
 			b := buf[5:90_005] // neither start nor end on a page boundary
 			g, err := Register(f, 0, b, fl)
 			require.NoError(t, err)
-			got, ok := f.HostRegisterFlags(unsafe.Pointer(&b[0]))
+			got, ok := f.HostRegisterFlags(b)
 			require.True(t, ok)
 			assert.Equal(t, fl.hostRegister(), got)
 			assert.Equal(t, uint64(len(b)), f.Live().RegisteredBytes)
@@ -126,7 +125,7 @@ func TestUnregisterRetriesWhatFailed(t *testing.T) {
 	g, err := Register(f, 0, buf, 0)
 	require.NoError(t, err)
 	assert.Equal(t, 3, f.Live().RegisteredAllocs)
-	f.FailCallNth("cudaHostUnregister", 2, injected)
+	require.NoError(t, f.FailCallNth("cudaHostUnregister", 2, injected))
 	require.ErrorIs(t, g.Unregister(), cudart.NewError("", injected))
 	assert.Equal(t, 1, f.Live().RegisteredAllocs, "the other chunks were unregistered")
 	f.ResetCalls()
@@ -150,7 +149,7 @@ func TestRegisterFaultSweep(t *testing.T) {
 			require.NoError(t, g.Unregister())
 			for n := 1; n <= len(calls); n++ {
 				f := cudarttest.NewFake()
-				f.FailNth(n, injected)
+				require.NoError(t, f.FailNth(n, injected))
 				g, err := Register(uva{f}, 0, buf, fl)
 				if err != nil {
 					require.ErrorIs(t, err, cudart.NewError("", injected), fmt.Sprint("call ", n))

@@ -2,12 +2,11 @@ package pinned
 
 import (
 	"fmt"
+	"github.com/cudapool/cudapool/internal/bytesize"
+	"reflect"
 	"slices"
 	"sort"
 	"sync"
-	"unsafe"
-
-	"github.com/dustin/go-humanize"
 )
 
 // span is a range of host memory this package has pinned.
@@ -30,7 +29,8 @@ type registry struct {
 
 var pinnedRanges registry
 
-func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+// addr is the address of b's first byte; reflection tells it without unsafe.
+func addr(b []byte) uintptr { return reflect.ValueOf(b).Pointer() }
 
 // claim records b as pinned by what, or returns ErrAlreadyRegistered naming
 // the range it overlaps. Claim before calling CUDA, so that two overlapping
@@ -44,7 +44,7 @@ func (r *registry) claim(b []byte, what string) error {
 	if i < len(r.spans) && r.spans[i].start < end {
 		s := r.spans[i]
 		return fmt.Errorf("%w: %s at 0x%x overlaps %s at 0x%x, %s",
-			ErrAlreadyRegistered, humanize.IBytes(uint64(len(b))), start, humanize.IBytes(uint64(s.end-s.start)), s.start, s.what)
+			ErrAlreadyRegistered, bytesize.Format(uint64(len(b))), start, bytesize.Format(uint64(s.end-s.start)), s.start, s.what)
 	}
 	r.spans = slices.Insert(r.spans, i, span{start: start, end: end, what: what, keep: b})
 	return nil

@@ -33,7 +33,7 @@ func TestAllocFaultSweep(t *testing.T) {
 					calls := callsOfClean(t, opts, size)
 					for n := 1; n <= calls; n++ {
 						f := cudarttest.NewFake()
-						f.FailNth(n, injected)
+						require.NoError(t, f.FailNth(n, injected))
 						r, err := Alloc(uva{f}, 0, size, opts...)
 						if err != nil {
 							require.ErrorIs(t, err, cudart.NewError("", injected), "call %d", n)
@@ -72,7 +72,7 @@ func TestFreeFaultSweep(t *testing.T) {
 				r, err := Alloc(f, 0, 3*chunk, WithMethod(m), WithFallback(false))
 				require.NoError(t, err)
 				f.ResetCalls()
-				f.FailNth(n, injected)
+				require.NoError(t, f.FailNth(n, injected))
 				err = r.Free()
 				if err == nil {
 					require.Greater(t, n, len(f.Calls()), "a fault at call %d went unreported", n)

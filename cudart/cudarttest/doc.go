@@ -9,7 +9,8 @@
 // in 64 KiB chunks: an 80 GiB fake device costs nothing until written, and
 // untouched bytes read as zeros. Pinned host memory is anonymous mmap'd
 // memory (MAP_NORESERVE on Linux), so a large host arena is also free until
-// touched, and it is real memory a program can use through cudart.HostSlice.
+// touched, and it is real memory a program uses through the []byte that
+// MallocHost and HostAlloc return.
 //
 // The fake is stricter than CUDA where CUDA's behaviour is undefined, so that
 // bugs show up as errors rather than as corruption: copies are bounds-checked
@@ -22,9 +23,12 @@
 // was wrong.
 //
 // For tests of failure paths, FailNth, FailCall and FailCallNth inject CUDA
-// errors; an injected failure changes nothing. Calls lists the CUDA calls made
-// so far, so that a test can count the calls of a lifecycle and then fail each
-// in turn. Live and CheckLeaks account for everything still allocated;
+// errors; an injected failure changes nothing. They refuse, with an error, a
+// name the fake never calls, listing those it does. Calls lists the CUDA calls
+// made so far, so that a test can count the calls of a lifecycle and then fail
+// each in turn. The names are those of cudart's table (cudart.Calls): the fake
+// makes the calls the binding makes, in the same order, DeviceName's
+// cuInit, cuDeviceGet and cuDeviceGetName included. Live and CheckLeaks account for everything still allocated;
 // NewFakeT fails the test at cleanup when something is.
 //
 // TestRuntime is the conformance suite. It asserts only what real CUDA
@@ -55,8 +59,8 @@
 // arguments and does nothing else. A test therefore cannot observe a missing
 // synchronisation on the fake.
 //
-// Host memory from MallocHost or HostAlloc is unmapped by FreeHost: a slice
-// still viewing it faults on use, as it would with real CUDA. Memory given to
+// Host memory from MallocHost or HostAlloc is unmapped by FreeHost: the slice
+// faults on use after, as it would with real CUDA. Memory given to
 // HostRegister must stay alive until HostUnregister; the fake keeps a
 // reference to it until then.
 //

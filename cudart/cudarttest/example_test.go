@@ -32,20 +32,22 @@ func ExampleNewFake() {
 // call changes nothing.
 func ExampleFake_FailCall() {
 	f := cudarttest.NewFake()
-	f.FailCall("cudaMalloc", 2)
+	if err := f.FailCall("cudaMalloc", 2); err != nil {
+		panic(err) // no such call
+	}
 	_, err := f.Malloc(0, 1<<20)
 	fmt.Println(errors.Is(err, cudart.ErrMemoryAllocation), f.Live().DeviceAllocs)
 	fmt.Println(err)
 
 	f.ClearFaults()
-	f.FailNth(2, 700) // the second call from now, whatever it is
+	_ = f.FailNth(2, 700) // the second call from now, whatever it is
 	p, err := f.Malloc(0, 1<<20)
 	fmt.Println(err)
 	fmt.Println(f.DeviceSynchronize(0))
 	fmt.Println(f.Free(0, p), f.Calls())
 	// Output:
 	// true 0
-	// cuda: cudaMalloc(1.0 MB): injected by FailCall("cudaMalloc"): cudaErrorMemoryAllocation (2): out of memory
+	// cuda: cudaMalloc(1.0 MiB): injected by FailCall("cudaMalloc"): cudaErrorMemoryAllocation (2): out of memory
 	// <nil>
 	// cuda: cudaDeviceSynchronize(device 0): injected by FailNth(2): cudaErrorIllegalAddress (700): an illegal memory access was encountered
 	// <nil> [cudaMalloc cudaMalloc cudaDeviceSynchronize cudaFree]
@@ -64,5 +66,5 @@ func ExampleFake_CheckLeaks() {
 	// Output:
 	// true
 	// cudarttest: CUDA resources still allocated: 1 still live:
-	// 	device memory 0x200000000000 (3.1 MB) from cudaMalloc (call #1)
+	// 	device memory 0x200000000000 (3.0 MiB) from cudaMalloc (call #1)
 }

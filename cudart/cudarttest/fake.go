@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // Fake is an in-process CUDA runtime: see the package documentation. The
@@ -31,7 +32,7 @@ type Fake struct {
 	phys       map[cudart.PhysHandle]*physical
 	nextHandle cudart.PhysHandle
 
-	calls  []callID
+	calls  []cudart.Call
 	seq    int // calls made since NewFake; ResetCalls leaves it alone
 	faults []fault
 
@@ -104,7 +105,7 @@ func (f *Fake) device(d int) *failure {
 func (f *Fake) charge(d int, n uint64) *failure {
 	ds := &f.devs[d]
 	if free := f.opts.deviceMem - ds.used; n > free {
-		return fail(2, "asked for %s, %s free of %s on device %d", human(n), human(free), human(f.opts.deviceMem), d)
+		return fail(2, "asked for %s, %s free of %s on device %d", bytesize.Format(n), bytesize.Format(free), bytesize.Format(f.opts.deviceMem), d)
 	}
 	ds.used += n
 	return nil

@@ -2,6 +2,7 @@ package cudarttest
 
 import (
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // MallocAsync is cudaMallocAsync: memory from the device's default pool,
@@ -12,19 +13,19 @@ func (f *Fake) MallocAsync(device int, size uint64, s cudart.Stream) (cudart.Dev
 	defer f.mu.Unlock()
 	p, x := f.mallocAsync(device, size, s)
 	if x != nil {
-		return 0, x.err("cudaMallocAsync(%s, stream 0x%x)", human(size), uintptr(s))
+		return 0, x.err(cudart.CallMallocAsync, "(%s, stream 0x%x)", bytesize.Format(size), uintptr(s))
 	}
 	return p, nil
 }
 
 func (f *Fake) mallocAsync(device int, size uint64, s cudart.Stream) (cudart.DevicePtr, *failure) {
-	if x := f.streamCall(callMallocAsync, device, s); x != nil {
+	if x := f.streamCall(cudart.CallMallocAsync, device, s); x != nil {
 		return 0, x
 	}
 	if size == 0 {
 		return 0, nil
 	}
-	return f.newRegion(callMallocAsync, kindAsync, device, size)
+	return f.newRegion(cudart.CallMallocAsync, kindAsync, device, size)
 }
 
 // FreeAsync is cudaFreeAsync of memory from MallocAsync; a zero pointer is
@@ -33,33 +34,41 @@ func (f *Fake) mallocAsync(device int, size uint64, s cudart.Stream) (cudart.Dev
 func (f *Fake) FreeAsync(device int, p cudart.DevicePtr, s cudart.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.streamCall(callFreeAsync, device, s)
+	x := f.streamCall(cudart.CallFreeAsync, device, s)
 	if x == nil && p != 0 {
 		x = f.free(p, kindAsync)
 	}
 	if x != nil {
-		return x.err("cudaFreeAsync(%s, stream 0x%x)", p, uintptr(s))
+		return x.err(cudart.CallFreeAsync, "(%s, stream 0x%x)", p, uintptr(s))
 	}
 	return nil
 }
 
 // MemPoolReleaseThreshold reads the default pool's release threshold
-// (cudaMemPoolAttrReleaseThreshold), 0 until set.
+// (cudaMemPoolAttrReleaseThreshold), 0 until set, through the calls the
+// binding makes: cudaDeviceGetDefaultMemPool, cudaMemPoolGetAttribute.
 func (f *Fake) MemPoolReleaseThreshold(device int) (uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(callMemPoolGetAttribute, device); x != nil {
-		return 0, x.err("cudaMemPoolGetAttribute(device %d, cudaMemPoolAttrReleaseThreshold)", device)
+	if x := f.check(cudart.CallDeviceGetDefaultMemPool, device); x != nil {
+		return 0, x.err(cudart.CallDeviceGetDefaultMemPool, "(device %d)", device)
+	}
+	if x := f.enter(cudart.CallMemPoolGetAttribute); x != nil {
+		return 0, x.err(cudart.CallMemPoolGetAttribute, "(default pool of device %d, cudaMemPoolAttrReleaseThreshold)", device)
 	}
 	return f.devs[device].threshold, nil
 }
 
-// SetMemPoolReleaseThreshold sets the default pool's release threshold.
+// SetMemPoolReleaseThreshold sets the default pool's release threshold,
+// through cudaDeviceGetDefaultMemPool and cudaMemPoolSetAttribute.
 func (f *Fake) SetMemPoolReleaseThreshold(device int, bytes uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(callMemPoolSetAttribute, device); x != nil {
-		return x.err("cudaMemPoolSetAttribute(device %d, cudaMemPoolAttrReleaseThreshold, %s)", device, human(bytes))
+	if x := f.check(cudart.CallDeviceGetDefaultMemPool, device); x != nil {
+		return x.err(cudart.CallDeviceGetDefaultMemPool, "(device %d)", device)
+	}
+	if x := f.enter(cudart.CallMemPoolSetAttribute); x != nil {
+		return x.err(cudart.CallMemPoolSetAttribute, "(default pool of device %d, cudaMemPoolAttrReleaseThreshold, %s)", device, bytesize.Format(bytes))
 	}
 	f.devs[device].threshold = bytes
 	return nil

@@ -2,147 +2,70 @@ package cudarttest
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/cudapool/cudapool/cudart"
 )
 
-// callID numbers the CUDA calls the fake answers, so that the call log costs
-// one byte a call however long a test runs.
-type callID uint8
+// answers reports whether the fake makes call c: every call of cudart's table
+// but those the binding makes for itself (the text of error codes).
+func answers(c cudart.Call) bool { return c.Capability() != cudart.Binding }
 
-// One callID per method of cudart.Full, named after the CUDA function it
-// stands for.
-const (
-	callGetDeviceCount callID = iota
-	callMemGetInfo
-	callMalloc
-	callFree
-	callMallocHost
-	callFreeHost
-	callMemcpy
-	callMemset
-	callDeviceSynchronize
-	callStreamCreate
-	callStreamSynchronize
-	callStreamDestroy
-	callMemcpyAsync
-	callHostAlloc
-	callHostGetDevicePointer
-	callGetDeviceFlags
-	callSetDeviceFlags
-	callHostRegister
-	callHostUnregister
-	callMallocManaged
-	callMemPrefetchAsync
-	callMallocAsync
-	callFreeAsync
-	callMemPoolGetAttribute
-	callMemPoolSetAttribute
-	callSetDevice
-	callDeviceGetLimit
-	callDeviceSetLimit
-	callRuntimeGetVersion
-	callDriverGetVersion
-	callGetDeviceProperties
-	callMemGetAllocationGranularity
-	callMemCreate
-	callMemRelease
-	callMemAddressReserve
-	callMemAddressFree
-	callMemMap
-	callMemUnmap
-	callMemSetAccess
-	numCalls
-)
-
-var callNames = [numCalls]string{
-	callGetDeviceCount:              "cudaGetDeviceCount",
-	callMemGetInfo:                  "cudaMemGetInfo",
-	callMalloc:                      "cudaMalloc",
-	callFree:                        "cudaFree",
-	callMallocHost:                  "cudaMallocHost",
-	callFreeHost:                    "cudaFreeHost",
-	callMemcpy:                      "cudaMemcpy",
-	callMemset:                      "cudaMemset",
-	callDeviceSynchronize:           "cudaDeviceSynchronize",
-	callStreamCreate:                "cudaStreamCreate",
-	callStreamSynchronize:           "cudaStreamSynchronize",
-	callStreamDestroy:               "cudaStreamDestroy",
-	callMemcpyAsync:                 "cudaMemcpyAsync",
-	callHostAlloc:                   "cudaHostAlloc",
-	callHostGetDevicePointer:        "cudaHostGetDevicePointer",
-	callGetDeviceFlags:              "cudaGetDeviceFlags",
-	callSetDeviceFlags:              "cudaSetDeviceFlags",
-	callHostRegister:                "cudaHostRegister",
-	callHostUnregister:              "cudaHostUnregister",
-	callMallocManaged:               "cudaMallocManaged",
-	callMemPrefetchAsync:            "cudaMemPrefetchAsync",
-	callMallocAsync:                 "cudaMallocAsync",
-	callFreeAsync:                   "cudaFreeAsync",
-	callMemPoolGetAttribute:         "cudaMemPoolGetAttribute",
-	callMemPoolSetAttribute:         "cudaMemPoolSetAttribute",
-	callSetDevice:                   "cudaSetDevice",
-	callDeviceGetLimit:              "cudaDeviceGetLimit",
-	callDeviceSetLimit:              "cudaDeviceSetLimit",
-	callRuntimeGetVersion:           "cudaRuntimeGetVersion",
-	callDriverGetVersion:            "cudaDriverGetVersion",
-	callGetDeviceProperties:         "cudaGetDeviceProperties",
-	callMemGetAllocationGranularity: "cuMemGetAllocationGranularity",
-	callMemCreate:                   "cuMemCreate",
-	callMemRelease:                  "cuMemRelease",
-	callMemAddressReserve:           "cuMemAddressReserve",
-	callMemAddressFree:              "cuMemAddressFree",
-	callMemMap:                      "cuMemMap",
-	callMemUnmap:                    "cuMemUnmap",
-	callMemSetAccess:                "cuMemSetAccess",
-}
-
-func (c callID) String() string { return callNames[c] }
-
-// anyCall marks a fault that counts every call, whatever its name.
-const anyCall = numCalls
-
-// lookupCall finds the callID of a CUDA name. An unknown name is a mistake in
-// the test (a fault that would never fire), so it panics with the names the
-// fake knows.
-func lookupCall(name string) callID {
-	i := slices.Index(callNames[:], name)
-	if i < 0 {
-		panic(fmt.Sprintf("cudarttest: unknown CUDA call %q; the fake answers %s", name, strings.Join(callNames[:], ", ")))
+// lookupCall finds the cudart.Call of a CUDA name the fake answers. An
+// unknown name is a mistake in the test (a fault that would never fire), so
+// it is an error that lists the names the fake answers.
+func lookupCall(name string) (cudart.Call, error) {
+	c, err := cudart.LookupCall(name)
+	if err == nil && answers(c) {
+		return c, nil
 	}
-	return callID(i)
+	var names []string
+	for _, c := range cudart.Calls() {
+		if answers(c) {
+			names = append(names, c.String())
+		}
+	}
+	return 0, fmt.Errorf("cudarttest: the fake makes no call %q; it makes %s", name, strings.Join(names, ", "))
 }
 
-// fault is an injected failure: the next calls matching call count down left,
-// and the one that brings it to zero fails; every fault fails each matching
-// call.
+// fault is an injected failure: the next calls matching call (any call when
+// anyCall) count down left, and the one that brings it to zero fails; every
+// fault fails each matching call.
 type fault struct {
-	call  callID
-	left  int
-	every bool
-	code  cudart.Code
-	why   string
+	call    cudart.Call
+	anyCall bool
+	left    int
+	every   bool
+	code    cudart.Code
+	why     string
 }
 
 // FailNth makes the nth call from now fail with code, whatever its name (n
-// counts from 1). The failed call changes nothing.
-func (f *Fake) FailNth(n int, code cudart.Code) {
-	f.addFault(fault{call: anyCall, left: n, code: code, why: fmt.Sprintf("injected by FailNth(%d)", n)})
+// counts from 1). The failed call changes nothing. An n below 1 is refused.
+func (f *Fake) FailNth(n int, code cudart.Code) error {
+	return f.addFault(fault{anyCall: true, left: n, code: code, why: fmt.Sprintf("injected by FailNth(%d)", n)})
 }
 
 // FailCall makes every call of the CUDA function name (e.g. "cudaMalloc",
-// "cuMemMap") fail with code until ClearFaults. It panics on a name the fake
-// does not answer.
-func (f *Fake) FailCall(name string, code cudart.Code) {
-	f.addFault(fault{call: lookupCall(name), every: true, code: code, why: fmt.Sprintf("injected by FailCall(%q)", name)})
+// "cuMemMap") fail with code until ClearFaults. A name the fake never calls
+// is refused with an error that lists the names it does.
+func (f *Fake) FailCall(name string, code cudart.Code) error {
+	c, err := lookupCall(name)
+	if err != nil {
+		return err
+	}
+	return f.addFault(fault{call: c, every: true, code: code, why: fmt.Sprintf("injected by FailCall(%q)", name)})
 }
 
 // FailCallNth makes the nth call of the CUDA function name from now fail with
-// code (n counts from 1). It panics on a name the fake does not answer.
-func (f *Fake) FailCallNth(name string, n int, code cudart.Code) {
-	f.addFault(fault{call: lookupCall(name), left: n, code: code, why: fmt.Sprintf("injected by FailCallNth(%q, %d)", name, n)})
+// code (n counts from 1). An unknown name or an n below 1 is refused, as by
+// FailCall.
+func (f *Fake) FailCallNth(name string, n int, code cudart.Code) error {
+	c, err := lookupCall(name)
+	if err != nil {
+		return err
+	}
+	return f.addFault(fault{call: c, left: n, code: code, why: fmt.Sprintf("injected by FailCallNth(%q, %d)", name, n)})
 }
 
 // ClearFaults removes every injected failure that has not fired yet.
@@ -152,13 +75,14 @@ func (f *Fake) ClearFaults() {
 	f.faults = nil
 }
 
-func (f *Fake) addFault(x fault) {
+func (f *Fake) addFault(x fault) error {
 	if !x.every && x.left < 1 {
-		panic(fmt.Sprintf("cudarttest: %s: n counts from 1", x.why))
+		return fmt.Errorf("cudarttest: %s: n counts from 1", x.why)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.faults = append(f.faults, x)
+	return nil
 }
 
 // Calls returns the CUDA names of the calls made since NewFake or the last
@@ -183,7 +107,7 @@ func (f *Fake) ResetCalls() {
 
 // enter logs call c and returns the injected failure it must report, if any.
 // Every method calls it first, under f.mu, before it changes anything.
-func (f *Fake) enter(c callID) *failure {
+func (f *Fake) enter(c cudart.Call) *failure {
 	f.calls = append(f.calls, c)
 	f.seq++
 	if len(f.faults) == 0 {
@@ -192,7 +116,7 @@ func (f *Fake) enter(c callID) *failure {
 	var hit *failure
 	kept := f.faults[:0]
 	for _, x := range f.faults {
-		if x.call != anyCall && x.call != c {
+		if !x.anyCall && x.call != c {
 			kept = append(kept, x)
 			continue
 		}

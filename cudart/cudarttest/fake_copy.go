@@ -2,6 +2,7 @@ package cudarttest
 
 import (
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // Memcpy is cudaMemcpy. Device ends must lie wholly inside one live
@@ -10,11 +11,11 @@ import (
 func (f *Fake) Memcpy(device int, dst, src cudart.Mem, kind cudart.MemcpyKind) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(callMemcpy, device); x != nil {
-		return x.err("cudaMemcpy(%s <- %s, %s)", dst, src, kind)
+	if x := f.check(cudart.CallMemcpy, device); x != nil {
+		return x.err(cudart.CallMemcpy, "(%s <- %s, %s)", dst, src, kind)
 	}
 	if x := f.memcpy(device, dst, src, kind); x != nil {
-		return x.err("cudaMemcpy(%s <- %s, %s)", dst, src, kind)
+		return x.err(cudart.CallMemcpy, "(%s <- %s, %s)", dst, src, kind)
 	}
 	return nil
 }
@@ -24,8 +25,8 @@ func (f *Fake) Memcpy(device int, dst, src cudart.Mem, kind cudart.MemcpyKind) e
 func (f *Fake) Memset(device int, p cudart.DevicePtr, value byte, n uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(callMemset, device); x != nil {
-		return x.err("cudaMemset(%s, 0x%02x, %s)", p, value, human(n))
+	if x := f.check(cudart.CallMemset, device); x != nil {
+		return x.err(cudart.CallMemset, "(%s, 0x%02x, %s)", p, value, bytesize.Format(n))
 	}
 	if n == 0 {
 		return nil
@@ -33,7 +34,7 @@ func (f *Fake) Memset(device int, p cudart.DevicePtr, value byte, n uint64) erro
 	spans, x := f.resolve(f.scratch[:0], p, n, device)
 	f.scratch = spans[:0]
 	if x != nil {
-		return x.err("cudaMemset(%s, 0x%02x, %s)", p, value, human(n))
+		return x.err(cudart.CallMemset, "(%s, 0x%02x, %s)", p, value, bytesize.Format(n))
 	}
 	fillSpans(spans, value)
 	return nil
@@ -42,7 +43,7 @@ func (f *Fake) Memset(device int, p cudart.DevicePtr, value byte, n uint64) erro
 // memcpy checks and performs a copy; the call was entered by the caller.
 func (f *Fake) memcpy(device int, dst, src cudart.Mem, kind cudart.MemcpyKind) *failure {
 	if dst.Len() != src.Len() {
-		return invalid("destination is %s, source %s: lengths must match", human(dst.Len()), human(src.Len()))
+		return invalid("destination is %s, source %s: lengths must match", bytesize.Format(dst.Len()), bytesize.Format(src.Len()))
 	}
 	if x := checkKind(dst, src, kind); x != nil {
 		return x

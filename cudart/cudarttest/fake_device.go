@@ -2,6 +2,7 @@ package cudarttest
 
 import (
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // FakeVersion is what RuntimeVersion and DriverVersion report: CUDA 13.0.
@@ -23,8 +24,8 @@ var defaultLimits = [3]uint64{
 func (f *Fake) SetDevice(device int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(callSetDevice, device); x != nil {
-		return x.err("cudaSetDevice(%d)", device)
+	if x := f.check(cudart.CallSetDevice, device); x != nil {
+		return x.err(cudart.CallSetDevice, "(%d)", device)
 	}
 	return nil
 }
@@ -35,12 +36,12 @@ func (f *Fake) SetDevice(device int) error {
 func (f *Fake) DeviceGetLimit(device int, l cudart.Limit) (uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(callDeviceGetLimit, device)
+	x := f.check(cudart.CallDeviceGetLimit, device)
 	if x == nil {
 		x = checkLimit(l)
 	}
 	if x != nil {
-		return 0, x.err("cudaDeviceGetLimit(device %d, limit %d)", device, int(l))
+		return 0, x.err(cudart.CallDeviceGetLimit, "(device %d, limit %d)", device, int(l))
 	}
 	return f.devs[device].limits[l], nil
 }
@@ -49,12 +50,12 @@ func (f *Fake) DeviceGetLimit(device int, l cudart.Limit) (uint64, error) {
 func (f *Fake) DeviceSetLimit(device int, l cudart.Limit, value uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(callDeviceSetLimit, device)
+	x := f.check(cudart.CallDeviceSetLimit, device)
 	if x == nil {
 		x = checkLimit(l)
 	}
 	if x != nil {
-		return x.err("cudaDeviceSetLimit(device %d, limit %d, %s)", device, int(l), human(value))
+		return x.err(cudart.CallDeviceSetLimit, "(device %d, limit %d, %s)", device, int(l), bytesize.Format(value))
 	}
 	f.devs[device].limits[l] = value
 	return nil
@@ -71,8 +72,8 @@ func checkLimit(l cudart.Limit) *failure {
 func (f *Fake) RuntimeVersion() (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.enter(callRuntimeGetVersion); x != nil {
-		return 0, x.err("cudaRuntimeGetVersion()")
+	if x := f.enter(cudart.CallRuntimeGetVersion); x != nil {
+		return 0, x.err(cudart.CallRuntimeGetVersion, "()")
 	}
 	return FakeVersion, nil
 }
@@ -81,18 +82,25 @@ func (f *Fake) RuntimeVersion() (int, error) {
 func (f *Fake) DriverVersion() (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.enter(callDriverGetVersion); x != nil {
-		return 0, x.err("cudaDriverGetVersion()")
+	if x := f.enter(cudart.CallDriverGetVersion); x != nil {
+		return 0, x.err(cudart.CallDriverGetVersion, "()")
 	}
 	return FakeVersion, nil
 }
 
-// DeviceName is the name in cudaGetDeviceProperties: FakeDeviceName.
+// DeviceName is FakeDeviceName, through the driver calls the binding makes:
+// cuInit, cuDeviceGet and cuDeviceGetName.
 func (f *Fake) DeviceName(device int) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(callGetDeviceProperties, device); x != nil {
-		return "", x.err("cudaGetDeviceProperties(%d)", device)
+	if x := f.enter(cudart.CallCuInit); x != nil {
+		return "", x.err(cudart.CallCuInit, "(0) for the name of device %d", device)
+	}
+	if x := f.check(cudart.CallCuDeviceGet, device); x != nil {
+		return "", x.err(cudart.CallCuDeviceGet, "(%d)", device)
+	}
+	if x := f.enter(cudart.CallCuDeviceGetName); x != nil {
+		return "", x.err(cudart.CallCuDeviceGetName, "(device %d)", device)
 	}
 	return FakeDeviceName, nil
 }
@@ -102,8 +110,8 @@ func (f *Fake) DeviceName(device int) (string, error) {
 func (f *Fake) GetDeviceFlags(device int) (cudart.DeviceFlags, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(callGetDeviceFlags, device); x != nil {
-		return 0, x.err("cudaGetDeviceFlags(device %d)", device)
+	if x := f.check(cudart.CallGetDeviceFlags, device); x != nil {
+		return 0, x.err(cudart.CallGetDeviceFlags, "(device %d)", device)
 	}
 	return f.devs[device].flags, nil
 }
@@ -112,8 +120,8 @@ func (f *Fake) GetDeviceFlags(device int) (cudart.DeviceFlags, error) {
 func (f *Fake) SetDeviceFlags(device int, flags cudart.DeviceFlags) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(callSetDeviceFlags, device); x != nil {
-		return x.err("cudaSetDeviceFlags(device %d, 0x%x)", device, uint32(flags))
+	if x := f.check(cudart.CallSetDeviceFlags, device); x != nil {
+		return x.err(cudart.CallSetDeviceFlags, "(device %d, 0x%x)", device, uint32(flags))
 	}
 	f.devs[device].flags = flags
 	return nil

@@ -3,8 +3,6 @@ package cudarttest
 import (
 	"fmt"
 
-	"github.com/dustin/go-humanize"
-
 	"github.com/cudapool/cudapool/cudart"
 )
 
@@ -20,18 +18,15 @@ func fail(code cudart.Code, format string, args ...any) *failure {
 	return &failure{code: code, why: fmt.Sprintf(format, args...)}
 }
 
-// err builds the *cudart.Error of a failed call described by format and args,
-// e.g. "cudaMalloc(%s)".
-func (x *failure) err(format string, args ...any) error {
-	call := fmt.Sprintf(format, args...)
+// err builds the *cudart.Error of a failed call to c, its arguments
+// described by format and args, e.g. "(%s)".
+func (x *failure) err(c cudart.Call, format string, args ...any) error {
+	call := c.String() + fmt.Sprintf(format, args...)
 	if x.why != "" {
 		call += ": " + x.why
 	}
 	return cudart.NewError(call, x.code)
 }
-
-// human formats a byte count for messages, in the SI units the binding uses.
-func human(n uint64) string { return humanize.Bytes(n) }
 
 // invalid is the most common failure, cudaErrorInvalidValue.
 func invalid(format string, args ...any) *failure { return fail(1, format, args...) }

@@ -3,7 +3,6 @@ package cudarttest_test
 import (
 	"fmt"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,7 +19,7 @@ type step func() (undo func() error, err error)
 func lifecycle(f *cudarttest.Fake) []step {
 	var (
 		dev     cudart.DevicePtr
-		mapped  unsafe.Pointer
+		mapped  []byte
 		alias   cudart.DevicePtr
 		stream  cudart.Stream
 		managed cudart.DevicePtr
@@ -136,7 +135,7 @@ func TestEveryInjectedFailureLeavesNoState(t *testing.T) {
 	for n := 1; n <= len(calls); n++ {
 		t.Run(fmt.Sprintf("%d_%s", n, calls[n-1]), func(t *testing.T) {
 			f := cudarttest.NewFakeT(t)
-			f.FailNth(n, 2)
+			require.NoError(t, f.FailNth(n, 2))
 			err := runLifecycle(t, f)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, cudart.ErrMemoryAllocation)
@@ -154,7 +153,7 @@ func TestEveryInjectedFailureLeavesNoState(t *testing.T) {
 
 func TestFailCallFailsEveryCallOfThatName(t *testing.T) {
 	f := cudarttest.NewFakeT(t)
-	f.FailCall("cudaMalloc", 2)
+	require.NoError(t, f.FailCall("cudaMalloc", 2))
 	for range 3 {
 		_, err := f.Malloc(0, 1)
 		assert.ErrorIs(t, err, cudart.ErrMemoryAllocation)
@@ -170,7 +169,7 @@ func TestFailCallFailsEveryCallOfThatName(t *testing.T) {
 
 func TestFailCallNthCountsOnlyThatName(t *testing.T) {
 	f := cudarttest.NewFakeT(t)
-	f.FailCallNth("cudaFree", 2, 1)
+	require.NoError(t, f.FailCallNth("cudaFree", 2, 1))
 	var ps []cudart.DevicePtr
 	for range 3 {
 		p, err := f.Malloc(0, 1)
@@ -199,17 +198,17 @@ func TestCallsAndResetCalls(t *testing.T) {
 	assert.Equal(t, []string{"cudaFree"}, f.Calls())
 }
 
-func TestFaultsPanicOnMistakes(t *testing.T) {
-	f := cudarttest.NewFake()
-	msg := fmt.Sprint(recoverOf(func() { f.FailCall("cudaMallocc", 2) }))
-	assert.Contains(t, msg, `unknown CUDA call "cudaMallocc"`)
-	assert.Contains(t, msg, "cuMemMap", "the panic lists the names the fake answers")
-	assert.Panics(t, func() { f.FailNth(0, 2) })
-	assert.Panics(t, func() { f.FailCallNth("cudaFree", 0, 2) })
-}
-
-func recoverOf(fn func()) (v any) {
-	defer func() { v = recover() }()
-	fn()
-	return nil
+func TestFaultsRefuseMistakes(t *testing.T) {
+	f := cudarttest.NewFakeT(t)
+	for _, err := range []error{f.FailCall("cudaMallocc", 2), f.FailCallNth("cudaMallocc", 1, 2)} {
+		assert.ErrorContains(t, err, `the fake makes no call "cudaMallocc"`)
+		assert.ErrorContains(t, err, "cuMemMap", "the error lists the names the fake answers")
+		assert.NotContains(t, err.Error(), "cudaGetErrorName", "the binding's own calls are not the fake's")
+	}
+	assert.ErrorContains(t, f.FailCall("cudaGetErrorName", 2), "the fake makes no call")
+	assert.ErrorContains(t, f.FailNth(0, 2), "n counts from 1")
+	assert.ErrorContains(t, f.FailCallNth("cudaFree", 0, 2), "n counts from 1")
+	p, err := f.Malloc(0, 1)
+	require.NoError(t, err, "a refused fault is not installed")
+	require.NoError(t, f.Free(0, p))
 }

@@ -2,12 +2,13 @@ package cudarttest
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
-	"unsafe"
 
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // hostRange is pinned host memory (MallocHost, HostAlloc) or memory the
@@ -21,7 +22,7 @@ type hostRange struct {
 	regFlags   cudart.HostRegisterFlags
 	alias      *region // the device range that maps it, when mapped
 	seq        int
-	call       callID
+	call       cudart.Call
 }
 
 func (h *hostRange) end() uintptr { return h.start + uintptr(len(h.b)) }
@@ -34,19 +35,21 @@ func (h *hostRange) describe() string {
 	case h.allocFlags != 0:
 		what = "pinned host memory (" + h.allocFlags.String() + ")"
 	}
-	return fmt.Sprintf("%s 0x%x (%s) from %s (call #%d)", what, h.start, human(uint64(len(h.b))), h.call, h.seq)
+	return fmt.Sprintf("%s 0x%x (%s) from %s (call #%d)", what, h.start, bytesize.Format(uint64(len(h.b))), h.call, h.seq)
 }
 
-func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+// addrOf is the address of b's first byte, 0 for a slice with no memory.
+// Reflection tells it without unsafe, which stays in the binding.
+func addrOf(b []byte) uintptr { return reflect.ValueOf(b).Pointer() }
 
 // MallocHost is cudaMallocHost: pinned host memory, lazily backed, counted
 // against WithHostMemory. Size 0 returns nil and no error.
-func (f *Fake) MallocHost(device int, size uint64) (unsafe.Pointer, error) {
+func (f *Fake) MallocHost(device int, size uint64) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	p, x := f.hostAlloc(callMallocHost, device, size, cudart.HostAllocDefault)
+	p, x := f.hostAlloc(cudart.CallMallocHost, device, size, cudart.HostAllocDefault)
 	if x != nil {
-		return nil, x.err("cudaMallocHost(%s)", human(size))
+		return nil, x.err(cudart.CallMallocHost, "(%s)", bytesize.Format(size))
 	}
 	return p, nil
 }
@@ -55,17 +58,17 @@ func (f *Fake) MallocHost(device int, size uint64) (unsafe.Pointer, error) {
 // HostGetDevicePointer, through which device calls read and write the same
 // bytes; Portable and WriteCombined are recorded (HostAllocFlags) and change
 // nothing else.
-func (f *Fake) HostAlloc(device int, size uint64, flags cudart.HostAllocFlags) (unsafe.Pointer, error) {
+func (f *Fake) HostAlloc(device int, size uint64, flags cudart.HostAllocFlags) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	p, x := f.hostAlloc(callHostAlloc, device, size, flags)
+	p, x := f.hostAlloc(cudart.CallHostAlloc, device, size, flags)
 	if x != nil {
-		return nil, x.err("cudaHostAlloc(%s, %s)", human(size), flags)
+		return nil, x.err(cudart.CallHostAlloc, "(%s, %s)", bytesize.Format(size), flags)
 	}
 	return p, nil
 }
 
-func (f *Fake) hostAlloc(c callID, device int, size uint64, flags cudart.HostAllocFlags) (unsafe.Pointer, *failure) {
+func (f *Fake) hostAlloc(c cudart.Call, device int, size uint64, flags cudart.HostAllocFlags) ([]byte, *failure) {
 	if x := f.check(c, device); x != nil {
 		return nil, x
 	}
@@ -76,19 +79,19 @@ func (f *Fake) hostAlloc(c callID, device int, size uint64, flags cudart.HostAll
 		return nil, nil
 	}
 	if free := f.opts.hostMem - f.hostUsed; size > free {
-		return nil, fail(2, "asked for %s of pinned host memory, %s free of %s", human(size), human(free), human(f.opts.hostMem))
+		return nil, fail(2, "asked for %s of pinned host memory, %s free of %s", bytesize.Format(size), bytesize.Format(free), bytesize.Format(f.opts.hostMem))
 	}
 	m, err := mapHost(size)
 	if err != nil {
-		return nil, fail(2, "mmap of %s: %v", human(size), err)
+		return nil, fail(2, "mmap of %s: %v", bytesize.Format(size), err)
 	}
-	h := &hostRange{start: uintptrOf(m), b: m[:size:size], mapping: m, allocFlags: flags, seq: f.seq, call: c}
+	h := &hostRange{start: addrOf(m), b: m[:size:size], mapping: m, allocFlags: flags, seq: f.seq, call: c}
 	if flags&cudart.HostAllocMapped != 0 {
 		f.mapIntoDevice(h, device)
 	}
 	f.hostUsed += size
 	f.insertHost(h)
-	return unsafe.Pointer(unsafe.SliceData(m)), nil
+	return h.b, nil
 }
 
 // mapIntoDevice gives h a device address range that aliases its bytes.
@@ -107,75 +110,79 @@ func (f *Fake) mapIntoDevice(h *hostRange, device int) {
 	f.insert(h.alias)
 }
 
-// FreeHost is cudaFreeHost of memory from MallocHost or HostAlloc; nil is a
-// no-op. Anything else (registered memory, an interior pointer, memory freed
-// already) fails with cudaErrorInvalidValue.
-func (f *Fake) FreeHost(p unsafe.Pointer) error {
+// FreeHost is cudaFreeHost of memory from MallocHost or HostAlloc, named by
+// its first byte; an empty slice is a no-op. Anything else (registered
+// memory, an interior slice, memory freed already) fails with
+// cudaErrorInvalidValue.
+func (f *Fake) FreeHost(b []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.enter(callFreeHost); x != nil {
-		return x.err("cudaFreeHost(%p)", p)
+	const args = "(%#x)"
+	a := addrOf(b)
+	if x := f.enter(cudart.CallFreeHost); x != nil {
+		return x.err(cudart.CallFreeHost, args, a)
 	}
-	if p == nil {
+	if len(b) == 0 {
 		return nil
 	}
-	a := uintptr(p)
 	h := f.containingHost(a)
 	switch {
 	case h == nil:
-		return invalid("%p is not pinned host memory from cudaMallocHost or cudaHostAlloc", p).err("cudaFreeHost(%p)", p)
+		return invalid("%#x is not pinned host memory from cudaMallocHost or cudaHostAlloc", a).err(cudart.CallFreeHost, args, a)
 	case h.registered:
-		return invalid("%p is %s; unregister it with cudaHostUnregister", p, h.describe()).err("cudaFreeHost(%p)", p)
+		return invalid("%#x is %s; unregister it with cudaHostUnregister", a, h.describe()).err(cudart.CallFreeHost, args, a)
 	case h.start != a:
-		return invalid("%p is %d B inside %s, not its start", p, a-h.start, h.describe()).err("cudaFreeHost(%p)", p)
+		return invalid("%#x is %d B inside %s, not its start", a, a-h.start, h.describe()).err(cudart.CallFreeHost, args, a)
 	}
 	if err := unmapHost(h.mapping); err != nil {
-		return fail(999, "munmap: %v", err).err("cudaFreeHost(%p)", p)
+		return fail(999, "munmap: %v", err).err(cudart.CallFreeHost, args, a)
 	}
 	f.hostUsed -= uint64(len(h.b))
 	f.dropHost(h)
 	return nil
 }
 
-// HostGetDevicePointer is cudaHostGetDevicePointer: the device address of p
-// in mapped host memory (HostAllocMapped, HostRegisterMapped). Pointers
+// HostGetDevicePointer is cudaHostGetDevicePointer: the device address of
+// b[0] in mapped host memory (HostAllocMapped, HostRegisterMapped). Slices
 // inside the memory map to the same offset. Unmapped memory has none:
 // cudaErrorInvalidValue.
-func (f *Fake) HostGetDevicePointer(device int, p unsafe.Pointer) (cudart.DevicePtr, error) {
+func (f *Fake) HostGetDevicePointer(device int, b []byte) (cudart.DevicePtr, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(callHostGetDevicePointer, device); x != nil {
-		return 0, x.err("cudaHostGetDevicePointer(%p)", p)
+	const args = "(%#x)"
+	a := addrOf(b)
+	if x := f.check(cudart.CallHostGetDevicePointer, device); x != nil {
+		return 0, x.err(cudart.CallHostGetDevicePointer, args, a)
 	}
-	h := f.containingHost(uintptr(p))
+	h := f.containingHost(a)
 	switch {
-	case h == nil:
-		return 0, invalid("%p is not pinned or registered host memory", p).err("cudaHostGetDevicePointer(%p)", p)
+	case len(b) == 0 || h == nil:
+		return 0, invalid("%#x is not pinned or registered host memory", a).err(cudart.CallHostGetDevicePointer, args, a)
 	case h.alias == nil:
-		return 0, invalid("%p is %s, which is not mapped into the device", p, h.describe()).err("cudaHostGetDevicePointer(%p)", p)
+		return 0, invalid("%#x is %s, which is not mapped into the device", a, h.describe()).err(cudart.CallHostGetDevicePointer, args, a)
 	}
-	return cudart.DevicePtr(h.alias.base + uint64(uintptr(p)-h.start)), nil
+	return cudart.DevicePtr(h.alias.base + uint64(a-h.start)), nil
 }
 
 // HostAllocFlags reports the flags HostAlloc was given for the memory that
-// contains p; ok is false when p is not pinned host memory.
-func (f *Fake) HostAllocFlags(p unsafe.Pointer) (flags cudart.HostAllocFlags, ok bool) {
+// holds b[0]; ok is false when it is not pinned host memory.
+func (f *Fake) HostAllocFlags(b []byte) (flags cudart.HostAllocFlags, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	h := f.containingHost(uintptr(p))
-	if h == nil || h.registered {
+	h := f.containingHost(addrOf(b))
+	if len(b) == 0 || h == nil || h.registered {
 		return 0, false
 	}
 	return h.allocFlags, true
 }
 
 // HostRegisterFlags reports the flags HostRegister was given for the
-// registered memory that contains p; ok is false when p is not registered.
-func (f *Fake) HostRegisterFlags(p unsafe.Pointer) (flags cudart.HostRegisterFlags, ok bool) {
+// registered memory that holds b[0]; ok is false when it is not registered.
+func (f *Fake) HostRegisterFlags(b []byte) (flags cudart.HostRegisterFlags, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	h := f.containingHost(uintptr(p))
-	if h == nil || !h.registered {
+	h := f.containingHost(addrOf(b))
+	if len(b) == 0 || h == nil || !h.registered {
 		return 0, false
 	}
 	return h.regFlags, true

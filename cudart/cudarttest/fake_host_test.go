@@ -2,7 +2,6 @@ package cudarttest_test
 
 import (
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,12 +24,12 @@ func TestHostRegisterOverlapsAndUnregisterMismatches(t *testing.T) {
 		"overlap before": buf[:4*kib+1],
 		"overlap after":  buf[8*kib-1:],
 		"contains":       buf,
-		"pinned memory":  cudart.HostSlice(pinned, 4*kib),
+		"pinned memory":  pinned,
 	} {
 		assert.ErrorIs(t, f.HostRegister(0, b, cudart.HostRegisterDefault), cudart.ErrHostMemoryAlreadyRegistered, name)
 	}
 	require.NoError(t, f.HostRegister(0, buf[:4*kib], cudart.HostRegisterPortable), "adjacent is fine")
-	flags, ok := f.HostRegisterFlags(unsafe.Pointer(&buf[100]))
+	flags, ok := f.HostRegisterFlags(buf[100:])
 	assert.True(t, ok)
 	assert.Equal(t, cudart.HostRegisterPortable, flags)
 	require.NoError(t, f.HostUnregister(0, buf[:4*kib]))
@@ -38,7 +37,7 @@ func TestHostRegisterOverlapsAndUnregisterMismatches(t *testing.T) {
 	for name, b := range map[string][]byte{
 		"never registered": buf[12*kib:],
 		"interior":         buf[5*kib : 6*kib],
-		"pinned memory":    cudart.HostSlice(pinned, 4*kib),
+		"pinned memory":    pinned,
 	} {
 		assert.ErrorIs(t, f.HostUnregister(0, b), cudart.ErrHostMemoryNotRegistered, name)
 	}
@@ -56,13 +55,12 @@ func TestMappedHostMemoryAliases(t *testing.T) {
 	assert.Equal(t, cudart.HostAllocMapped|cudart.HostAllocWriteCombined, flags)
 	dp, err := f.HostGetDevicePointer(0, p)
 	require.NoError(t, err)
-	inner, err := f.HostGetDevicePointer(0, unsafe.Add(p, 100))
+	inner, err := f.HostGetDevicePointer(0, p[100:])
 	require.NoError(t, err)
 	assert.Equal(t, dp.Add(100), inner, "an interior pointer maps to the same offset")
 
-	b := cudart.HostSlice(p, n)
 	require.NoError(t, f.Memset(0, dp.Add(10), 0xee, 5))
-	assert.Equal(t, []byte{0, 0xee, 0xee, 0xee, 0xee, 0xee, 0}, b[9:16])
+	assert.Equal(t, []byte{0, 0xee, 0xee, 0xee, 0xee, 0xee, 0}, p[9:16])
 	require.ErrorIs(t, f.Memset(0, dp, 1, n+1), cudart.ErrInvalidValue, "bounded by the host allocation")
 
 	plain, err := f.MallocHost(0, n)

@@ -19,7 +19,7 @@ func mapHost(n uint64) ([]byte, error) {
 		return nil, syscall.ENOMEM
 	}
 	raw := make([]byte, size+page)
-	off := int(page - uint64(uintptrOf(raw))%page)
+	off := int(page - uint64(addrOf(raw))%page)
 	if off == int(page) {
 		off = 0
 	}

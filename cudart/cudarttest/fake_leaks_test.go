@@ -36,7 +36,7 @@ func TestNewFakeTFailsTheTestOnLeaks(t *testing.T) {
 	require.NoError(t, err)
 	rec.runCleanups()
 	require.Len(t, rec.errors, 1)
-	assert.Contains(t, rec.errors[0], "device memory "+p.String()+" (1.5 kB) from cudaMalloc (call #1)")
+	assert.Contains(t, rec.errors[0], "device memory "+p.String()+" (1.5 KiB) from cudaMalloc (call #1)")
 
 	rec = &recorder{TB: t}
 	f = cudarttest.NewFakeT(rec)
@@ -73,7 +73,7 @@ func TestCheckLeaksListsEveryKindInCallOrder(t *testing.T) {
 	msg := err.Error()
 	want := []string{
 		"9 still live",
-		"device memory 0x2", "(2.0 kB) from cudaMalloc (call #1)",
+		"device memory 0x2", "(2.0 KiB) from cudaMalloc (call #1)",
 		"pinned host memory (cudaHostAllocMapped)", "from cudaHostAlloc (call #2)",
 		"registered host memory (cudaHostRegisterDefault)", "from cudaHostRegister (call #3)",
 		"managed memory", "from cudaMallocManaged (call #4)",
@@ -81,7 +81,7 @@ func TestCheckLeaksListsEveryKindInCallOrder(t *testing.T) {
 		"stream 0x", "from cudaStreamCreate (call #6)",
 		"physical memory handle", "released but still mapped",
 		"virtual address reservation", "from cuMemAddressReserve (call #8)",
-		"mapping " + va.String() + " (2.1 MB of handle", "from cuMemMap (call #9)",
+		"mapping " + va.String() + " (2.0 MiB of handle", "from cuMemMap (call #9)",
 	}
 	for _, w := range want {
 		assert.Contains(t, msg, w)

@@ -2,6 +2,7 @@ package cudarttest
 
 import (
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // MallocManaged is cudaMallocManaged: device-addressable memory counted
@@ -11,13 +12,13 @@ func (f *Fake) MallocManaged(device int, size uint64, flags cudart.MemAttachFlag
 	defer f.mu.Unlock()
 	p, x := f.mallocManaged(device, size, flags)
 	if x != nil {
-		return 0, x.err("cudaMallocManaged(%s, 0x%x)", human(size), uint32(flags))
+		return 0, x.err(cudart.CallMallocManaged, "(%s, 0x%x)", bytesize.Format(size), uint32(flags))
 	}
 	return p, nil
 }
 
 func (f *Fake) mallocManaged(device int, size uint64, flags cudart.MemAttachFlags) (cudart.DevicePtr, *failure) {
-	if x := f.check(callMallocManaged, device); x != nil {
+	if x := f.check(cudart.CallMallocManaged, device); x != nil {
 		return 0, x
 	}
 	if flags != cudart.MemAttachGlobal && flags != cudart.MemAttachHost {
@@ -26,7 +27,7 @@ func (f *Fake) mallocManaged(device int, size uint64, flags cudart.MemAttachFlag
 	if size == 0 {
 		return 0, invalid("size 0")
 	}
-	return f.newRegion(callMallocManaged, kindManaged, device, size)
+	return f.newRegion(cudart.CallMallocManaged, kindManaged, device, size)
 }
 
 // MemPrefetchAsync is cudaMemPrefetchAsync: [p, p+n) must lie in one managed
@@ -36,13 +37,13 @@ func (f *Fake) MemPrefetchAsync(device int, p cudart.DevicePtr, n uint64, dstDev
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if x := f.prefetch(device, p, n, dstDevice, s); x != nil {
-		return x.err("cudaMemPrefetchAsync(%s, %s, to device %d, stream 0x%x)", p, human(n), dstDevice, uintptr(s))
+		return x.err(cudart.CallMemPrefetchAsync, "(%s, %s, to device %d, stream 0x%x)", p, bytesize.Format(n), dstDevice, uintptr(s))
 	}
 	return nil
 }
 
 func (f *Fake) prefetch(device int, p cudart.DevicePtr, n uint64, dstDevice int, s cudart.Stream) *failure {
-	if x := f.streamCall(callMemPrefetchAsync, device, s); x != nil {
+	if x := f.streamCall(cudart.CallMemPrefetchAsync, device, s); x != nil {
 		return x
 	}
 	if dstDevice != cudart.CPUDevice {
@@ -55,7 +56,7 @@ func (f *Fake) prefetch(device int, p cudart.DevicePtr, n uint64, dstDevice int,
 		return invalid("%s is not managed memory", p)
 	}
 	if n > r.end()-uint64(p) {
-		return invalid("range [%s, +%s) runs past the end of %s", p, human(n), r.describe())
+		return invalid("range [%s, +%s) runs past the end of %s", p, bytesize.Format(n), r.describe())
 	}
 	r.prefetched = true
 	r.prefetchTo = dstDevice

@@ -3,14 +3,15 @@ package cudarttest
 import (
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // DeviceCount is cudaGetDeviceCount: the number of devices of WithDevices.
 func (f *Fake) DeviceCount() (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.enter(callGetDeviceCount); x != nil {
-		return 0, x.err("cudaGetDeviceCount()")
+	if x := f.enter(cudart.CallGetDeviceCount); x != nil {
+		return 0, x.err(cudart.CallGetDeviceCount, "()")
 	}
 	return len(f.devs), nil
 }
@@ -20,8 +21,8 @@ func (f *Fake) DeviceCount() (int, error) {
 func (f *Fake) MemGetInfo(device int) (free, total uint64, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(callMemGetInfo, device); x != nil {
-		return 0, 0, x.err("cudaMemGetInfo(device %d)", device)
+	if x := f.check(cudart.CallMemGetInfo, device); x != nil {
+		return 0, 0, x.err(cudart.CallMemGetInfo, "(device %d)", device)
 	}
 	return f.opts.deviceMem - f.devs[device].used, f.opts.deviceMem, nil
 }
@@ -32,9 +33,9 @@ func (f *Fake) MemGetInfo(device int) (free, total uint64, err error) {
 func (f *Fake) Malloc(device int, size uint64) (cudart.DevicePtr, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	p, x := f.alloc(callMalloc, kindDevice, device, size)
+	p, x := f.alloc(cudart.CallMalloc, kindDevice, device, size)
 	if x != nil {
-		return 0, x.err("cudaMalloc(%s)", human(size))
+		return 0, x.err(cudart.CallMalloc, "(%s)", bytesize.Format(size))
 	}
 	return p, nil
 }
@@ -45,14 +46,14 @@ func (f *Fake) Malloc(device int, size uint64) (cudart.DevicePtr, error) {
 func (f *Fake) Free(device int, p cudart.DevicePtr) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(callFree, device); x != nil {
-		return x.err("cudaFree(%s)", p)
+	if x := f.check(cudart.CallFree, device); x != nil {
+		return x.err(cudart.CallFree, "(%s)", p)
 	}
 	if p == 0 {
 		return nil
 	}
 	if x := f.free(p, kindDevice, kindManaged, kindAsync); x != nil {
-		return x.err("cudaFree(%s)", p)
+		return x.err(cudart.CallFree, "(%s)", p)
 	}
 	return nil
 }
@@ -62,14 +63,14 @@ func (f *Fake) Free(device int, p cudart.DevicePtr) error {
 func (f *Fake) DeviceSynchronize(device int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(callDeviceSynchronize, device); x != nil {
-		return x.err("cudaDeviceSynchronize(device %d)", device)
+	if x := f.check(cudart.CallDeviceSynchronize, device); x != nil {
+		return x.err(cudart.CallDeviceSynchronize, "(device %d)", device)
 	}
 	return nil
 }
 
 // check enters call c and checks the device ordinal it names.
-func (f *Fake) check(c callID, device int) *failure {
+func (f *Fake) check(c cudart.Call, device int) *failure {
 	if x := f.enter(c); x != nil {
 		return x
 	}
@@ -78,7 +79,7 @@ func (f *Fake) check(c callID, device int) *failure {
 
 // alloc makes a device address range of size bytes of kind k, charged to
 // device, for call c. Size 0 gives the zero pointer.
-func (f *Fake) alloc(c callID, k kind, device int, size uint64) (cudart.DevicePtr, *failure) {
+func (f *Fake) alloc(c cudart.Call, k kind, device int, size uint64) (cudart.DevicePtr, *failure) {
 	if x := f.check(c, device); x != nil {
 		return 0, x
 	}
@@ -89,10 +90,10 @@ func (f *Fake) alloc(c callID, k kind, device int, size uint64) (cudart.DevicePt
 }
 
 // newRegion places and charges a range of size bytes of kind k on device.
-func (f *Fake) newRegion(c callID, k kind, device int, size uint64) (cudart.DevicePtr, *failure) {
+func (f *Fake) newRegion(c cudart.Call, k kind, device int, size uint64) (cudart.DevicePtr, *failure) {
 	charge, err := align.Up(size, align.CUDA)
 	if err != nil {
-		return 0, fail(2, "asked for %s, more than any device holds", human(size))
+		return 0, fail(2, "asked for %s, more than any device holds", bytesize.Format(size))
 	}
 	if x := f.charge(device, charge); x != nil {
 		return 0, x
@@ -122,7 +123,7 @@ func (f *Fake) free(p cudart.DevicePtr, allowed ...kind) *failure {
 			return invalid("%s was already freed", p)
 		}
 		if r := f.containing(a); r != nil {
-			return invalid("%s is %s inside %s, not its start", p, human(a-r.base), r.describe())
+			return invalid("%s is %s inside %s, not its start", p, bytesize.Format(a-r.base), r.describe())
 		}
 		return invalid("%s was never allocated", p)
 	}

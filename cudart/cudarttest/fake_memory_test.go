@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -123,7 +122,7 @@ func TestCapacityIsPerDevice(t *testing.T) {
 	_, err = f.Malloc(0, 1)
 	assert.ErrorIs(t, err, cudart.ErrMemoryAllocation)
 	assert.ErrorContains(t, err, "cudaMalloc(1 B)")
-	assert.ErrorContains(t, err, "0 B free of 1.0 MB")
+	assert.ErrorContains(t, err, "0 B free of 1.0 MiB")
 	q, err := f.Malloc(1, mib)
 	require.NoError(t, err, "device 1 has its own memory")
 	require.NoError(t, f.Free(0, p))
@@ -141,9 +140,8 @@ func TestLargeAllocationsCostNothingUntilTouched(t *testing.T) {
 
 	h, err := f.MallocHost(0, 8*gib)
 	require.NoError(t, err)
-	hs := cudart.HostSlice(h, 8*gib)
-	hs[8*gib-1] = 1
-	assert.Equal(t, byte(0), hs[4*gib], "fresh pinned memory reads as zeros")
+	h[8*gib-1] = 1
+	assert.Equal(t, byte(0), h[4*gib], "fresh pinned memory reads as zeros")
 	require.NoError(t, f.FreeHost(h))
 }
 
@@ -238,9 +236,9 @@ func TestWrongFreeIsRejected(t *testing.T) {
 		{"mapped host memory", func() error { return f.Free(0, alias) }, "cudaFreeHost"},
 		{"a reservation", func() error { return f.Free(0, va) }, "cuMemAddressFree"},
 		{"cudaFreeAsync of cudaMalloc memory", func() error { return f.FreeAsync(0, dev, 0) }, "free it with cudaFree"},
-		{"FreeHost of registered memory", func() error { return f.FreeHost(unsafe.Pointer(&reg[0])) }, "cudaHostUnregister"},
-		{"FreeHost inside", func() error { return f.FreeHost(unsafe.Add(mapped, 16)) }, "16 B inside"},
-		{"FreeHost of Go memory", func() error { return f.FreeHost(unsafe.Pointer(&make([]byte, 1)[0])) }, "not pinned host memory"},
+		{"FreeHost of registered memory", func() error { return f.FreeHost(reg) }, "cudaHostUnregister"},
+		{"FreeHost inside", func() error { return f.FreeHost(mapped[16:]) }, "16 B inside"},
+		{"FreeHost of Go memory", func() error { return f.FreeHost(make([]byte, 1)) }, "not pinned host memory"},
 	}
 	before := f.Live()
 	for _, tt := range tests {

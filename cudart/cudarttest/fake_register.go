@@ -2,6 +2,7 @@ package cudarttest
 
 import (
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // HostRegister is cudaHostRegister over all of b. A range that overlaps
@@ -13,13 +14,13 @@ func (f *Fake) HostRegister(device int, b []byte, flags cudart.HostRegisterFlags
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if x := f.hostRegister(device, b, flags); x != nil {
-		return x.err("cudaHostRegister(%p, %s, %s)", b, human(uint64(len(b))), flags)
+		return x.err(cudart.CallHostRegister, "(%p, %s, %s)", b, bytesize.Format(uint64(len(b))), flags)
 	}
 	return nil
 }
 
 func (f *Fake) hostRegister(device int, b []byte, flags cudart.HostRegisterFlags) *failure {
-	if x := f.check(callHostRegister, device); x != nil {
+	if x := f.check(cudart.CallHostRegister, device); x != nil {
 		return x
 	}
 	all := cudart.HostRegisterPortable | cudart.HostRegisterMapped | cudart.HostRegisterIoMemory | cudart.HostRegisterReadOnly
@@ -29,11 +30,11 @@ func (f *Fake) hostRegister(device int, b []byte, flags cudart.HostRegisterFlags
 	if len(b) == 0 {
 		return invalid("empty range")
 	}
-	a := uintptrOf(b)
+	a := addrOf(b)
 	if h := f.overlapsHost(a, uintptr(len(b))); h != nil {
 		return fail(712, "overlaps %s", h.describe())
 	}
-	h := &hostRange{start: a, b: b, registered: true, regFlags: flags, seq: f.seq, call: callHostRegister}
+	h := &hostRange{start: a, b: b, registered: true, regFlags: flags, seq: f.seq, call: cudart.CallHostRegister}
 	if flags&cudart.HostRegisterMapped != 0 {
 		f.mapIntoDevice(h, device)
 	}
@@ -47,19 +48,19 @@ func (f *Fake) HostUnregister(device int, b []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if x := f.hostUnregister(device, b); x != nil {
-		return x.err("cudaHostUnregister(%p)", b)
+		return x.err(cudart.CallHostUnregister, "(%p)", b)
 	}
 	return nil
 }
 
 func (f *Fake) hostUnregister(device int, b []byte) *failure {
-	if x := f.check(callHostUnregister, device); x != nil {
+	if x := f.check(cudart.CallHostUnregister, device); x != nil {
 		return x
 	}
 	if len(b) == 0 {
 		return invalid("empty range")
 	}
-	a := uintptrOf(b)
+	a := addrOf(b)
 	h := f.containingHost(a)
 	switch {
 	case h == nil:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 const (
@@ -36,9 +37,9 @@ type region struct {
 	size   uint64
 	kind   kind
 	device int
-	seq    int    // the call that made it, counted from NewFake
-	call   callID // ...and its name
-	charge uint64 // bytes counted against the device
+	seq    int         // the call that made it, counted from NewFake
+	call   cudart.Call // ...and its name
+	charge uint64      // bytes counted against the device
 	mem    backing
 	store  sparse // the bytes of device, managed and async memory
 
@@ -54,7 +55,7 @@ func (r *region) end() uint64 { return r.base + r.size }
 
 // describe names r for leak reports and error messages.
 func (r *region) describe() string {
-	return fmt.Sprintf("%s %s (%s) from %s (call #%d)", kindNames[r.kind], cudart.DevicePtr(r.base), human(r.size), r.call, r.seq)
+	return fmt.Sprintf("%s %s (%s) from %s (call #%d)", kindNames[r.kind], cudart.DevicePtr(r.base), bytesize.Format(r.size), r.call, r.seq)
 }
 
 var kindNames = [...]string{
@@ -135,7 +136,7 @@ func (f *Fake) resolve(buf []span, p cudart.DevicePtr, n uint64, device int) ([]
 	}
 	if r.kind != kindReservation {
 		if n > r.end()-a {
-			return buf, invalid("range [%s, +%s) runs %s past the end of %s", p, human(n), human(n-(r.end()-a)), r.describe())
+			return buf, invalid("range [%s, +%s) runs %s past the end of %s", p, bytesize.Format(n), bytesize.Format(n-(r.end()-a)), r.describe())
 		}
 		return append(buf, span{b: r.mem, off: a - r.base, n: n}), nil
 	}
@@ -151,7 +152,7 @@ func (f *Fake) resolve(buf []span, p cudart.DevicePtr, n uint64, device int) ([]
 		}
 		next := f.containing(cur)
 		if next == nil || next.kind != kindReservation {
-			return buf, invalid("range [%s, +%s) runs %s past the end of %s", p, human(n), human(left), r.describe())
+			return buf, invalid("range [%s, +%s) runs %s past the end of %s", p, bytesize.Format(n), bytesize.Format(left), r.describe())
 		}
 		r = next
 	}
@@ -161,12 +162,12 @@ func (f *Fake) resolve(buf []span, p cudart.DevicePtr, n uint64, device int) ([]
 func (f *Fake) stray(a, n uint64) *failure {
 	p := cudart.DevicePtr(a)
 	if _, ok := f.freed[a]; ok {
-		return invalid("range [%s, +%s) starts at memory that was freed", p, human(n))
+		return invalid("range [%s, +%s) starts at memory that was freed", p, bytesize.Format(n))
 	}
 	i := sort.Search(len(f.regions), func(i int) bool { return f.regions[i].base > a })
 	if i > 0 && a >= f.regions[i-1].end() && a-f.regions[i-1].end() < guardGap {
 		prev := f.regions[i-1]
-		return invalid("range [%s, +%s) starts %s past the end of %s", p, human(n), human(a-prev.end()), prev.describe())
+		return invalid("range [%s, +%s) starts %s past the end of %s", p, bytesize.Format(n), bytesize.Format(a-prev.end()), prev.describe())
 	}
-	return invalid("range [%s, +%s) is in no live device allocation", p, human(n))
+	return invalid("range [%s, +%s) is in no live device allocation", p, bytesize.Format(n))
 }

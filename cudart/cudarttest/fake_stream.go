@@ -25,8 +25,8 @@ const (
 func (f *Fake) StreamCreate(device int) (cudart.Stream, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(callStreamCreate, device); x != nil {
-		return 0, x.err("cudaStreamCreate(device %d)", device)
+	if x := f.check(cudart.CallStreamCreate, device); x != nil {
+		return 0, x.err(cudart.CallStreamCreate, "(device %d)", device)
 	}
 	s := f.nextStream
 	f.nextStream += streamStride
@@ -39,8 +39,8 @@ func (f *Fake) StreamCreate(device int) (cudart.Stream, error) {
 func (f *Fake) StreamSynchronize(device int, s cudart.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.streamCall(callStreamSynchronize, device, s); x != nil {
-		return x.err("cudaStreamSynchronize(0x%x)", uintptr(s))
+	if x := f.streamCall(cudart.CallStreamSynchronize, device, s); x != nil {
+		return x.err(cudart.CallStreamSynchronize, "(0x%x)", uintptr(s))
 	}
 	return nil
 }
@@ -50,11 +50,11 @@ func (f *Fake) StreamSynchronize(device int, s cudart.Stream) error {
 func (f *Fake) StreamDestroy(device int, s cudart.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(callStreamDestroy, device); x != nil {
-		return x.err("cudaStreamDestroy(0x%x)", uintptr(s))
+	if x := f.check(cudart.CallStreamDestroy, device); x != nil {
+		return x.err(cudart.CallStreamDestroy, "(0x%x)", uintptr(s))
 	}
 	if _, ok := f.streams[s]; !ok {
-		return fail(400, "not a live stream from cudaStreamCreate").err("cudaStreamDestroy(0x%x)", uintptr(s))
+		return fail(400, "not a live stream from cudaStreamCreate").err(cudart.CallStreamDestroy, "(0x%x)", uintptr(s))
 	}
 	delete(f.streams, s)
 	return nil
@@ -65,18 +65,18 @@ func (f *Fake) StreamDestroy(device int, s cudart.Stream) error {
 func (f *Fake) MemcpyAsync(device int, dst, src cudart.Mem, kind cudart.MemcpyKind, s cudart.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.streamCall(callMemcpyAsync, device, s)
+	x := f.streamCall(cudart.CallMemcpyAsync, device, s)
 	if x == nil {
 		x = f.memcpy(device, dst, src, kind)
 	}
 	if x != nil {
-		return x.err("cudaMemcpyAsync(%s <- %s, %s, stream 0x%x)", dst, src, kind, uintptr(s))
+		return x.err(cudart.CallMemcpyAsync, "(%s <- %s, %s, stream 0x%x)", dst, src, kind, uintptr(s))
 	}
 	return nil
 }
 
 // streamCall enters call c and checks its device and stream.
-func (f *Fake) streamCall(c callID, device int, s cudart.Stream) *failure {
+func (f *Fake) streamCall(c cudart.Call, device int, s cudart.Stream) *failure {
 	if x := f.check(c, device); x != nil {
 		return x
 	}

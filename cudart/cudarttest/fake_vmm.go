@@ -7,6 +7,7 @@ import (
 
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // physical is memory from MemCreate. It is freed, and uncharged from its
@@ -22,7 +23,7 @@ type physical struct {
 }
 
 func (p *physical) describe() string {
-	s := fmt.Sprintf("physical memory handle %d (%s on device %d) from cuMemCreate (call #%d)", uint64(p.h), human(p.size), p.device, p.seq)
+	s := fmt.Sprintf("physical memory handle %d (%s on device %d) from cuMemCreate (call #%d)", uint64(p.h), bytesize.Format(p.size), p.device, p.seq)
 	if p.released {
 		s += ", released but still mapped"
 	}
@@ -41,7 +42,7 @@ type mapping struct {
 func (m *mapping) end() uint64 { return m.va + m.size }
 
 func (m *mapping) describe() string {
-	return fmt.Sprintf("mapping %s (%s of handle %d at offset %s) from cuMemMap (call #%d)", cudart.DevicePtr(m.va), human(m.size), uint64(m.phys.h), human(m.off), m.seq)
+	return fmt.Sprintf("mapping %s (%s of handle %d at offset %s) from cuMemMap (call #%d)", cudart.DevicePtr(m.va), bytesize.Format(m.size), uint64(m.phys.h), bytesize.Format(m.off), m.seq)
 }
 
 // maxReservation bounds one address reservation at 2^48 bytes, the virtual
@@ -53,8 +54,8 @@ const maxReservation = 1 << 48
 func (f *Fake) MemGetAllocationGranularity(device int, recommended bool) (uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(callMemGetAllocationGranularity, device); x != nil {
-		return 0, x.err("cuMemGetAllocationGranularity(device %d, recommended %t)", device, recommended)
+	if x := f.check(cudart.CallCuMemGetAllocationGranularity, device); x != nil {
+		return 0, x.err(cudart.CallCuMemGetAllocationGranularity, "(device %d, recommended %t)", device, recommended)
 	}
 	return f.opts.granularity, nil
 }
@@ -66,13 +67,13 @@ func (f *Fake) MemCreate(device int, size uint64) (cudart.PhysHandle, error) {
 	defer f.mu.Unlock()
 	h, x := f.memCreate(device, size)
 	if x != nil {
-		return 0, x.err("cuMemCreate(%s, device %d)", human(size), device)
+		return 0, x.err(cudart.CallCuMemCreate, "(%s, device %d)", bytesize.Format(size), device)
 	}
 	return h, nil
 }
 
 func (f *Fake) memCreate(device int, size uint64) (cudart.PhysHandle, *failure) {
-	if x := f.check(callMemCreate, device); x != nil {
+	if x := f.check(cudart.CallCuMemCreate, device); x != nil {
 		return 0, x
 	}
 	if x := f.granules("size", size, false); x != nil {
@@ -92,12 +93,12 @@ func (f *Fake) memCreate(device int, size uint64) (cudart.PhysHandle, *failure) 
 func (f *Fake) MemRelease(h cudart.PhysHandle) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.enter(callMemRelease); x != nil {
-		return x.err("cuMemRelease(%d)", uint64(h))
+	if x := f.enter(cudart.CallCuMemRelease); x != nil {
+		return x.err(cudart.CallCuMemRelease, "(%d)", uint64(h))
 	}
 	p, x := f.handle(h)
 	if x != nil {
-		return x.err("cuMemRelease(%d)", uint64(h))
+		return x.err(cudart.CallCuMemRelease, "(%d)", uint64(h))
 	}
 	p.released = true
 	f.collect(p)
@@ -113,20 +114,20 @@ func (f *Fake) MemAddressReserve(size, alignment uint64, hint cudart.DevicePtr) 
 	defer f.mu.Unlock()
 	p, x := f.reserve(size, alignment, uint64(hint))
 	if x != nil {
-		return 0, x.err("cuMemAddressReserve(%s, alignment %s, hint %s)", human(size), human(alignment), hint)
+		return 0, x.err(cudart.CallCuMemAddressReserve, "(%s, alignment %s, hint %s)", bytesize.Format(size), bytesize.Format(alignment), hint)
 	}
 	return p, nil
 }
 
 func (f *Fake) reserve(size, alignment, hint uint64) (cudart.DevicePtr, *failure) {
-	if x := f.enter(callMemAddressReserve); x != nil {
+	if x := f.enter(cudart.CallCuMemAddressReserve); x != nil {
 		return 0, x
 	}
 	if x := f.granules("size", size, false); x != nil {
 		return 0, x
 	}
 	if size > maxReservation {
-		return 0, fail(2, "asked for %s of address space, more than the %s a GPU offers", human(size), human(maxReservation))
+		return 0, fail(2, "asked for %s of address space, more than the %s a GPU offers", bytesize.Format(size), bytesize.Format(maxReservation))
 	}
 	if alignment == 0 {
 		alignment = f.opts.granularity
@@ -135,7 +136,7 @@ func (f *Fake) reserve(size, alignment, hint uint64) (cudart.DevicePtr, *failure
 		return 0, invalid("alignment %d is not a power of two", alignment)
 	}
 	alignment = max(alignment, f.opts.granularity)
-	r := &region{size: size, kind: kindReservation, seq: f.seq, call: callMemAddressReserve}
+	r := &region{size: size, kind: kindReservation, seq: f.seq, call: cudart.CallCuMemAddressReserve}
 	if hint >= spaceBase && align.Is(hint, alignment) && hint+size > hint && !f.overlaps(hint, size) {
 		r.base = hint
 		f.next = max(f.next, hint+size+guardGap)
@@ -152,13 +153,13 @@ func (f *Fake) MemAddressFree(p cudart.DevicePtr, size uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if x := f.addressFree(uint64(p), size); x != nil {
-		return x.err("cuMemAddressFree(%s, %s)", p, human(size))
+		return x.err(cudart.CallCuMemAddressFree, "(%s, %s)", p, bytesize.Format(size))
 	}
 	return nil
 }
 
 func (f *Fake) addressFree(a, size uint64) *failure {
-	if x := f.enter(callMemAddressFree); x != nil {
+	if x := f.enter(cudart.CallCuMemAddressFree); x != nil {
 		return x
 	}
 	r, x := f.reservation(a, size)
@@ -167,7 +168,7 @@ func (f *Fake) addressFree(a, size uint64) *failure {
 	}
 	switch {
 	case r.base != a || r.size != size:
-		return invalid("range [%s, +%s) is not the whole of %s", cudart.DevicePtr(a), human(size), r.describe())
+		return invalid("range [%s, +%s) is not the whole of %s", cudart.DevicePtr(a), bytesize.Format(size), r.describe())
 	case len(r.maps) > 0:
 		return invalid("%s still has %d mappings; unmap them first", r.describe(), len(r.maps))
 	}
@@ -182,13 +183,13 @@ func (f *Fake) MemMap(p cudart.DevicePtr, size, offset uint64, h cudart.PhysHand
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if x := f.memMap(uint64(p), size, offset, h); x != nil {
-		return x.err("cuMemMap(%s, %s, offset %s, handle %d)", p, human(size), human(offset), uint64(h))
+		return x.err(cudart.CallCuMemMap, "(%s, %s, offset %s, handle %d)", p, bytesize.Format(size), bytesize.Format(offset), uint64(h))
 	}
 	return nil
 }
 
 func (f *Fake) memMap(a, size, offset uint64, h cudart.PhysHandle) *failure {
-	if x := f.enter(callMemMap); x != nil {
+	if x := f.enter(cudart.CallCuMemMap); x != nil {
 		return x
 	}
 	if x := f.granules("address", a, true); x != nil {
@@ -205,7 +206,7 @@ func (f *Fake) memMap(a, size, offset uint64, h cudart.PhysHandle) *failure {
 		return x
 	}
 	if offset > p.size || size > p.size-offset {
-		return invalid("offset %s + size %s exceed %s", human(offset), human(size), p.describe())
+		return invalid("offset %s + size %s exceed %s", bytesize.Format(offset), bytesize.Format(size), p.describe())
 	}
 	r, x := f.reservation(a, size)
 	if x != nil {
@@ -227,13 +228,13 @@ func (f *Fake) MemUnmap(p cudart.DevicePtr, size uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if x := f.unmap(uint64(p), size); x != nil {
-		return x.err("cuMemUnmap(%s, %s)", p, human(size))
+		return x.err(cudart.CallCuMemUnmap, "(%s, %s)", p, bytesize.Format(size))
 	}
 	return nil
 }
 
 func (f *Fake) unmap(a, size uint64) *failure {
-	if x := f.enter(callMemUnmap); x != nil {
+	if x := f.enter(cudart.CallCuMemUnmap); x != nil {
 		return x
 	}
 	r, i, j, x := f.wholeMappings(a, size)
@@ -256,13 +257,13 @@ func (f *Fake) MemSetAccess(p cudart.DevicePtr, size uint64, devices []int) erro
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if x := f.setAccess(uint64(p), size, devices); x != nil {
-		return x.err("cuMemSetAccess(%s, %s, devices %v)", p, human(size), devices)
+		return x.err(cudart.CallCuMemSetAccess, "(%s, %s, devices %v)", p, bytesize.Format(size), devices)
 	}
 	return nil
 }
 
 func (f *Fake) setAccess(a, size uint64, devices []int) *failure {
-	if x := f.enter(callMemSetAccess); x != nil {
+	if x := f.enter(cudart.CallCuMemSetAccess); x != nil {
 		return x
 	}
 	if len(devices) == 0 {
@@ -325,7 +326,7 @@ func (f *Fake) wholeMappings(a, size uint64) (r *region, i, j int, x *failure) {
 		cur = r.maps[j].end()
 	}
 	if r.maps[i].va != a || cur != a+size {
-		return nil, 0, 0, invalid("range [%s, +%s) covers part of a mapping; it must cover whole mappings", cudart.DevicePtr(a), human(size))
+		return nil, 0, 0, invalid("range [%s, +%s) covers part of a mapping; it must cover whole mappings", cudart.DevicePtr(a), bytesize.Format(size))
 	}
 	return r, i, j, nil
 }
@@ -337,7 +338,7 @@ func (f *Fake) reservation(a, size uint64) (*region, *failure) {
 		return nil, invalid("%s is not in a range from cuMemAddressReserve", cudart.DevicePtr(a))
 	}
 	if size > r.end()-a {
-		return nil, invalid("range [%s, +%s) runs past the end of %s", cudart.DevicePtr(a), human(size), r.describe())
+		return nil, invalid("range [%s, +%s) runs past the end of %s", cudart.DevicePtr(a), bytesize.Format(size), r.describe())
 	}
 	return r, nil
 }
@@ -366,7 +367,7 @@ func (f *Fake) collect(p *physical) {
 // unless zeroOK.
 func (f *Fake) granules(what string, v uint64, zeroOK bool) *failure {
 	if (v == 0 && !zeroOK) || !align.Is(v, f.opts.granularity) {
-		return invalid("%s %s (0x%x) is not a non-zero multiple of the granularity %s", what, human(v), v, human(f.opts.granularity))
+		return invalid("%s %s (0x%x) is not a non-zero multiple of the granularity %s", what, bytesize.Format(v), v, bytesize.Format(f.opts.granularity))
 	}
 	return nil
 }

@@ -37,7 +37,7 @@ func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...SuiteOption) {
 		o(s)
 	}
 	count, err := rt.DeviceCount()
-	require.NoError(t, err, "cudaGetDeviceCount")
+	require.NoError(t, err, cudart.CallGetDeviceCount)
 	require.Greater(t, s.dev, -1, "suite device")
 	require.Less(t, s.dev, count, "the suite's device must exist")
 
@@ -56,22 +56,22 @@ func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...SuiteOption) {
 	t.Run("VirtualMemory", s.testVirtualMemory)
 }
 
-// once runs free at cleanup unless the returned function ran it first, so
-// that a test frees explicitly where it checks the effect and still frees
-// everything when an assertion stops it early.
-func once(t testing.TB, what string, free func() error) (freeNow func()) {
+// once runs free, which makes call c, at cleanup unless the returned function
+// ran it first, so that a test frees explicitly where it checks the effect
+// and still frees everything when an assertion stops it early.
+func once(t testing.TB, c cudart.Call, free func() error) (freeNow func()) {
 	done := false
 	run := func() {
 		if !done {
 			done = true
-			require.NoError(t, free(), what)
+			require.NoError(t, free(), c)
 		}
 	}
 	t.Cleanup(func() {
 		if !done {
 			done = true
 			if err := free(); err != nil {
-				t.Errorf("%s at cleanup: %v", what, err)
+				t.Errorf("%s at cleanup: %v", c, err)
 			}
 		}
 	})
@@ -82,9 +82,9 @@ func once(t testing.TB, what string, free func() error) (freeNow func()) {
 func (s *suite) malloc(t testing.TB, n uint64) cudart.DevicePtr {
 	t.Helper()
 	p, err := s.rt.Malloc(s.dev, n)
-	require.NoError(t, err, "cudaMalloc")
-	require.NotZero(t, p, "cudaMalloc")
-	once(t, "cudaFree", func() error { return s.rt.Free(s.dev, p) })
+	require.NoError(t, err, cudart.CallMalloc)
+	require.NotZero(t, p, cudart.CallMalloc)
+	once(t, cudart.CallFree, func() error { return s.rt.Free(s.dev, p) })
 	return p
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,11 +14,11 @@ import (
 // pinned allocates pinned host memory freed at cleanup.
 func (s *suite) pinned(t testing.TB, n uint64) []byte {
 	t.Helper()
-	p, err := s.rt.MallocHost(s.dev, n)
-	require.NoError(t, err, "cudaMallocHost")
-	require.NotNil(t, p, "cudaMallocHost")
-	once(t, "cudaFreeHost", func() error { return s.rt.FreeHost(p) })
-	return cudart.HostSlice(p, n)
+	b, err := s.rt.MallocHost(s.dev, n)
+	require.NoError(t, err, cudart.CallMallocHost)
+	require.Len(t, b, int(n), cudart.CallMallocHost)
+	once(t, cudart.CallFreeHost, func() error { return s.rt.FreeHost(b) })
+	return b
 }
 
 func (s *suite) testPinnedHost(t *testing.T) {
@@ -58,27 +57,26 @@ func (s *suite) testHostAlloc(t *testing.T) {
 	const n = 64*kib + 1
 	for flags := cudart.HostAllocFlags(0); flags <= cudart.HostAllocPortable|cudart.HostAllocMapped|cudart.HostAllocWriteCombined; flags++ {
 		t.Run(flags.String(), func(t *testing.T) {
-			p, err := ha.HostAlloc(s.dev, n, flags)
+			b, err := ha.HostAlloc(s.dev, n, flags)
 			require.NoError(t, err)
-			require.NotNil(t, p)
-			once(t, "cudaFreeHost", func() error { return s.rt.FreeHost(p) })
-			b := cudart.HostSlice(p, n)
+			require.Len(t, b, n)
+			once(t, cudart.CallFreeHost, func() error { return s.rt.FreeHost(b) })
 			want := pattern(uint64(30+flags), n)
 			copy(b, want)
 			assert.True(t, bytes.Equal(want, b), "host memory does not hold what was written")
 			if flags&cudart.HostAllocMapped != 0 {
-				s.checkMappedAliases(t, ha, p, b)
+				s.checkMappedAliases(t, ha, b)
 			}
 		})
 	}
 }
 
-// checkMappedAliases checks that mapped host memory b, starting at p, has a
-// device address through which device calls see and change the same bytes.
-func (s *suite) checkMappedAliases(t *testing.T, ha cudart.HostAllocator, p unsafe.Pointer, b []byte) {
+// checkMappedAliases checks that mapped host memory b has a device address
+// through which device calls see and change the same bytes.
+func (s *suite) checkMappedAliases(t *testing.T, ha cudart.HostAllocator, b []byte) {
 	t.Helper()
 	n := uint64(len(b))
-	dp, err := ha.HostGetDevicePointer(s.dev, p)
+	dp, err := ha.HostGetDevicePointer(s.dev, b)
 	require.NoError(t, err, "mapped host memory has a device pointer")
 	require.NotZero(t, dp)
 	seen := make([]byte, n)
@@ -102,7 +100,7 @@ func (s *suite) testHostRegister(t *testing.T) {
 
 	t.Run("RoundTrip", func(t *testing.T) {
 		require.NoError(t, hr.HostRegister(s.dev, b, cudart.HostRegisterDefault))
-		once(t, "cudaHostUnregister", func() error { return hr.HostUnregister(s.dev, b) })
+		once(t, cudart.CallHostUnregister, func() error { return hr.HostUnregister(s.dev, b) })
 		copy(b, pattern(40, n))
 		d := s.malloc(t, n)
 		require.NoError(t, s.rt.Memcpy(s.dev, cudart.DeviceMem(d, n), cudart.HostMem(b), cudart.HostToDevice))
@@ -110,7 +108,7 @@ func (s *suite) testHostRegister(t *testing.T) {
 	})
 	t.Run("TwiceIsAlreadyRegistered", func(t *testing.T) {
 		require.NoError(t, hr.HostRegister(s.dev, b, cudart.HostRegisterDefault))
-		unregister := once(t, "cudaHostUnregister", func() error { return hr.HostUnregister(s.dev, b) })
+		unregister := once(t, cudart.CallHostUnregister, func() error { return hr.HostUnregister(s.dev, b) })
 		err := hr.HostRegister(s.dev, b, cudart.HostRegisterDefault)
 		assert.ErrorIs(t, err, cudart.ErrHostMemoryAlreadyRegistered)
 		unregister()
@@ -127,9 +125,9 @@ func (s *suite) testHostRegister(t *testing.T) {
 			t.Skip("runtime does not implement cudart.HostAllocator (HostGetDevicePointer)")
 		}
 		require.NoError(t, hr.HostRegister(s.dev, b, cudart.HostRegisterMapped))
-		once(t, "cudaHostUnregister", func() error { return hr.HostUnregister(s.dev, b) })
+		once(t, cudart.CallHostUnregister, func() error { return hr.HostUnregister(s.dev, b) })
 		copy(b, pattern(41, n))
-		s.checkMappedAliases(t, ha, unsafe.Pointer(&b[0]), b)
+		s.checkMappedAliases(t, ha, b)
 	})
 	t.Run("AgainAfterUnregister", func(t *testing.T) {
 		for i := range 2 {

@@ -22,7 +22,7 @@ func (s *suite) testStreams(t *testing.T) {
 	t.Run("CreatedStream", func(t *testing.T) {
 		stream, err := st.StreamCreate(s.dev)
 		require.NoError(t, err)
-		once(t, "cudaStreamDestroy", func() error { return st.StreamDestroy(s.dev, stream) })
+		once(t, cudart.CallStreamDestroy, func() error { return st.StreamDestroy(s.dev, stream) })
 		copy(in, pattern(50, n))
 		clear(out)
 		require.NoError(t, st.MemcpyAsync(s.dev, cudart.DeviceMem(d, n), cudart.HostMem(in), cudart.HostToDevice, stream))
@@ -54,7 +54,7 @@ func (s *suite) testManaged(t *testing.T) {
 	p, err := m.MallocManaged(s.dev, n, cudart.MemAttachGlobal)
 	require.NoError(t, err)
 	require.NotZero(t, p)
-	once(t, "cudaFree(managed)", func() error { return s.rt.Free(s.dev, p) })
+	once(t, cudart.CallFree, func() error { return s.rt.Free(s.dev, p) })
 	assert.True(t, align.Is(uint64(p), align.CUDA), "managed memory %s is 256-byte aligned", p)
 
 	want := pattern(60, n)
@@ -88,7 +88,7 @@ func (s *suite) testAsync(t *testing.T) {
 		p, err := a.MallocAsync(s.dev, n, 0)
 		require.NoError(t, err)
 		require.NotZero(t, p)
-		freeNow := once(t, "cudaFreeAsync", func() error {
+		freeNow := once(t, cudart.CallFreeAsync, func() error {
 			if err := a.FreeAsync(s.dev, p, 0); err != nil {
 				return err
 			}

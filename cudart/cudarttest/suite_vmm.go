@@ -44,8 +44,8 @@ func (s *suite) testVirtualMemory(t *testing.T) {
 func (v *vmm) create(t testing.TB, size uint64) (cudart.PhysHandle, func()) {
 	t.Helper()
 	h, err := v.vm.MemCreate(v.dev, size)
-	require.NoError(t, err, "cuMemCreate")
-	return h, once(t, "cuMemRelease", func() error { return v.vm.MemRelease(h) })
+	require.NoError(t, err, cudart.CallCuMemCreate)
+	return h, once(t, cudart.CallCuMemRelease, func() error { return v.vm.MemRelease(h) })
 }
 
 // reserve reserves address space freed at cleanup. Cleanups run in reverse,
@@ -53,9 +53,9 @@ func (v *vmm) create(t testing.TB, size uint64) (cudart.PhysHandle, func()) {
 func (v *vmm) reserve(t testing.TB, size uint64, hint cudart.DevicePtr) cudart.DevicePtr {
 	t.Helper()
 	p, err := v.vm.MemAddressReserve(size, 0, hint)
-	require.NoError(t, err, "cuMemAddressReserve")
+	require.NoError(t, err, cudart.CallCuMemAddressReserve)
 	require.NotZero(t, p)
-	once(t, "cuMemAddressFree", func() error { return v.vm.MemAddressFree(p, size) })
+	once(t, cudart.CallCuMemAddressFree, func() error { return v.vm.MemAddressFree(p, size) })
 	return p
 }
 
@@ -63,9 +63,9 @@ func (v *vmm) reserve(t testing.TB, size uint64, hint cudart.DevicePtr) cudart.D
 // device, and returns the unmap.
 func (v *vmm) mapAt(t testing.TB, p cudart.DevicePtr, size uint64, h cudart.PhysHandle) func() {
 	t.Helper()
-	require.NoError(t, v.vm.MemMap(p, size, 0, h), "cuMemMap")
-	unmap := once(t, "cuMemUnmap", func() error { return v.vm.MemUnmap(p, size) })
-	require.NoError(t, v.vm.MemSetAccess(p, size, []int{v.dev}), "cuMemSetAccess")
+	require.NoError(t, v.vm.MemMap(p, size, 0, h), cudart.CallCuMemMap)
+	unmap := once(t, cudart.CallCuMemUnmap, func() error { return v.vm.MemUnmap(p, size) })
+	require.NoError(t, v.vm.MemSetAccess(p, size, []int{v.dev}), cudart.CallCuMemSetAccess)
 	return unmap
 }
 

@@ -42,11 +42,11 @@ func allocGo(_ cudart.Full, size uint64) (memory, error) {
 }
 
 func allocMallocHost(rt cudart.Full, size uint64) (memory, error) {
-	p, err := rt.MallocHost(0, size)
+	b, err := rt.MallocHost(0, size)
 	if err != nil {
 		return memory{}, err
 	}
-	return memory{b: cudart.HostSlice(p, size), via: "cudaMallocHost", free: func() error { return rt.FreeHost(p) }}, nil
+	return memory{b: b, via: "cudaMallocHost", free: func() error { return rt.FreeHost(b) }}, nil
 }
 
 func allocPinned(m pinned.Method) func(cudart.Full, uint64) (memory, error) {

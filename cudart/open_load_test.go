@@ -1,5 +1,3 @@
-//go:build cgo
-
 package cudart
 
 import (
@@ -68,15 +66,16 @@ func TestOpenNonCUDALibrary(t *testing.T) {
 }
 
 func TestOpenDriverMissingIsNotFatal(t *testing.T) {
-	// A failed load leaves the table alone, so none is needed here.
-	path, err := openDriver(nil, []string{"/nonexistent/libcuda.so.1"})
+	b := &library{}
+	path, err := b.open(DriverLibrary, []string{"/nonexistent/libcuda.so.1"}, rtldNoDelete)
 	assert.Empty(t, path)
 	assert.ErrorIs(t, err, ErrNoDriverLibrary)
 	assert.Contains(t, err.Error(), "/nonexistent/libcuda.so.1: ")
 
-	path, err = openDriver(nil, []string{"/nonexistent/libcuda.so.1", "libm.so.6"})
+	path, err = b.open(DriverLibrary, []string{"/nonexistent/libcuda.so.1", "libm.so.6"}, rtldNoDelete)
 	assert.Empty(t, path)
 	assert.ErrorIs(t, err, ErrNoDriverLibrary)
 	assert.ErrorIs(t, err, ErrSymbolNotFound)
 	assert.Contains(t, err.Error(), "libm.so.6: lacks 13 of the 13 functions needed: cuGetErrorName, ")
+	assert.Equal(t, library{}, *b, "a failed load changes nothing")
 }

@@ -1,0 +1,112 @@
+package cudarttest_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
+)
+
+// TestFakeAndSuiteMakeEveryCallOfTheTable: the conformance suite, run on the
+// fake, makes every call of cudart's table but the binding's own, and
+// nothing else, so no name can drift between the binding, the fake and the
+// suite; and FailCall accepts every one of those names.
+func TestFakeAndSuiteMakeEveryCallOfTheTable(t *testing.T) {
+	f := cudarttest.NewFakeT(t)
+	cudarttest.TestRuntime(t, f)
+	made := map[string]bool{}
+	for _, name := range f.Calls() {
+		c, err := cudart.LookupCall(name)
+		require.NoError(t, err, "the fake recorded a call outside the table")
+		assert.NotEqual(t, cudart.Binding, c.Capability(), "%s is the binding's own", c)
+		made[name] = true
+	}
+	for _, c := range cudart.Calls() {
+		if c.Capability() == cudart.Binding {
+			continue
+		}
+		assert.True(t, made[c.String()], "the suite never makes %s (%s)", c, c.Capability())
+		assert.NoError(t, f.FailCall(c.String(), 999), "FailCall(%q)", c)
+	}
+	f.ClearFaults()
+}
+
+// fakeMethods calls each method of cudart.Full on f once, by name, with
+// arguments good enough for the fake to make its calls.
+func fakeMethods(f *cudarttest.Fake) map[string]func() {
+	host := make([]byte, 64)
+	d := cudart.DeviceMem(0x1000, 64)
+	h := cudart.HostMem(host)
+	return map[string]func(){
+		"DeviceCount":                 func() { _, _ = f.DeviceCount() },
+		"MemGetInfo":                  func() { _, _, _ = f.MemGetInfo(0) },
+		"Malloc":                      func() { _, _ = f.Malloc(0, 64) },
+		"Free":                        func() { _ = f.Free(0, 0x1000) },
+		"MallocHost":                  func() { _, _ = f.MallocHost(0, 0) },
+		"FreeHost":                    func() { _ = f.FreeHost(host) },
+		"Memcpy":                      func() { _ = f.Memcpy(0, d, h, cudart.HostToDevice) },
+		"Memset":                      func() { _ = f.Memset(0, 0x1000, 7, 64) },
+		"DeviceSynchronize":           func() { _ = f.DeviceSynchronize(0) },
+		"StreamCreate":                func() { _, _ = f.StreamCreate(0) },
+		"StreamSynchronize":           func() { _ = f.StreamSynchronize(0, 0) },
+		"StreamDestroy":               func() { _ = f.StreamDestroy(0, 1) },
+		"MemcpyAsync":                 func() { _ = f.MemcpyAsync(0, h, d, cudart.DeviceToHost, 0) },
+		"HostAlloc":                   func() { _, _ = f.HostAlloc(0, 0, cudart.HostAllocMapped) },
+		"HostGetDevicePointer":        func() { _, _ = f.HostGetDevicePointer(0, host) },
+		"GetDeviceFlags":              func() { _, _ = f.GetDeviceFlags(0) },
+		"SetDeviceFlags":              func() { _ = f.SetDeviceFlags(0, cudart.DeviceMapHost) },
+		"HostRegister":                func() { _ = f.HostRegister(0, nil, cudart.HostRegisterMapped) },
+		"HostUnregister":              func() { _ = f.HostUnregister(0, host) },
+		"MallocManaged":               func() { _, _ = f.MallocManaged(0, 0, cudart.MemAttachGlobal) },
+		"MemPrefetchAsync":            func() { _ = f.MemPrefetchAsync(0, 0x1000, 64, cudart.CPUDevice, 0) },
+		"MallocAsync":                 func() { _, _ = f.MallocAsync(0, 0, 0) },
+		"FreeAsync":                   func() { _ = f.FreeAsync(0, 0x1000, 0) },
+		"MemPoolReleaseThreshold":     func() { _, _ = f.MemPoolReleaseThreshold(0) },
+		"SetMemPoolReleaseThreshold":  func() { _ = f.SetMemPoolReleaseThreshold(0, 1<<20) },
+		"SetDevice":                   func() { _ = f.SetDevice(0) },
+		"DeviceGetLimit":              func() { _, _ = f.DeviceGetLimit(0, cudart.LimitMallocHeapSize) },
+		"DeviceSetLimit":              func() { _ = f.DeviceSetLimit(0, cudart.LimitMallocHeapSize, 1<<24) },
+		"RuntimeVersion":              func() { _, _ = f.RuntimeVersion() },
+		"DriverVersion":               func() { _, _ = f.DriverVersion() },
+		"DeviceName":                  func() { _, _ = f.DeviceName(0) },
+		"MemGetAllocationGranularity": func() { _, _ = f.MemGetAllocationGranularity(0, true) },
+		"MemCreate":                   func() { _, _ = f.MemCreate(0, 1) },
+		"MemRelease":                  func() { _ = f.MemRelease(1) },
+		"MemAddressReserve":           func() { _, _ = f.MemAddressReserve(1, 0, 0) },
+		"MemAddressFree":              func() { _ = f.MemAddressFree(0x1000, 1) },
+		"MemMap":                      func() { _ = f.MemMap(0x1000, 1, 0, 1) },
+		"MemUnmap":                    func() { _ = f.MemUnmap(0x1000, 1) },
+		"MemSetAccess":                func() { _ = f.MemSetAccess(0x1000, 1, []int{0}) },
+	}
+}
+
+// TestFakeMethodsMakeTheTablesCalls: each method of the fake makes exactly
+// the calls cudart's table says the binding's method makes, in order, so
+// that a test counting or failing the fake's calls holds for CUDA too.
+func TestFakeMethodsMakeTheTablesCalls(t *testing.T) {
+	for name := range fakeMethods(cudarttest.NewFake()) {
+		assert.NotEmpty(t, cudart.CallsOf(name), "%s makes no call of cudart's table", name)
+	}
+	var tableMethods []string
+	for _, c := range cudart.Calls() {
+		tableMethods = append(tableMethods, c.Methods()...)
+	}
+	slices.Sort(tableMethods)
+	for _, name := range slices.Compact(tableMethods) {
+		t.Run(name, func(t *testing.T) {
+			f := cudarttest.NewFake()
+			call, ok := fakeMethods(f)[name]
+			require.True(t, ok, "no call of %s here", name)
+			call()
+			var want []string
+			for _, c := range cudart.CallsOf(name) {
+				want = append(want, c.String())
+			}
+			assert.Equal(t, want, f.Calls())
+		})
+	}
+}

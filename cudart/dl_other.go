@@ -1,0 +1,18 @@
+//go:build !(darwin || freebsd || linux || netbsd)
+
+package cudart
+
+import "runtime"
+
+// load fails where purego has no dlopen (Windows): the binding loads CUDA on
+// Unix only, and the fake in cudarttest works everywhere.
+func load(runtimes, _ []string) (loaded, error) {
+	le := &LoadError{Library: RuntimeLibrary.String(), Err: ErrLibraryNotFound}
+	for _, p := range runtimes {
+		le.Tried = append(le.Tried, p+": no dlopen on "+runtime.GOOS)
+	}
+	return loaded{}, le
+}
+
+// close has nothing to unload.
+func (b *library) close() {}

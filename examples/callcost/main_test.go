@@ -1,0 +1,29 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCallCostOnTheFake(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"-runtime=fake", "-rounds", "3", "-calls", "100"}, &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+	for _, want := range []string{"runtime: fake", "build: ", "CGO_ENABLED=", "median ns/call", "cudaMemGetInfo(0)", "cudaMemcpy 4 B D2D", " 300 "} {
+		assert.Contains(t, out.String(), want)
+	}
+}
+
+func TestCallCostRefusesBadCounts(t *testing.T) {
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 2, run([]string{"-runtime=fake", "-calls", "0"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "must be at least 1")
+}
+
+func TestMedian(t *testing.T) {
+	assert.Equal(t, 2.0, median([]float64{1, 2, 9}))
+	assert.Equal(t, 2.5, median([]float64{1, 2, 3, 9}))
+}
