@@ -247,7 +247,7 @@ func (c faultCase) failAt(t *testing.T, n int, call string) {
 		before, liveBefore = p.Stats(), f.Live()
 	}
 	f.ResetCalls()
-	f.FailNth(n, faultCode)
+	require.NoError(t, f.FailNth(n, faultCode))
 	p, err := c.run(f, p)
 	f.ClearFaults()
 	require.GreaterOrEqual(t, len(f.Calls()), n, "the step made fewer calls than when probed")

@@ -208,7 +208,7 @@ func (r *fuzzRun) call(fn func() error) (error, bool) {
 	}
 	r.f.ClearFaults()
 	r.f.ResetCalls()
-	r.f.FailNth(r.armed, r.armedCode)
+	require.NoError(r.t, r.f.FailNth(r.armed, r.armedCode))
 	err := fn()
 	fired := len(r.f.Calls()) >= r.armed
 	r.f.ClearFaults()

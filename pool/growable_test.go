@@ -103,7 +103,7 @@ func TestGrowthFaultSweep(t *testing.T) {
 
 			b, err := p.WantDevice(20 * mib)
 			require.NoError(t, err)
-			f.FailNth(i+1, 2)
+			require.NoError(t, f.FailNth(i+1, 2))
 			err = p.Satisfy()
 			require.Error(t, err)
 			assert.ErrorIs(t, err, cudart.ErrMemoryAllocation)

@@ -66,7 +66,7 @@ func TestMallocHeap(t *testing.T) {
 	assert.Zero(t, q.MallocHeap())
 
 	g := cudarttest.NewFakeT(t)
-	g.FailCall("cudaDeviceSetLimit", 36)
+	require.NoError(t, g.FailCall("cudaDeviceSetLimit", 36))
 	_, err = pool.New(g, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithMallocHeap(64*mib))
 	require.Error(t, err)
 	assert.ErrorContains(t, err, "cannot change once a kernel using malloc is loaded")

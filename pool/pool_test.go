@@ -287,7 +287,7 @@ func TestNewFaultSweep(t *testing.T) {
 	for i, name := range calls {
 		t.Run(name, func(t *testing.T) {
 			f := cudarttest.NewFakeT(t)
-			f.FailNth(i+1, 2)
+			require.NoError(t, f.FailNth(i+1, 2))
 			p, err := pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib))
 			if name == "cudaHostRegister" {
 				require.NoError(t, err, "a refused registration falls back to cudaHostAlloc")
@@ -309,7 +309,7 @@ func TestReleaseAllWaitsForTheDeviceAndKeepsStateWhenThatFails(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, p.Commit())
 
-	f.FailCall("cudaDeviceSynchronize", 700)
+	require.NoError(t, f.FailCall("cudaDeviceSynchronize", 700))
 	err = p.ReleaseAll()
 	assert.ErrorIs(t, err, cudart.ErrIllegalAddress)
 	_, err = b.Ptr()
@@ -336,7 +336,7 @@ func TestCloseFaultIsRetried(t *testing.T) {
 			f := cudarttest.NewFakeT(t)
 			p, err := pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib), pool.WithHostPinning(tt.method))
 			require.NoError(t, err)
-			f.FailCall(call, 1)
+			require.NoError(t, f.FailCall(call, 1))
 			err = p.Close()
 			assert.ErrorIs(t, err, cudart.ErrInvalidValue)
 			f.ClearFaults()

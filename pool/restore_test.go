@@ -18,7 +18,7 @@ func TestAFailedNewRestoresTheMallocHeap(t *testing.T) {
 	require.NoError(t, err)
 	// The second cudaDeviceGetLimit of New reads what was granted: the
 	// heap is already set when it fails.
-	f.FailCallNth("cudaDeviceGetLimit", 2, cudart.ErrInvalidValue.Code)
+	require.NoError(t, f.FailCallNth("cudaDeviceGetLimit", 2, cudart.ErrInvalidValue.Code))
 	_, err = pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithMallocHeap(64*mib))
 	require.ErrorIs(t, err, cudart.ErrInvalidValue)
 	f.ClearFaults()
@@ -81,7 +81,7 @@ func TestAFailedWaitInCloseStillFrees(t *testing.T) {
 	f := cudarttest.NewFakeT(t)
 	p, err := pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(0))
 	require.NoError(t, err)
-	f.FailCall("cudaDeviceSynchronize", cudart.ErrIllegalAddress.Code)
+	require.NoError(t, f.FailCall("cudaDeviceSynchronize", cudart.ErrIllegalAddress.Code))
 	err = p.Close()
 	assert.ErrorIs(t, err, cudart.ErrIllegalAddress)
 	assert.ErrorContains(t, err, "wait for device 0")

@@ -151,7 +151,7 @@ func TestArenaTrimThatFailsKeepsTheGrowth(t *testing.T) {
 	defer func() { require.NoError(t, a.Close()) }()
 	require.NoError(t, a.Ensure(g))
 	require.NoError(t, a.Ensure(4*g))
-	f.FailCall("cuMemUnmap", 1)
+	require.NoError(t, f.FailCall("cuMemUnmap", 1))
 	require.ErrorIs(t, a.Trim(0), cudart.ErrInvalidValue)
 	f.ClearFaults()
 	assert.Equal(t, uint64(4*g), a.Mapped(), "what failed to unmap is still counted as mapped")
@@ -165,7 +165,7 @@ func TestArenaTrimWhoseReleaseFailsRetriesAtClose(t *testing.T) {
 	a, err := vmem.NewArena(f, 0, 8*g)
 	require.NoError(t, err)
 	require.NoError(t, a.Ensure(4*g))
-	f.FailCallNth("cuMemRelease", 1, 999)
+	require.NoError(t, f.FailCallNth("cuMemRelease", 1, 999))
 	require.NoError(t, a.Trim(0), "the memory is unmapped; its release is retried")
 	assert.Zero(t, a.Mapped())
 	assert.Equal(t, 1, f.Live().PhysAllocs, "the release failed")
@@ -194,7 +194,7 @@ func TestArenaCloseThatFailsIsRetried(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, a.Ensure(g))
 			require.NoError(t, a.Ensure(2*g))
-			f.FailCallNth(call, 1, 999)
+			require.NoError(t, f.FailCallNth(call, 1, 999))
 			err = a.Close()
 			require.Error(t, err)
 			assert.ErrorIs(t, err, cudart.NewError("", 999))
@@ -228,7 +228,7 @@ func TestNewArenaRejects(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(t)
 			if tc.fault != "" {
-				f.FailCall(tc.fault, 101)
+				require.NoError(t, f.FailCall(tc.fault, 101))
 			}
 			a, err := vmem.NewArena(f, 0, tc.max, tc.opts...)
 			assert.Nil(t, a)

@@ -143,7 +143,7 @@ func TestGrowthFailingAtEveryCallChangesNothing(t *testing.T) {
 					f := newFake(t, cudarttest.WithDevices(c.devices))
 					s := c.setup(t, f)
 					before, live := s.shape(), f.Live()
-					f.FailNth(i+1, 2)
+					require.NoError(t, f.FailNth(i+1, 2))
 					err := s.grow()
 					f.ClearFaults()
 					if err != nil {
@@ -176,8 +176,8 @@ func TestGrowthWhoseUndoFailsLeaksNothing(t *testing.T) {
 					f := newFake(t, cudarttest.WithDevices(c.devices))
 					s := c.setup(t, f)
 					before := s.shape()
-					f.FailNth(i+1, 2)
-					f.FailNth(i+2, 2)
+					require.NoError(t, f.FailNth(i+1, 2))
+					require.NoError(t, f.FailNth(i+2, 2))
 					err := s.grow()
 					f.ClearFaults()
 					if err != nil {

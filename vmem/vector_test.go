@@ -264,7 +264,7 @@ func TestVectorCloseThatFailsIsRetried(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, v.Grow(g))
 			require.NoError(t, v.Grow(4*g))
-			f.FailCallNth(call, 1, 999)
+			require.NoError(t, f.FailCallNth(call, 1, 999))
 			require.Error(t, v.Close())
 			assert.False(t, f.Live().Empty())
 			assert.ErrorIs(t, v.Grow(8*g), vmem.ErrClosed)
