@@ -25,12 +25,12 @@ func reserveFixedDevice(rt cudart.Runtime, dev int, n uint64) (*fixedDevice, err
 	return &fixedDevice{rt: rt, dev: dev, base: ptr, size: n}, nil
 }
 
-func (a *fixedDevice) capacity() uint64         { return a.size }
-func (a *fixedDevice) back(uint64) error        { return nil }
-func (a *fixedDevice) device() cudart.DevicePtr { return a.base }
-func (a *fixedDevice) host() []byte             { return nil }
-func (a *fixedDevice) release() error           { return nil }
-func (a *fixedDevice) stats(*ArenaStats)        {}
+func (a *fixedDevice) capacity() uint64              { return a.size }
+func (a *fixedDevice) back(uint64) error             { return nil }
+func (a *fixedDevice) device() cudart.DevicePtr      { return a.base }
+func (a *fixedDevice) host() []byte                  { return nil }
+func (a *fixedDevice) release() error                { return nil }
+func (a *fixedDevice) stats(s ArenaStats) ArenaStats { return s }
 
 func (a *fixedDevice) close() error {
 	if a.closed {

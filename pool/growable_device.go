@@ -55,7 +55,10 @@ func reserveGrowableDevice(rt cudart.Runtime, dev int, maxBytes uint64, peers []
 func (a *growableDevice) capacity() uint64         { return a.va.Max() }
 func (a *growableDevice) device() cudart.DevicePtr { return a.va.Base() }
 func (a *growableDevice) host() []byte             { return nil }
-func (a *growableDevice) stats(s *ArenaStats)      { s.Mapped = a.va.Mapped() }
+func (a *growableDevice) stats(s ArenaStats) ArenaStats {
+	s.Mapped = a.va.Mapped()
+	return s
+}
 
 func (a *growableDevice) back(end uint64) error {
 	if err := a.va.Ensure(end); err != nil {

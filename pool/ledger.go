@@ -139,6 +139,5 @@ func (l *ledger) stats() ArenaStats {
 	if l.unshared > l.used {
 		s.Saved = l.unshared - l.used
 	}
-	l.mem.stats(&s)
-	return s
+	return l.mem.stats(s)
 }

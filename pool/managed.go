@@ -51,12 +51,12 @@ func reserveManaged(rt cudart.Runtime, dev int, n uint64) (*managedArena, error)
 	return &managedArena{rt: rt, m: m, dev: dev, base: ptr, size: n}, nil
 }
 
-func (a *managedArena) capacity() uint64         { return a.size }
-func (a *managedArena) back(uint64) error        { return nil }
-func (a *managedArena) device() cudart.DevicePtr { return a.base }
-func (a *managedArena) host() []byte             { return nil }
-func (a *managedArena) release() error           { return nil }
-func (a *managedArena) stats(*ArenaStats)        {}
+func (a *managedArena) capacity() uint64              { return a.size }
+func (a *managedArena) back(uint64) error             { return nil }
+func (a *managedArena) device() cudart.DevicePtr      { return a.base }
+func (a *managedArena) host() []byte                  { return nil }
+func (a *managedArena) release() error                { return nil }
+func (a *managedArena) stats(s ArenaStats) ArenaStats { return s }
 
 func (a *managedArena) close() error {
 	if a.closed {

@@ -52,12 +52,12 @@ func reservePinnedHost(rt cudart.Runtime, dev int, n uint64, cfg *config) (*pinn
 	return a, nil
 }
 
-func (a *pinnedHost) capacity() uint64         { return uint64(len(a.bytes)) }
-func (a *pinnedHost) back(uint64) error        { return nil }
-func (a *pinnedHost) device() cudart.DevicePtr { return a.devPtr }
-func (a *pinnedHost) host() []byte             { return a.bytes }
-func (a *pinnedHost) release() error           { return nil }
-func (a *pinnedHost) stats(*ArenaStats)        {}
+func (a *pinnedHost) capacity() uint64              { return uint64(len(a.bytes)) }
+func (a *pinnedHost) back(uint64) error             { return nil }
+func (a *pinnedHost) device() cudart.DevicePtr      { return a.devPtr }
+func (a *pinnedHost) host() []byte                  { return a.bytes }
+func (a *pinnedHost) release() error                { return nil }
+func (a *pinnedHost) stats(s ArenaStats) ArenaStats { return s }
 
 func (a *pinnedHost) close() error {
 	if a.freed {

@@ -8,7 +8,10 @@ import (
 // WantOption configures one request: Name or Live. The pool applies a
 // request's options before it takes its lock.
 type WantOption interface {
-	applyWant(*request) error
+	// applyWant takes and returns the request by value: a pointer passed
+	// through an interface call escapes, which would cost an allocation on
+	// every request.
+	applyWant(request) (request, error)
 }
 
 // request is what the options of one Want call say, gathered before the pool
@@ -25,9 +28,9 @@ func Name(name string) WantOption { return nameOption(name) }
 
 type nameOption string
 
-func (o nameOption) applyWant(r *request) error {
+func (o nameOption) applyWant(r request) (request, error) {
 	r.name = string(o)
-	return nil
+	return r, nil
 }
 
 // MaxStep is the largest step a lifetime may name.
@@ -42,27 +45,28 @@ func Live(first, last int) WantOption { return liveOption{first, last} }
 
 type liveOption struct{ first, last int }
 
-func (o liveOption) applyWant(r *request) error {
+func (o liveOption) applyWant(r request) (request, error) {
 	if o.first < 0 || o.last < o.first || o.last > MaxStep {
-		return fmt.Errorf("%w: %s: lifetime [%d, %d] must satisfy 0 <= first <= last <= %d",
+		return r, fmt.Errorf("%w: %s: lifetime [%d, %d] must satisfy 0 <= first <= last <= %d",
 			ErrInvalidRequest, r.label(), o.first, o.last, MaxStep)
 	}
 	r.first, r.last, r.hasLife = int32(o.first), int32(o.last), true
-	return nil
+	return r, nil
 }
 
 // wholeFirst and wholeLast are the step range of a buffer without Live: it
 // conflicts with every other buffer.
 const wholeFirst, wholeLast = 0, math.MaxInt32
 
-// newRequest gathers opts for a request of size bytes.
-func newRequest(size uint64, opts []WantOption) (request, error) {
-	r := request{size: size}
+// with is r with opts applied in order. It is kept out of the request fast
+// path, which has no options.
+func (r request) with(opts []WantOption) (request, error) {
 	for i, o := range opts {
 		if o == nil {
 			return request{}, fmt.Errorf("%w: %s: option %d of %d is nil", ErrInvalidRequest, r.label(), i+1, len(opts))
 		}
-		if err := o.applyWant(&r); err != nil {
+		var err error
+		if r, err = o.applyWant(r); err != nil {
 			return request{}, err
 		}
 	}
@@ -70,7 +74,7 @@ func newRequest(size uint64, opts []WantOption) (request, error) {
 }
 
 // label is how errors name the request: its Name, or its size.
-func (r *request) label() string {
+func (r request) label() string {
 	if r.name != "" {
 		return fmt.Sprintf("request %q", r.name)
 	}

@@ -21,12 +21,15 @@ func (p *Pool) WantHost(size uint64, opts ...WantOption) (*Buffer, error) {
 }
 
 func (p *Pool) want(kind Arena, size uint64, opts []WantOption) (*Buffer, error) {
-	if err := p.valid(); err != nil {
-		return nil, err
+	if p == nil {
+		return nil, p.valid()
 	}
-	r, err := newRequest(size, opts)
-	if err != nil {
-		return nil, p.closedOr(err)
+	r := request{size: size}
+	if len(opts) > 0 {
+		var err error
+		if r, err = r.with(opts); err != nil {
+			return nil, p.closedOr(err)
+		}
 	}
 	// Unlocked by hand, not deferred: measured 3 ns a request faster on an
 	// H200 host, about 6% of the whole cost of placing a buffer. queue runs
@@ -44,9 +47,12 @@ func (p *Pool) want(kind Arena, size uint64, opts []WantOption) (*Buffer, error)
 	return b, nil
 }
 
-// closedOr is ErrClosed on a closed pool, whatever else was wrong with a
-// call, else err.
+// closedOr is ErrClosed on a closed pool or one New did not make, whatever
+// else was wrong with a call, else err.
 func (p *Pool) closedOr(err error) error {
+	if p.rt == nil {
+		return p.valid()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -77,6 +83,8 @@ func (p *Pool) refusal(kind Arena, r *request) error {
 	s := p.arenas[kind]
 	what := kind.String() + " " + r.label()
 	switch {
+	case p.rt == nil:
+		return p.valid()
 	case p.closed:
 		return fmt.Errorf("%w: %s", ErrClosed, what)
 	case r.size == 0:
