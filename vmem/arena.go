@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // Arena is a range of device address space of fixed base and maximum size,
@@ -38,11 +39,11 @@ func NewArena(vm cudart.VirtualMemory, device int, maxBytes uint64, opts ...Opti
 	}
 	reserved, ok := roundUp(maxBytes, p.gran)
 	if !ok {
-		return nil, fmt.Errorf("%w: arena of %d bytes overflows once rounded up to the granularity %s", ErrInvalidSize, maxBytes, human(p.gran))
+		return nil, fmt.Errorf("%w: arena of %d bytes overflows once rounded up to the granularity %s", ErrInvalidSize, maxBytes, bytesize.Format(p.gran))
 	}
 	base, err := vm.MemAddressReserve(reserved, p.gran, 0)
 	if err != nil {
-		return nil, fmt.Errorf("vmem: reserve %s of address space on device %d: %w", human(reserved), device, err)
+		return nil, fmt.Errorf("vmem: reserve %s of address space on device %d: %w", bytesize.Format(reserved), device, err)
 	}
 	return &Arena{base: base, max: maxBytes, reserved: reserved, p: p}, nil
 }
@@ -89,7 +90,7 @@ func (a *Arena) Ensure(n uint64) error {
 	s, err := a.p.mapNew(&u, a.base, have, target-have)
 	if err != nil {
 		return fmt.Errorf("vmem: grow arena at %s from %s to %s on device %d: %w",
-			a.base, human(have), human(target), a.p.device, errors.Join(err, a.p.later.rollback(u)))
+			a.base, bytesize.Format(have), bytesize.Format(target), a.p.device, errors.Join(err, a.p.later.rollback(u)))
 	}
 	a.p.segs = append(a.p.segs, s)
 	return nil
@@ -107,7 +108,7 @@ func (a *Arena) Trim(n uint64) error {
 		return ErrClosed
 	}
 	if err := a.p.trim(a.base, n); err != nil {
-		return fmt.Errorf("vmem: trim arena at %s to %s: %w", a.base, human(n), err)
+		return fmt.Errorf("vmem: trim arena at %s to %s: %w", a.base, bytesize.Format(n), err)
 	}
 	return nil
 }

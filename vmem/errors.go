@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dustin/go-humanize"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // ErrClosed is returned by every call on an Arena or Vector after Close.
@@ -33,7 +33,7 @@ type ExhaustedError struct {
 // Error says what was asked and what was available, in human sizes.
 func (e *ExhaustedError) Error() string {
 	return fmt.Sprintf("vmem: arena exhausted: asked for %s, max %s (%s mapped)",
-		humanize.IBytes(e.Asked), humanize.IBytes(e.Max), humanize.IBytes(e.Mapped))
+		bytesize.Format(e.Asked), bytesize.Format(e.Max), bytesize.Format(e.Mapped))
 }
 
 // Is makes errors.Is(err, ErrExhausted) true.

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // Vector is a growable run of device memory, the pattern of NVIDIA's
@@ -80,14 +81,14 @@ func (v *Vector) Reserve(n uint64) error {
 	}
 	target, ok := roundUp(n, v.p.gran)
 	if !ok {
-		return fmt.Errorf("%w: reserve of %d bytes overflows once rounded up to the granularity %s", ErrInvalidSize, n, human(v.p.gran))
+		return fmt.Errorf("%w: reserve of %d bytes overflows once rounded up to the granularity %s", ErrInvalidSize, n, bytesize.Format(v.p.gran))
 	}
 	_ = v.p.later.retry()
 	var u undoLog
 	plan, err := v.planReserve(&u, target)
 	if err != nil {
 		return fmt.Errorf("vmem: reserve %s for vector at %s on device %d: %w",
-			human(target), v.ptr, v.p.device, errors.Join(err, v.p.later.rollback(u)))
+			bytesize.Format(target), v.ptr, v.p.device, errors.Join(err, v.p.later.rollback(u)))
 	}
 	v.commit(plan, target)
 	return nil
@@ -111,14 +112,14 @@ func (v *Vector) Grow(n uint64) error {
 	}
 	target, ok := roundUp(n, v.p.chunk)
 	if !ok {
-		return fmt.Errorf("%w: growth to %d bytes overflows once rounded up to the chunk %s", ErrInvalidSize, n, human(v.p.chunk))
+		return fmt.Errorf("%w: growth to %d bytes overflows once rounded up to the chunk %s", ErrInvalidSize, n, bytesize.Format(v.p.chunk))
 	}
 	_ = v.p.later.retry()
 	var u undoLog
 	plan, segs, err := v.planGrow(&u, have, target)
 	if err != nil {
 		return fmt.Errorf("vmem: grow vector at %s from %s to %s on device %d: %w",
-			v.ptr, human(have), human(target), v.p.device, errors.Join(err, v.p.later.rollback(u)))
+			v.ptr, bytesize.Format(have), bytesize.Format(target), v.p.device, errors.Join(err, v.p.later.rollback(u)))
 	}
 	v.commit(plan, max(target, v.reserved))
 	v.p.segs = append(v.p.segs, segs...)
