@@ -11,4 +11,3 @@ func roundUp(n, m uint64) (r uint64, ok bool) {
 	r = n + (m - rem)
 	return r, r > n
 }
-
