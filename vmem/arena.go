@@ -49,14 +49,27 @@ func NewArena(vm cudart.VirtualMemory, device int, maxBytes uint64, opts ...Opti
 }
 
 // Base is the arena's first address. It never changes.
-func (a *Arena) Base() cudart.DevicePtr { return a.base }
+func (a *Arena) Base() cudart.DevicePtr {
+	if a == nil {
+		return 0
+	}
+	return a.base
+}
 
 // Max is the largest size Ensure accepts: maxBytes as given to NewArena.
-func (a *Arena) Max() uint64 { return a.max }
+func (a *Arena) Max() uint64 {
+	if a == nil {
+		return 0
+	}
+	return a.max
+}
 
 // Mapped is the number of bytes from Base backed by physical memory and
 // accessible to the owner and its peers.
 func (a *Arena) Mapped() uint64 {
+	if a == nil {
+		return 0
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.p.mapped()
@@ -69,6 +82,9 @@ func (a *Arena) Mapped() uint64 {
 // far. A failed growth leaves the arena as it was: what
 // the growth had created or mapped is unmapped and released.
 func (a *Arena) Ensure(n uint64) error {
+	if a == nil {
+		return errNilArena
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
@@ -102,6 +118,9 @@ func (a *Arena) Ensure(n uint64) error {
 // so Mapped may stay above n. The bytes trimmed are lost; a later Ensure maps
 // fresh memory there.
 func (a *Arena) Trim(n uint64) error {
+	if a == nil {
+		return errNilArena
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
@@ -118,6 +137,9 @@ func (a *Arena) Trim(n uint64) error {
 // it; once everything is freed, Close returns nil. Ensure and Trim fail with
 // ErrClosed from the first Close on.
 func (a *Arena) Close() error {
+	if a == nil {
+		return errNilArena
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.freed {

@@ -10,6 +10,11 @@ import (
 // ErrClosed is returned by every call on an Arena or Vector after Close.
 var ErrClosed = errors.New("vmem: closed")
 
+var (
+	errNilArena  = fmt.Errorf("%w: nil *Arena; use the one NewArena returned", ErrClosed)
+	errNilVector = fmt.Errorf("%w: nil *Vector; use the one NewVector returned", ErrClosed)
+)
+
 // ErrExhausted is matched (errors.Is) by every *ExhaustedError.
 var ErrExhausted = errors.New("vmem: arena exhausted")
 

@@ -45,6 +45,9 @@ func NewVector(vm cudart.VirtualMemory, device int, opts ...Option) (*Vector, er
 // Ptr is the vector's first address, 0 before the first Reserve or Grow. It
 // changes when a growth moves the vector to a new range.
 func (v *Vector) Ptr() cudart.DevicePtr {
+	if v == nil {
+		return 0
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.ptr
@@ -53,6 +56,9 @@ func (v *Vector) Ptr() cudart.DevicePtr {
 // Size is the number of bytes mapped from Ptr: the largest size Grow was
 // asked for, rounded up to the chunk.
 func (v *Vector) Size() uint64 {
+	if v == nil {
+		return 0
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.p.mapped()
@@ -61,6 +67,9 @@ func (v *Vector) Size() uint64 {
 // Reserved is the address space from Ptr the vector can grow into without
 // reserving more.
 func (v *Vector) Reserved() uint64 {
+	if v == nil {
+		return 0
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.reserved
@@ -71,6 +80,9 @@ func (v *Vector) Reserved() uint64 {
 // never moves the vector. It may move the vector now. A failed Reserve
 // leaves the vector as it was.
 func (v *Vector) Reserve(n uint64) error {
+	if v == nil {
+		return errNilVector
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.closed {
@@ -101,6 +113,9 @@ func (v *Vector) Reserve(n uint64) error {
 // failed Grow leaves the vector as it was: same Ptr, same Size, nothing
 // created, mapped or reserved left behind.
 func (v *Vector) Grow(n uint64) error {
+	if v == nil {
+		return errNilVector
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.closed {
@@ -158,6 +173,9 @@ func (v *Vector) planGrow(u *undoLog, have, target uint64) (addressPlan, []segme
 // it; once everything is freed, Close returns nil. Reserve and Grow fail
 // with ErrClosed from the first Close on.
 func (v *Vector) Close() error {
+	if v == nil {
+		return errNilVector
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.freed {
