@@ -18,9 +18,11 @@
 //   - cudart: the CUDA runtime and driver binding, one table of calls loaded
 //     at run time, with no cgo: programs build without the CUDA toolkit and
 //     run on machines without CUDA.
-//   - cudart/cudarttest: a fake CUDA runtime with real bytes behind it, fault
-//     injection and leak checks, and the conformance suite every runtime
-//     passes, so users test their own code without a GPU.
+//   - cudart/cudarttest: a fake CUDA runtime with real bytes behind it, as
+//     strict as CUDA, with fault injection and leak checks, so users test
+//     their own code without a GPU; it imports no testing package.
+//   - cudart/cudarttest/conformance: the suite every runtime passes, the
+//     fake in CI and real CUDA on a GPU host.
 //   - align: overflow-checked alignment arithmetic.
 //
 // A minimal program:

@@ -149,9 +149,9 @@ type callInfo struct {
 //
 // A new call is a row here with its constant, the Lib method that makes it
 // (lib_*.go), the fake's (cudarttest/fake_*.go) and an assertion in the
-// conformance suite (cudarttest/suite_*.go). A new method is also declared in
+// conformance suite (cudarttest/conformance/suite_*.go). A new method is also declared in
 // its interface (runtime.go) and called once in the tests that check each
-// method makes its rows' calls (lib_test.go, cudarttest/calls_test.go), which
+// method makes its rows' calls (lib_test.go, cudarttest/fake_methods_test.go), which
 // fail until it is.
 var table = [numCalls]callInfo{
 	CallGetErrorName:            {"cudaGetErrorName", RuntimeLibrary, Binding, nil, false, []arg{argInt}, resultString, ""},

@@ -10,8 +10,8 @@ import (
 )
 
 // allocRegistered implements the registering methods: mmap, huge page advice,
-// parallel touch, then cudaHostRegister in chunks and, for Mapped, the device
-// address.
+// parallel touch (unless the runtime is a LazyRegisterer), then
+// cudaHostRegister in chunks and, for Mapped, the device address.
 func allocRegistered(rt cudart.Runtime, device int, size uint64, c config) (*Region, error) {
 	hr, ok := rt.(cudart.HostRegisterer)
 	if !ok {
@@ -33,7 +33,9 @@ func allocRegistered(rt cudart.Runtime, device int, size uint64, c config) (*Reg
 	if err := adviseHugePages(m, c.method == MethodRegister); err != nil {
 		c.logger.Debug("pinned: huge page advice refused", zap.Error(err))
 	}
-	touch(m, c.workers)
+	if needsTouch(rt) {
+		touch(m, c.workers)
+	}
 	r := &Region{rt: rt, hr: hr, device: device, method: c.method, flags: c.flags, b: m, mapping: m}
 	if err := pinnedRanges.claim(m, r.what()); err != nil {
 		return nil, errors.Join(err, unmapAnon(m))

@@ -13,6 +13,9 @@
 // chunks of at most 256 GiB since recent drivers refuse one call of 512 GiB.
 // Measured in C on that host, this readied 4 GiB in 0.16 s and freed it in
 // 0.08 s, with the same copy bandwidth as cudaMallocHost memory.
+// A runtime that registers without resident pages (LazyRegisterer, as
+// cudarttest's fake) is spared the touch, so its memory is backed only when
+// used.
 // MethodRegisterNoHugePages does the same in 4 KiB pages, and
 // MethodHostAlloc is cudaHostAlloc (or cudaMallocHost). A registering method
 // falls back to MethodHostAlloc where registration is impossible or refused

@@ -1,7 +1,8 @@
 // Package cudarttest is a fake CUDA runtime for testing code that uses
-// cudart, on machines with no GPU, and a conformance suite that every
-// cudart.Runtime must pass, in the manner of net/http/httptest and
-// testing/fstest.
+// cudart, on machines with no GPU, in the manner of net/http/httptest. It
+// imports neither testing nor testify, so a program may link it too; the
+// conformance suite that every cudart.Runtime must pass, the fake included,
+// is package conformance.
 //
 // NewFake returns a *Fake that implements cudart.Full. Device memory lives in
 // a synthetic address space (from 0x2000_0000_0000 upward, far from where
@@ -31,9 +32,9 @@
 // cuInit, cuDeviceGet and cuDeviceGetName included. Live and CheckLeaks account for everything still allocated;
 // NewFakeT fails the test at cleanup when something is.
 //
-// TestRuntime is the conformance suite. It asserts only what real CUDA
-// documents, so it passes on the fake and on a GPU; the fake's stricter
-// checks are tested in this package's own tests.
+// conformance.TestRuntime asserts only what real CUDA does, so it passes on
+// the fake and on a GPU; the fake's refusals of what CUDA leaves undefined
+// are tested in this package's own tests.
 //
 // # Error codes the fake chooses
 //

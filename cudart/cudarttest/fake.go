@@ -2,7 +2,6 @@ package cudarttest
 
 import (
 	"sync"
-	"testing"
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
@@ -54,10 +53,7 @@ var _ cudart.Full = (*Fake)(nil)
 // otherwise. It panics on options no GPU could have (a negative device count,
 // a granularity that is not a power of two).
 func NewFake(opts ...Option) *Fake {
-	o := defaultOptions()
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := newOptions(opts)
 	if err := o.validate(); err != nil {
 		panic(err.Error())
 	}
@@ -78,12 +74,26 @@ func NewFake(opts ...Option) *Fake {
 	return f
 }
 
+// TB is the part of testing.TB that NewFakeT uses; *testing.T and
+// *testing.B satisfy it. It is declared here so that the package, and a
+// program that links the fake, need not import testing.
+type TB interface {
+	Helper()
+	Cleanup(func())
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}
+
 // NewFakeT returns NewFake(opts...) and registers a cleanup that fails t,
 // listing every allocation still live, when the test ends with something
-// still allocated. Cleanups run last-registered first, so create the fake
-// before whatever frees into it at cleanup.
-func NewFakeT(t testing.TB, opts ...Option) *Fake {
+// still allocated. Options no GPU could have fail t at once. Cleanups run
+// last-registered first, so create the fake before whatever frees into it at
+// cleanup.
+func NewFakeT(t TB, opts ...Option) *Fake {
 	t.Helper()
+	if err := newOptions(opts).validate(); err != nil {
+		t.Fatalf("%v", err)
+	}
 	f := NewFake(opts...)
 	t.Cleanup(func() {
 		if err := f.CheckLeaks(); err != nil {

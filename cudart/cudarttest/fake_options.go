@@ -29,6 +29,15 @@ func defaultOptions() options {
 	}
 }
 
+// newOptions applies opts to the defaults.
+func newOptions(opts []Option) options {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
 // WithDevices sets the number of devices (default 1). Zero is allowed, to
 // test code on a machine with no GPU; at most 64.
 func WithDevices(n int) Option { return func(o *options) { o.devices = n } }

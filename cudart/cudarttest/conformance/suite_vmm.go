@@ -1,4 +1,4 @@
-package cudarttest
+package conformance
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package cudarttest_test
+package conformance_test
 
 import (
 	"testing"
@@ -7,12 +7,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/cudart/cudarttest/conformance"
 )
 
-// TestCUDAConformance runs the conformance suite on real CUDA. It skips,
+// TestConformanceCUDA runs the conformance suite on real CUDA. It skips,
 // saying why, where CUDA cannot be loaded or there is no device.
-func TestCUDAConformance(t *testing.T) {
+func TestConformanceCUDA(t *testing.T) {
 	lib, err := cudart.Open()
 	if err != nil {
 		t.Skipf("CUDA not available: %v", err)
@@ -35,5 +35,5 @@ func TestCUDAConformance(t *testing.T) {
 		require.NoError(t, err)
 		t.Logf("device 0 of %d: %s, CUDA runtime %d, driver %d", count, name, rv, dv)
 	}
-	cudarttest.TestRuntime(t, rt)
+	conformance.TestRuntime(t, rt)
 }

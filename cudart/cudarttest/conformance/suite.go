@@ -1,4 +1,4 @@
-package cudarttest
+package conformance
 
 import (
 	"encoding/binary"
@@ -10,11 +10,11 @@ import (
 	"github.com/cudapool/cudapool/cudart"
 )
 
-// SuiteOption configures TestRuntime.
-type SuiteOption func(*suite)
+// Option configures TestRuntime.
+type Option func(*suite)
 
-// SuiteDevice runs the suite on device ordinal d (default 0).
-func SuiteDevice(d int) SuiteOption { return func(s *suite) { s.dev = d } }
+// OnDevice runs the suite on device ordinal d (default 0).
+func OnDevice(d int) Option { return func(s *suite) { s.dev = d } }
 
 // suite is one run of TestRuntime.
 type suite struct {
@@ -31,7 +31,7 @@ type suite struct {
 // It asserts only documented CUDA behaviour, so it holds for real CUDA on a
 // GPU and for the fake alike. It uses a few MiB of device memory and frees
 // everything it allocates, even when an assertion fails.
-func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...SuiteOption) {
+func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...Option) {
 	s := &suite{rt: rt}
 	for _, o := range opts {
 		o(s)

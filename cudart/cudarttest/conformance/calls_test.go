@@ -1,0 +1,36 @@
+package conformance_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/cudart/cudarttest/conformance"
+)
+
+// TestConformanceFakeMakesEveryCallOfTheTable: the conformance suite, run on the
+// fake, makes every call of cudart's table but the binding's own, and
+// nothing else, so no name can drift between the binding, the fake and the
+// suite; and FailCall accepts every one of those names.
+func TestConformanceFakeMakesEveryCallOfTheTable(t *testing.T) {
+	f := cudarttest.NewFakeT(t)
+	conformance.TestRuntime(t, f)
+	made := map[string]bool{}
+	for _, name := range f.Calls() {
+		c, err := cudart.LookupCall(name)
+		require.NoError(t, err, "the fake recorded a call outside the table")
+		assert.NotEqual(t, cudart.Binding, c.Capability(), "%s is the binding's own", c)
+		made[name] = true
+	}
+	for _, c := range cudart.Calls() {
+		if c.Capability() == cudart.Binding {
+			continue
+		}
+		assert.True(t, made[c.String()], "the suite never makes %s (%s)", c, c.Capability())
+		assert.NoError(t, f.FailCall(c.String(), 999), "FailCall(%q)", c)
+	}
+	f.ClearFaults()
+}
