@@ -34,6 +34,8 @@ type Lib struct {
 
 	closed    atomic.Bool
 	vmmDevice atomic.Int64 // the device of the last MemCreate
+
+	handles registry // modules, functions and destroyed streams, for refusals
 }
 
 // Path is the file of the CUDA runtime Open loaded.
