@@ -100,16 +100,21 @@ func (l *Lib) LaunchKernel(device int, fn Function, grid, block Dim3, sharedMem 
 		x = l.handles.staleStream(s)
 	}
 	if x != nil {
-		return x.err(CallCuLaunchKernel, "(%s, grid %s, block %s, %s shared, stream 0x%x, %v) on device %d", name, grid, block, bytesize.Format(uint64(sharedMem)), uintptr(s), args, device)
+		return x.err(CallCuLaunchKernel, "(%s, grid %s, block %s, %s shared, stream 0x%x, %s) on device %d", name, grid, block, bytesize.Format(uint64(sharedMem)), uintptr(s), argList(args), device)
 	}
 	r := l.callLaunch(CallCuLaunchKernel, device, args, uintptr(fn),
 		uintptr(grid.X), uintptr(grid.Y), uintptr(grid.Z), uintptr(block.X), uintptr(block.Y), uintptr(block.Z),
 		uintptr(sharedMem), uintptr(s), 0)
 	if r.code != 0 {
-		return l.fail(CallCuLaunchKernel, r, "(%s, grid %s, block %s, %s shared, stream 0x%x, %v) on device %d", name, grid, block, bytesize.Format(uint64(sharedMem)), uintptr(s), args, device)
+		return l.fail(CallCuLaunchKernel, r, "(%s, grid %s, block %s, %s shared, stream 0x%x, %s) on device %d", name, grid, block, bytesize.Format(uint64(sharedMem)), uintptr(s), argList(args), device)
 	}
 	return nil
 }
+
+// argList formats args as a launch error shows them, e.g. "[ptr(0x1000)
+// uint32(4)]". Formatting a copy keeps args itself from escaping, so that
+// the caller's argument slice can live on its stack.
+func argList(args []KernelArg) string { return fmt.Sprint(slices.Clone(args)) }
 
 // CheckLaunch checks a launch of the kernel entry with grid, block and args
 // as LaunchKernel does before CUDA sees it, and says what is wrong: a zero

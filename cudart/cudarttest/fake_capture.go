@@ -70,7 +70,9 @@ func (f *Fake) captureBlocksSync(dev int, s cudart.Stream) *failure {
 		return nil
 	}
 	for cs, cp := range f.graph.captures {
-		if cp.device == dev {
+		// A capture outlives its stream only in this map: the handle of a
+		// destroyed stream is never live again.
+		if _, live := f.streams[cs]; live && cp.device == dev {
 			cp.invalid = "the legacy default stream was synchronised with it"
 			return fail(906, "stream 0x%x is capturing; the capture is invalidated", uintptr(cs))
 		}
@@ -133,7 +135,7 @@ func (f *Fake) StreamEndCapture(device int, s cudart.Stream) (cudart.Graph, erro
 		f.graph.graphs = make(map[cudart.Graph]*recorded)
 	}
 	g := cudart.Graph(f.graph.handle())
-	f.graph.graphs[g] = &recorded{ownedBy: ownedBy{device}, work: cp.work}
+	f.graph.graphs[g] = &recorded{ownedBy: ownedBy{device, f.seq}, work: cp.work}
 	return g, nil
 }
 
@@ -154,7 +156,7 @@ func (f *Fake) GraphInstantiate(device int, g cudart.Graph) (cudart.GraphExec, e
 		f.graph.execs = make(map[cudart.GraphExec]*recorded)
 	}
 	e := cudart.GraphExec(f.graph.handle())
-	f.graph.execs[e] = &recorded{ownedBy: ownedBy{device}, work: append([]step(nil), gr.work...)}
+	f.graph.execs[e] = &recorded{ownedBy: ownedBy{device, f.seq}, work: append([]step(nil), gr.work...)}
 	return e, nil
 }
 
@@ -217,8 +219,9 @@ func (f *Fake) GraphDestroy(device int, g cudart.Graph) error {
 	return nil
 }
 
-// ownedBy is the device a handle's object belongs to.
-type ownedBy struct{ device int }
+// ownedBy is the device a handle's object belongs to, and the call that
+// made it (counted from NewFake), for leak reports.
+type ownedBy struct{ device, seq int }
 
 func (o ownedBy) owner() int { return o.device }
 

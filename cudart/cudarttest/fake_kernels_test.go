@@ -1,6 +1,7 @@
 package cudarttest_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -186,4 +187,46 @@ func TestFakeElapsedTimeCountsCalls(t *testing.T) {
 	require.NoError(t, f.EventDestroy(0, a))
 	assert.ErrorIs(t, f.EventSynchronize(0, a), cudart.ErrInvalidResourceHandle, "destroyed")
 	require.NoError(t, f.EventDestroy(0, b))
+}
+
+func TestFakeHandleLeaks(t *testing.T) {
+	f := cudarttest.NewFake()
+	m, err := f.ModuleLoadData(0, probePTX)
+	require.NoError(t, err)
+	e, err := f.EventCreate(0)
+	require.NoError(t, err)
+	s, err := f.StreamCreate(0)
+	require.NoError(t, err)
+	require.NoError(t, f.StreamBeginCapture(0, s, cudart.CaptureModeRelaxed))
+	g, err := f.StreamEndCapture(0, s)
+	require.NoError(t, err)
+	x, err := f.GraphInstantiate(0, g)
+	require.NoError(t, err)
+	require.NoError(t, f.StreamDestroy(0, s))
+	assert.Equal(t, cudarttest.Usage{Modules: 1, Events: 1, Graphs: 1, GraphExecs: 1}, f.Live())
+	err = f.CheckLeaks()
+	assert.ErrorIs(t, err, cudarttest.ErrLeaked)
+	assert.EqualError(t, err, fmt.Sprintf(`cudarttest: CUDA resources still allocated: 4 still live:
+	module 0x%x on device 0 from cuModuleLoadDataEx (call #1)
+	event 0x%x on device 0 from cudaEventCreate (call #2)
+	graph 0x%x on device 0 from cudaStreamEndCapture (call #5)
+	graph exec 0x%x on device 0 from cudaGraphInstantiate (call #6)`, m, e, g, x))
+	require.NoError(t, f.GraphExecDestroy(0, x))
+	require.NoError(t, f.GraphDestroy(0, g))
+	require.NoError(t, f.EventDestroy(0, e))
+	require.NoError(t, f.ModuleUnload(0, m))
+	assert.NoError(t, f.CheckLeaks())
+}
+
+func TestFakeDestroyedCapturingStreamBlocksNothing(t *testing.T) {
+	f := cudarttest.NewFakeT(t)
+	s, err := f.StreamCreate(0)
+	require.NoError(t, err)
+	require.NoError(t, f.StreamBeginCapture(0, s, cudart.CaptureModeGlobal))
+	p, err := f.Malloc(0, 8)
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, f.Free(0, p)) }()
+	assert.ErrorIs(t, f.Memcpy(0, cudart.DeviceMem(p, 8), cudart.HostMem(make([]byte, 8)), cudart.HostToDevice), cudart.ErrStreamCaptureImplicit)
+	require.NoError(t, f.StreamDestroy(0, s))
+	assert.NoError(t, f.Memcpy(0, cudart.DeviceMem(p, 8), cudart.HostMem(make([]byte, 8)), cudart.HostToDevice))
 }

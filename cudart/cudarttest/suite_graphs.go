@@ -71,8 +71,10 @@ func (s *suite) testGraphs(t *testing.T) {
 			err := c.call()
 			require.Error(t, err, "%s while the stream captures", c.name)
 			assert.True(t, isAny(err, c.want...), "%s during capture: %v", c.name, err)
+			t.Logf("%s during capture: %v", c.name, err)
 			graph, err := g.StreamEndCapture(s.dev, stream)
 			assert.ErrorIs(t, err, cudart.ErrStreamCaptureInvalidated, "the capture ends invalid")
+			t.Logf("then: %v", err)
 			assert.Zero(t, graph)
 
 			require.NoError(t, ks.fillLaunch(s.dev, y, n, 6, stream), "the stream runs work again")
