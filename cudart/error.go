@@ -78,6 +78,7 @@ var codeInfo = map[Code]codeText{
 	901: {"cudaErrorStreamCaptureInvalidated", "operation failed due to a previous error during capture"},
 	903: {"cudaErrorStreamCaptureUnmatched", "capture was not initiated in this stream"},
 	906: {"cudaErrorStreamCaptureImplicit", "operation would make the legacy stream depend on a capturing blocking stream"},
+	907: {"cudaErrorCapturedEvent", "operation not permitted on an event last recorded in a capturing stream"},
 	999: {"cudaErrorUnknown", "unspecified launch failure"},
 }
 
@@ -139,6 +140,9 @@ var (
 	// ErrStreamCaptureImplicit: the call would make the legacy default
 	// stream wait for a capturing stream; CUDA invalidates the capture.
 	ErrStreamCaptureImplicit = NewError("", 906)
+	// ErrCapturedEvent: the event was last recorded in a capturing stream,
+	// so it cannot be waited for or timed from the host.
+	ErrCapturedEvent = NewError("", 907)
 )
 
 // ErrLibraryNotFound means the CUDA runtime library could not be loaded; the

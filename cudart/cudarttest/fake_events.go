@@ -24,6 +24,7 @@ type event struct {
 	ownedBy
 	recorded bool // EventRecord was called
 	done     bool // its record ran
+	captured bool // its last record was into a capture
 	stream   cudart.Stream
 	stamp    int // f.seq when its record ran
 }
@@ -65,6 +66,7 @@ func (f *Fake) EventRecord(device int, e cudart.Event, s cudart.Stream) error {
 	}
 	if x == nil {
 		ev.recorded, ev.done, ev.stream = true, false, s
+		ev.captured = f.graph.captures[s] != nil
 		x = f.enqueue(device, s, cudart.CallEventRecord, func() *failure {
 			ev.done, ev.stamp = true, f.seq
 			return nil
@@ -77,7 +79,9 @@ func (f *Fake) EventRecord(device int, e cudart.Event, s cudart.Stream) error {
 }
 
 // StreamWaitEvent is cudaStreamWaitEvent: work issued to s after it runs
-// once e, as last recorded, has completed.
+// once e, as last recorded, has completed. Waiting for an event recorded in
+// a capture, which joins s to the capture on CUDA, is not modelled: it fails
+// with cudaErrorNotSupported.
 func (f *Fake) StreamWaitEvent(device int, s cudart.Stream, e cudart.Event) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -85,6 +89,9 @@ func (f *Fake) StreamWaitEvent(device int, s cudart.Stream, e cudart.Event) erro
 	var ev *event
 	if x == nil {
 		ev, x = f.event(e, device)
+	}
+	if x == nil && ev.captured {
+		x = fail(801, "event 0x%x was recorded in a capture: the fake does not join other streams into a capture", uintptr(e))
 	}
 	if x == nil {
 		x = f.enqueue(device, s, cudart.CallStreamWaitEvent, func() *failure {
@@ -101,7 +108,9 @@ func (f *Fake) StreamWaitEvent(device int, s cudart.Stream, e cudart.Event) erro
 }
 
 // EventSynchronize is cudaEventSynchronize: the stream e was recorded on is
-// drained up to it; nothing for an event never recorded.
+// drained up to it; nothing for an event never recorded. An event last
+// recorded in a capture fails with cudaErrorCapturedEvent, here and in
+// EventQuery and EventElapsedTime.
 func (f *Fake) EventSynchronize(device int, e cudart.Event) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -109,6 +118,9 @@ func (f *Fake) EventSynchronize(device int, e cudart.Event) error {
 	var ev *event
 	if x == nil {
 		ev, x = f.event(e, device)
+	}
+	if x == nil {
+		x = ev.hostWait(e)
 	}
 	if x == nil && ev.recorded && !ev.done {
 		x = f.drain(device, ev.stream)
@@ -128,6 +140,9 @@ func (f *Fake) EventQuery(device int, e cudart.Event) (bool, error) {
 	var ev *event
 	if x == nil {
 		ev, x = f.event(e, device)
+	}
+	if x == nil {
+		x = ev.hostWait(e)
 	}
 	if x != nil {
 		return false, x.err(cudart.CallEventQuery, "(event 0x%x) on device %d", uintptr(e), device)
@@ -151,6 +166,8 @@ func (f *Fake) EventElapsedTime(device int, start, end cudart.Event) (time.Durat
 	}
 	switch {
 	case x != nil:
+	case a.captured || b.captured:
+		x = fail(907, "an event was last recorded in a capture")
 	case !a.recorded || !b.recorded:
 		x = fail(400, "both events must have been recorded")
 	case !a.done || !b.done:
@@ -174,5 +191,14 @@ func (f *Fake) EventDestroy(device int, e cudart.Event) error {
 		return x.err(cudart.CallEventDestroy, "(event 0x%x) on device %d", uintptr(e), device)
 	}
 	delete(f.evs.live, e)
+	return nil
+}
+
+// hostWait refuses the host's wait for, or query of, an event last recorded
+// into a capture, which CUDA forbids (cudaErrorCapturedEvent).
+func (ev *event) hostWait(e cudart.Event) *failure {
+	if ev.captured {
+		return fail(907, "event 0x%x was last recorded in a capture", uintptr(e))
+	}
 	return nil
 }

@@ -230,3 +230,26 @@ func TestFakeDestroyedCapturingStreamBlocksNothing(t *testing.T) {
 	require.NoError(t, f.StreamDestroy(0, s))
 	assert.NoError(t, f.Memcpy(0, cudart.DeviceMem(p, 8), cudart.HostMem(make([]byte, 8)), cudart.HostToDevice))
 }
+
+func TestFakeEventRecordedInCapture(t *testing.T) {
+	f := cudarttest.NewFakeT(t)
+	s, err := f.StreamCreate(0)
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, f.StreamDestroy(0, s)) }()
+	e, err := f.EventCreate(0)
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, f.EventDestroy(0, e)) }()
+	require.NoError(t, f.StreamBeginCapture(0, s, cudart.CaptureModeRelaxed))
+	require.NoError(t, f.EventRecord(0, e, s))
+	assert.ErrorIs(t, f.EventSynchronize(0, e), cudart.ErrCapturedEvent)
+	_, err = f.EventQuery(0, e)
+	assert.ErrorIs(t, err, cudart.ErrCapturedEvent)
+	_, err = f.EventElapsedTime(0, e, e)
+	assert.ErrorIs(t, err, cudart.ErrCapturedEvent)
+	assert.ErrorIs(t, f.StreamWaitEvent(0, 0, e), cudart.ErrNotSupported, "joining a capture is not modelled")
+	g, err := f.StreamEndCapture(0, s)
+	require.NoError(t, err, "none of those invalidated the capture")
+	require.NoError(t, f.GraphDestroy(0, g))
+	require.NoError(t, f.EventRecord(0, e, s))
+	assert.NoError(t, f.EventSynchronize(0, e), "recorded outside a capture again")
+}
