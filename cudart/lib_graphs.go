@@ -4,11 +4,13 @@ package cudart
 // s is recorded into a graph, not run, until StreamEndCapture. The legacy
 // default stream cannot capture.
 //
-// While s captures, CUDA refuses a call that would synchronise with it:
-// StreamSynchronize(s) and DeviceSynchronize with
-// cudaErrorStreamCaptureUnsupported, a synchronous Memcpy or Memset on the
-// legacy default stream with cudaErrorStreamCaptureImplicit. Either
-// invalidates the capture: StreamEndCapture then fails with
+// While s captures, CUDA refuses a call that would synchronise with it, and
+// invalidates the capture. Measured with CUDA 13.0 on an H100:
+// StreamSynchronize(s) and DeviceSynchronize fail with
+// cudaErrorStreamCaptureUnsupported, a synchronous Memcpy (on the legacy
+// default stream) with cudaErrorStreamCaptureImplicit, EventSynchronize of
+// an event recorded in the capture with cudaErrorInvalidValue (EventQuery of
+// it with cudaErrorCapturedEvent). StreamEndCapture then fails with
 // cudaErrorStreamCaptureInvalidated, returns no graph and ends the capture,
 // and s runs work again as before.
 func (l *Lib) StreamBeginCapture(device int, s Stream, mode CaptureMode) error {

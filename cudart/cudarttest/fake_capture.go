@@ -80,6 +80,19 @@ func (f *Fake) captureBlocksSync(dev int, s cudart.Stream) *failure {
 	return nil
 }
 
+// captureBlocksDeviceSync refuses cudaDeviceSynchronize while a stream of
+// the device captures, with cudaErrorStreamCaptureUnsupported, and
+// invalidates the capture.
+func (f *Fake) captureBlocksDeviceSync(dev int) *failure {
+	for cs, cp := range f.graph.captures {
+		if _, live := f.streams[cs]; live && cp.device == dev {
+			cp.invalid = "the device was synchronised"
+			return fail(900, "stream 0x%x is capturing; the capture is invalidated", uintptr(cs))
+		}
+	}
+	return nil
+}
+
 // StreamBeginCapture is cudaStreamBeginCapture: work issued to s is
 // recorded, not run, until StreamEndCapture. The legacy default stream and
 // a stream already capturing cannot begin a capture. The fake cannot see OS

@@ -108,9 +108,10 @@ func (f *Fake) StreamWaitEvent(device int, s cudart.Stream, e cudart.Event) erro
 }
 
 // EventSynchronize is cudaEventSynchronize: the stream e was recorded on is
-// drained up to it; nothing for an event never recorded. An event last
-// recorded in a capture fails with cudaErrorCapturedEvent, here and in
-// EventQuery and EventElapsedTime.
+// drained up to it; nothing for an event never recorded. On an event last
+// recorded in a capture it fails with cudaErrorInvalidValue and invalidates
+// the capture, as CUDA 13.0 does on an H100; EventQuery and
+// EventElapsedTime fail with cudaErrorCapturedEvent.
 func (f *Fake) EventSynchronize(device int, e cudart.Event) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -119,8 +120,11 @@ func (f *Fake) EventSynchronize(device int, e cudart.Event) error {
 	if x == nil {
 		ev, x = f.event(e, device)
 	}
-	if x == nil {
-		x = ev.hostWait(e)
+	if x == nil && ev.captured {
+		x = invalid("event 0x%x was last recorded in a capture, which is now invalidated", uintptr(e))
+		if cp := f.graph.captures[ev.stream]; cp != nil {
+			cp.invalid = "an event recorded in the capture was synchronised"
+		}
 	}
 	if x == nil && ev.recorded && !ev.done {
 		x = f.drain(device, ev.stream)
@@ -194,8 +198,8 @@ func (f *Fake) EventDestroy(device int, e cudart.Event) error {
 	return nil
 }
 
-// hostWait refuses the host's wait for, or query of, an event last recorded
-// into a capture, which CUDA forbids (cudaErrorCapturedEvent).
+// hostWait refuses the host's query of an event last recorded into a
+// capture, which CUDA forbids (cudaErrorCapturedEvent).
 func (ev *event) hostWait(e cudart.Event) *failure {
 	if ev.captured {
 		return fail(907, "event 0x%x was last recorded in a capture", uintptr(e))

@@ -60,6 +60,7 @@ func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...SuiteOption) {
 	t.Run("Kernels", s.testKernels)
 	t.Run("Events", s.testEvents)
 	t.Run("Graphs", s.testGraphs)
+	t.Run("CapturedEvent", s.testCapturedEvent)
 	t.Run("MallocHeap", s.testMallocHeap)
 }
 

@@ -62,6 +62,7 @@ func (s *suite) testGraphs(t *testing.T) {
 		{"Memcpy", func() error {
 			return s.rt.Memcpy(s.dev, cudart.DeviceMem(x, 4*n), cudart.HostMem(in), cudart.HostToDevice)
 		}, cudart.ErrStreamCaptureImplicit},
+		{"DeviceSynchronize", func() error { return s.rt.DeviceSynchronize(s.dev) }, cudart.ErrStreamCaptureUnsupported},
 	}
 	for _, c := range forbidden {
 		t.Run("Forbidden"+c.name, func(t *testing.T) {
@@ -81,4 +82,35 @@ func (s *suite) testGraphs(t *testing.T) {
 			assert.Equal(t, [2]uint32{6, 6}, [2]uint32{w[0], w[n-1]})
 		})
 	}
+}
+
+// testCapturedEvent: the host cannot query or wait for an event last
+// recorded in a capture. CUDA 13.0 on an H100 answers the query with
+// cudaErrorCapturedEvent and the wait with cudaErrorInvalidValue, and the
+// capture ends invalidated.
+func (s *suite) testCapturedEvent(t *testing.T) {
+	g, ok := s.rt.(cudart.Graphs)
+	if !ok {
+		t.Skip("runtime does not implement cudart.Graphs")
+	}
+	ev, ok := s.rt.(cudart.Events)
+	if !ok {
+		t.Skip("runtime does not implement cudart.Events")
+	}
+	st, stream := s.stream(t)
+	e := s.event(t, ev)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	require.NoError(t, g.StreamBeginCapture(s.dev, stream, cudart.CaptureModeGlobal))
+	require.NoError(t, ev.EventRecord(s.dev, e, stream))
+	_, err := ev.EventQuery(s.dev, e)
+	assert.ErrorIs(t, err, cudart.ErrCapturedEvent, "EventQuery")
+	err = ev.EventSynchronize(s.dev, e)
+	assert.ErrorIs(t, err, cudart.ErrInvalidValue, "EventSynchronize")
+	_, err = g.StreamEndCapture(s.dev, stream)
+	assert.ErrorIs(t, err, cudart.ErrStreamCaptureInvalidated)
+
+	require.NoError(t, ev.EventRecord(s.dev, e, stream), "the event records outside a capture again")
+	require.NoError(t, ev.EventSynchronize(s.dev, e))
+	require.NoError(t, st.StreamSynchronize(s.dev, stream))
 }
