@@ -23,10 +23,7 @@ func (s *suite) event(t *testing.T, ev cudart.Events) cudart.Event {
 // testEvents: an event recorded on one stream orders the work of another
 // after it (StreamWaitEvent), and times the work between two events.
 func (s *suite) testEvents(t *testing.T) {
-	ev, ok := s.rt.(cudart.Events)
-	if !ok {
-		t.Skip("runtime does not implement cudart.Events")
-	}
+	ev := need[cudart.Events](t, s.rt, "Events")
 	ks := s.loadKernels(t)
 	_, s1 := s.stream(t)
 	_, s2 := s.stream(t)

@@ -15,10 +15,7 @@ import (
 // from a graph, and a call CUDA forbids during capture is refused, ends the
 // capture invalid, and leaves the stream usable.
 func (s *suite) testGraphs(t *testing.T) {
-	g, ok := s.rt.(cudart.Graphs)
-	if !ok {
-		t.Skip("runtime does not implement cudart.Graphs")
-	}
+	g := need[cudart.Graphs](t, s.rt, "Graphs")
 	ks := s.loadKernels(t)
 	st, stream := s.stream(t)
 	// A global capture must end on the OS thread that began it.
@@ -89,14 +86,8 @@ func (s *suite) testGraphs(t *testing.T) {
 // cudaErrorCapturedEvent and the wait with cudaErrorInvalidValue, and the
 // capture ends invalidated.
 func (s *suite) testCapturedEvent(t *testing.T) {
-	g, ok := s.rt.(cudart.Graphs)
-	if !ok {
-		t.Skip("runtime does not implement cudart.Graphs")
-	}
-	ev, ok := s.rt.(cudart.Events)
-	if !ok {
-		t.Skip("runtime does not implement cudart.Events")
-	}
+	g := need[cudart.Graphs](t, s.rt, "Graphs")
+	ev := need[cudart.Events](t, s.rt, "Events")
 	st, stream := s.stream(t)
 	e := s.event(t, ev)
 	runtime.LockOSThread()

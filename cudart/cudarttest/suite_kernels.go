@@ -11,6 +11,16 @@ import (
 	"github.com/cudapool/cudapool/cudart"
 )
 
+// need is rt as the capability T, named name, or skips t when rt lacks it.
+func need[T any](t *testing.T, rt cudart.Runtime, name string) T {
+	t.Helper()
+	c, ok := rt.(T)
+	if !ok {
+		t.Skipf("runtime does not implement cudart.%s", name)
+	}
+	return c
+}
+
 // kernels is the suite's kernels loaded on the suite's device.
 type kernels struct {
 	k                cudart.Kernels
@@ -21,10 +31,7 @@ type kernels struct {
 // cannot launch kernels.
 func (s *suite) loadKernels(t *testing.T) *kernels {
 	t.Helper()
-	k, ok := s.rt.(cudart.Kernels)
-	if !ok {
-		t.Skip("runtime does not implement cudart.Kernels")
-	}
+	k := need[cudart.Kernels](t, s.rt, "Kernels")
 	registerSuiteKernels(s.rt)
 	m := s.loadModule(t, k, suitePTX)
 	ks := &kernels{k: k}
@@ -50,10 +57,7 @@ func (s *suite) loadModule(t *testing.T, k cudart.Kernels, ptx string) cudart.Mo
 // stream creates a stream destroyed at cleanup.
 func (s *suite) stream(t *testing.T) (cudart.Streams, cudart.Stream) {
 	t.Helper()
-	st, ok := s.rt.(cudart.Streams)
-	if !ok {
-		t.Skip("runtime does not implement cudart.Streams")
-	}
+	st := need[cudart.Streams](t, s.rt, "Streams")
 	stream, err := st.StreamCreate(s.dev)
 	require.NoError(t, err)
 	once(t, cudart.CallStreamDestroy, func() error { return st.StreamDestroy(s.dev, stream) })
@@ -144,10 +148,7 @@ func (s *suite) testKernels(t *testing.T) {
 		assert.ErrorIs(t, err, cudart.ErrNotFound, "an unknown kernel")
 		assert.ErrorContains(t, err, "fil")
 
-		st, ok := s.rt.(cudart.Streams)
-		if !ok {
-			t.Skip("runtime does not implement cudart.Streams")
-		}
+		st := need[cudart.Streams](t, s.rt, "Streams")
 		dead, err := st.StreamCreate(s.dev)
 		require.NoError(t, err)
 		require.NoError(t, st.StreamDestroy(s.dev, dead))
@@ -169,14 +170,8 @@ func (s *suite) testKernels(t *testing.T) {
 // 8 MiB succeed, and one beyond the raised heap fail. The heap stays raised:
 // CUDA fixes it once such a kernel has run.
 func (s *suite) testMallocHeap(t *testing.T) {
-	k, ok := s.rt.(cudart.Kernels)
-	if !ok {
-		t.Skip("runtime does not implement cudart.Kernels")
-	}
-	d, ok := s.rt.(cudart.Device)
-	if !ok {
-		t.Skip("runtime does not implement cudart.Device")
-	}
+	k := need[cudart.Kernels](t, s.rt, "Kernels")
+	d := need[cudart.Device](t, s.rt, "Device")
 	registerSuiteKernels(s.rt)
 	const heap = 64 * mib
 	require.NoError(t, d.DeviceSetLimit(s.dev, cudart.LimitMallocHeapSize, heap), "before any kernel calls malloc")
