@@ -54,7 +54,7 @@ func (l *Lib) ModuleGetFunction(device int, m Module, name string) (Function, er
 	if err := l.driverReady(CallCuModuleGetFunction); err != nil {
 		return 0, err
 	}
-	entry, x := l.handles.entry(m, name)
+	entry, x := l.handles.entry(m, device, name)
 	if x != nil {
 		return 0, x.err(CallCuModuleGetFunction, "(module 0x%x, %q) on device %d", uintptr(m), name, device)
 	}
@@ -73,8 +73,8 @@ func (l *Lib) ModuleUnload(device int, m Module) error {
 	if err := l.driverReady(CallCuModuleUnload); err != nil {
 		return err
 	}
-	if !l.handles.loaded(m) {
-		return refused(CallCuModuleUnload, ErrInvalidResourceHandle, "not a module ModuleLoadData loaded, or unloaded already", "(module 0x%x) on device %d", uintptr(m), device)
+	if _, x := l.handles.module(m, device); x != nil {
+		return x.err(CallCuModuleUnload, "(module 0x%x) on device %d", uintptr(m), device)
 	}
 	if r := l.call(CallCuModuleUnload, device, uintptr(m)); r.code != 0 {
 		return l.fail(CallCuModuleUnload, r, "(module 0x%x) on device %d", uintptr(m), device)
@@ -95,7 +95,7 @@ func (l *Lib) LaunchKernel(device int, fn Function, grid, block Dim3, sharedMem 
 	if err := l.driverReady(CallCuLaunchKernel); err != nil {
 		return err
 	}
-	name, x := l.handles.checkLaunch(fn, grid, block, args)
+	name, x := l.handles.checkLaunch(fn, device, grid, block, args)
 	if x == nil {
 		x = l.handles.staleStream(s)
 	}

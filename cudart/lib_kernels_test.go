@@ -52,6 +52,12 @@ func TestLibRefusesBadKernelCalls(t *testing.T) {
 		{"unknown module", func(l *Lib) error { _, err := l.ModuleGetFunction(0, 0x1100, "fill"); return err },
 			ErrInvalidResourceHandle, "not a module ModuleLoadData loaded"},
 		{"unload twice", func(l *Lib) error { return l.ModuleUnload(0, 0x1100) }, ErrInvalidResourceHandle, "unloaded already"},
+		{"module of another device", func(l *Lib) error { _, err := l.ModuleGetFunction(1, 0x1000, "fill"); return err },
+			ErrInvalidResourceHandle, "the module was loaded on device 0"},
+		{"unload on another device", func(l *Lib) error { return l.ModuleUnload(2, 0x1000) }, ErrInvalidResourceHandle, "loaded on device 0"},
+		{"kernel of another device", func(l *Lib) error {
+			return l.LaunchKernel(1, 0x2000, Dim1(1), Dim1(1), 0, 0, ArgPtr(0x1000), ArgUint32(1), ArgUint32(1))
+		}, ErrInvalidResourceHandle, "kernel fill was loaded on device 0"},
 		{"too few arguments", func(l *Lib) error {
 			return l.LaunchKernel(0, 0x2000, Dim1(1), Dim1(1), 0, 0, ArgPtr(0x1000), ArgUint32(1))
 		}, ErrInvalidValue, "cuLaunchKernel(fill, grid (1,1,1), block (1,1,1), 0 B shared, stream 0x0, [ptr(0x1000) uint32(1)]) on device 0: cudaErrorInvalidValue (1): invalid argument: kernel fill takes 3 arguments (of [8 4 4] bytes), got 2"},

@@ -36,20 +36,26 @@ func (g *registry) addModule(m Module, device int, info PTXInfo) {
 	g.modules[m] = moduleInfo{device: device, info: info}
 }
 
-func (g *registry) loaded(m Module) bool {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	_, ok := g.modules[m]
-	return ok
-}
-
-// entry finds the .entry name of module m.
-func (g *registry) entry(m Module, name string) (PTXEntry, *refusal) {
+// module is the refusal of a call on device with module m, when m is not
+// loaded there.
+func (g *registry) module(m Module, device int) (moduleInfo, *refusal) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	mod, ok := g.modules[m]
 	if !ok {
-		return PTXEntry{}, &refusal{ErrInvalidResourceHandle, "not a module ModuleLoadData loaded, or unloaded already"}
+		return moduleInfo{}, &refusal{ErrInvalidResourceHandle, "not a module ModuleLoadData loaded, or unloaded already"}
+	}
+	if mod.device != device {
+		return moduleInfo{}, &refusal{ErrInvalidResourceHandle, fmt.Sprintf("the module was loaded on device %d", mod.device)}
+	}
+	return mod, nil
+}
+
+// entry finds the .entry name of module m, loaded on device.
+func (g *registry) entry(m Module, device int, name string) (PTXEntry, *refusal) {
+	mod, x := g.module(m, device)
+	if x != nil {
+		return PTXEntry{}, x
 	}
 	e, ok := mod.info.Entry(name)
 	if !ok {
@@ -79,13 +85,18 @@ func (g *registry) removeModule(m Module) {
 	}
 }
 
-// checkLaunch is the kernel's name and what is wrong with launching it so.
-func (g *registry) checkLaunch(fn Function, grid, block Dim3, args []KernelArg) (string, *refusal) {
+// checkLaunch is the kernel's name and what is wrong with launching it so
+// on device.
+func (g *registry) checkLaunch(fn Function, device int, grid, block Dim3, args []KernelArg) (string, *refusal) {
 	g.mu.RLock()
 	fi, ok := g.functions[fn]
+	mod := g.modules[fi.module]
 	g.mu.RUnlock()
 	if !ok {
 		return fmt.Sprintf("function 0x%x", uintptr(fn)), &refusal{ErrInvalidResourceHandle, "not a function from ModuleGetFunction, or its module was unloaded"}
+	}
+	if mod.device != device {
+		return fi.entry.Name, &refusal{ErrInvalidResourceHandle, fmt.Sprintf("kernel %s was loaded on device %d", fi.entry.Name, mod.device)}
 	}
 	if err := CheckLaunch(fi.entry, grid, block, args); err != nil {
 		return fi.entry.Name, &refusal{ErrInvalidValue, err.Error()}
