@@ -32,6 +32,15 @@
 // cuInit, cuDeviceGet and cuDeviceGetName included. Live and CheckLeaks account for everything still allocated;
 // NewFakeT fails the test at cleanup when something is.
 //
+// Kernels run as Go functions: RegisterKernel gives a PTX entry point its
+// implementation, a KernelFunc that sees the launch's shape, its typed
+// arguments, the device's memory and a device-side malloc bounded by the
+// device's malloc heap limit. ModuleLoadData reads the PTX's .entry
+// declarations, and launches are checked against them as the binding checks
+// them. While a stream captures, work issued to it is recorded, and a graph
+// launch replays it. Events complete in stream order; EventElapsedTime
+// counts FakeEventTick per call made between the two completions.
+//
 // conformance.TestRuntime asserts only what real CUDA does, so it passes on
 // the fake and on a GPU; the fake's refusals of what CUDA leaves undefined
 // are tested in this package's own tests.

@@ -11,7 +11,11 @@ import (
 func (f *Fake) Memcpy(device int, dst, src cudart.Mem, kind cudart.MemcpyKind) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(cudart.CallMemcpy, device); x != nil {
+	x := f.check(cudart.CallMemcpy, device)
+	if x == nil {
+		x = f.drain(device, 0)
+	}
+	if x != nil {
 		return x.err(cudart.CallMemcpy, "(%s <- %s, %s)", dst, src, kind)
 	}
 	if x := f.memcpy(device, dst, src, kind); x != nil {

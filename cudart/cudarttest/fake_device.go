@@ -47,12 +47,17 @@ func (f *Fake) DeviceGetLimit(device int, l cudart.Limit) (uint64, error) {
 }
 
 // DeviceSetLimit is cudaDeviceSetLimit; the fake stores the value as given.
+// The malloc heap size cannot change once a kernel that calls malloc has
+// run on the device (cudaErrorInvalidValue), as CUDA documents.
 func (f *Fake) DeviceSetLimit(device int, l cudart.Limit, value uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	x := f.check(cudart.CallDeviceSetLimit, device)
 	if x == nil {
 		x = checkLimit(l)
+	}
+	if x == nil {
+		x = f.heapFixed(device, l)
 	}
 	if x != nil {
 		return x.err(cudart.CallDeviceSetLimit, "(device %d, limit %d, %s)", device, int(l), bytesize.Format(value))

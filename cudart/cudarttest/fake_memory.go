@@ -63,7 +63,11 @@ func (f *Fake) Free(device int, p cudart.DevicePtr) error {
 func (f *Fake) DeviceSynchronize(device int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(cudart.CallDeviceSynchronize, device); x != nil {
+	x := f.check(cudart.CallDeviceSynchronize, device)
+	if x == nil {
+		x = f.captureBlocksDeviceSync(device)
+	}
+	if x != nil {
 		return x.err(cudart.CallDeviceSynchronize, "(device %d)", device)
 	}
 	return nil

@@ -39,7 +39,11 @@ func (f *Fake) StreamCreate(device int) (cudart.Stream, error) {
 func (f *Fake) StreamSynchronize(device int, s cudart.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.streamCall(cudart.CallStreamSynchronize, device, s); x != nil {
+	x := f.streamCall(cudart.CallStreamSynchronize, device, s)
+	if x == nil {
+		x = f.drain(device, s)
+	}
+	if x != nil {
 		return x.err(cudart.CallStreamSynchronize, "(0x%x)", uintptr(s))
 	}
 	return nil
@@ -67,7 +71,7 @@ func (f *Fake) MemcpyAsync(device int, dst, src cudart.Mem, kind cudart.MemcpyKi
 	defer f.mu.Unlock()
 	x := f.streamCall(cudart.CallMemcpyAsync, device, s)
 	if x == nil {
-		x = f.memcpy(device, dst, src, kind)
+		x = f.enqueue(device, s, cudart.CallMemcpyAsync, func() *failure { return f.memcpy(device, dst, src, kind) })
 	}
 	if x != nil {
 		return x.err(cudart.CallMemcpyAsync, "(%s <- %s, %s, stream 0x%x)", dst, src, kind, uintptr(s))
