@@ -20,3 +20,12 @@ var ErrOverlap = errors.New("plan: buffers overlap")
 // trace: malformed JSON, a missing field, or a tensor that contradicts the
 // trace.
 var ErrTrace = errors.New("plan: bad trace")
+
+// ErrInvalidOption is wrapped when an option given to Plan cannot be used:
+// a nil option, a zero capacity, a time limit that is not positive, a nil
+// context.
+var ErrInvalidOption = errors.New("plan: invalid option")
+
+// ErrNoFit is wrapped by the *NoFitError that Plan returns when no layout
+// within WithCapacity's capacity was found.
+var ErrNoFit = errors.New("plan: no layout fits the capacity")

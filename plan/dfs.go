@@ -1,0 +1,324 @@
+package plan
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"sync/atomic"
+)
+
+// dfs is a complete depth-first search for a layout of one part under a
+// capacity. It only builds canonical layouts: every item sits at 0 or
+// directly on an item it meets in time, and items are placed in increasing
+// order of (offset, rank), rank being the item's position in a fixed
+// preorder. Any layout that fits can be pushed down until it is of that
+// form, and then the order of placement is unique, so the search meets each
+// candidate layout once and fails only when no layout fits.
+//
+// Four rules prune it. An item's offset can only grow as items are placed
+// under it, and every item still to come lands at or above the last offset,
+// so a section whose remaining items do not fit between their lowest
+// possible offset and the capacity is a dead end (the per-step sum). An
+// item placed at or above the top some other waiting item would reach from
+// where it could sit now leaves a gap that item could fill, and pushing
+// down would fill it, so that layout is searched elsewhere (dominance). An
+// item that meets no waiting item cannot change what follows, so if the
+// search fails after it, it fails after any other choice too. And once the
+// waiting items fall into groups that no item joins across a step, each
+// group is searched on its own: a group that fails fails the node, however
+// the others are laid out.
+type dfs struct {
+	l    *layout
+	cap  uint64
+	rank []int32
+
+	off    []uint64
+	placed []bool
+	// minOff[i] is where item i would go now: the aligned top of the
+	// highest placed item it meets.
+	minOff []uint64
+	// floor[s] is the top of the last item placed in section s: every item
+	// to come in s lands at or above it.
+	floor []uint64
+	// total[s] is the bytes of the items in s still to place.
+	total []uint64
+	// cuts[s] counts the waiting items alive in both sections s-1 and s.
+	cuts []int32
+	// low is scratch for check: the lowest minimum offset in a section.
+	low []uint64
+	// live[lo:hi] holds the items still to place of the group being
+	// searched; liveAt[i] is i's position in live.
+	live   []int32
+	liveAt []int32
+	cands  []int32
+	undo   []change
+
+	nodes, limit int64
+	stop         *stopper
+	// quit is raised when the portfolio no longer needs this search.
+	quit *atomic.Bool
+}
+
+// change records what the search overwrote, to restore it when it backs up.
+type change struct {
+	kind changeKind
+	at   int32
+	old  uint64
+}
+
+type changeKind int8
+
+const (
+	// minOffChange: item at's minimum offset was old.
+	minOffChange changeKind = iota
+	// floorChange: section at's floor was old.
+	floorChange
+	// placeChange: item at was placed.
+	placeChange
+)
+
+// result of a search.
+type verdict int8
+
+const (
+	// fits: a layout was found and its offsets are in off.
+	fits verdict = iota
+	// noFit: the search was exhausted, so no layout exists.
+	noFit
+	// outOfNodes: the node limit ended the search first.
+	outOfNodes
+	// stopped: the caller's time limit or context ended the search first.
+	stopped
+)
+
+func newDFS(l *layout, capacity uint64, stop *stopper) *dfs {
+	n := len(l.items)
+	return &dfs{
+		l: l, cap: capacity, stop: stop,
+		off: make([]uint64, n), placed: make([]bool, n), minOff: make([]uint64, n),
+		floor: make([]uint64, l.nsec), total: make([]uint64, l.nsec),
+		cuts: make([]int32, l.nsec+1), low: make([]uint64, l.nsec),
+		live: make([]int32, 0, n), liveAt: make([]int32, n),
+	}
+}
+
+// solve searches part p with items ranked by rank, within limit nodes. On
+// fits, off holds the part's offsets.
+func (d *dfs) solve(p part, rank []int32, limit int64) verdict {
+	d.rank, d.nodes, d.limit = rank, 0, limit
+	d.live, d.cands, d.undo = d.live[:0], d.cands[:0], d.undo[:0]
+	for _, i := range p.items {
+		d.placed[i], d.minOff[i] = false, 0
+		d.liveAt[i] = int32(len(d.live))
+		d.live = append(d.live, i)
+	}
+	for s := p.slo; s < p.shi; s++ {
+		d.floor[s], d.total[s], d.cuts[s] = 0, 0, 0
+	}
+	for _, i := range p.items {
+		d.addItem(i, 1)
+	}
+	if !d.check(0, len(d.live), p.slo, p.shi, 0) {
+		return noFit
+	}
+	return d.search(0, len(d.live), p.slo, p.shi, 0, -1)
+}
+
+// addItem counts item i as waiting (sign 1) or no longer (sign -1) in the
+// sections' totals and cuts.
+func (d *dfs) addItem(i int32, sign int32) {
+	size := d.l.items[i].size
+	lo, hi := d.l.lo[i], d.l.hi[i]
+	for s := lo; s < hi; s++ {
+		if sign > 0 {
+			d.total[s] += size
+		} else {
+			d.total[s] -= size
+		}
+	}
+	for s := lo + 1; s < hi; s++ {
+		d.cuts[s] += sign
+	}
+}
+
+// search places the items of live[lo:hi], which lie in sections [slo, shi),
+// all at (offset, rank) after (lastOff, lastRank).
+func (d *dfs) search(lo, hi int, slo, shi int32, lastOff uint64, lastRank int32) verdict {
+	if lo == hi {
+		return fits
+	}
+	d.nodes++
+	if d.nodes > d.limit {
+		return outOfNodes
+	}
+	if d.nodes&1023 == 0 && (d.quit.Load() || d.stop.done()) {
+		return stopped
+	}
+	items := d.l.items
+	live := d.live[lo:hi]
+	reach := uint64(math.MaxUint64)
+	for _, i := range live {
+		lowest := max(d.minOff[i], lastOff)
+		if lowest > d.cap || items[i].size > d.cap-lowest {
+			return noFit
+		}
+		reach = min(reach, d.minOff[i]+items[i].size)
+	}
+	base := len(d.cands)
+	for _, i := range live {
+		o := d.minOff[i]
+		if o >= reach || o < lastOff || (o == lastOff && d.rank[i] < lastRank) {
+			continue
+		}
+		d.cands = append(d.cands, i)
+	}
+	slices.SortFunc(d.cands[base:], func(a, b int32) int {
+		return cmp.Or(cmp.Compare(d.minOff[a], d.minOff[b]), cmp.Compare(d.rank[a], d.rank[b]))
+	})
+	res := noFit
+	for k := base; k < len(d.cands); k++ {
+		c := d.cands[k]
+		x := d.minOff[c]
+		mark := len(d.undo)
+		alone, split := d.place(c, x, hi)
+		v := noFit
+		if d.check(lo, hi-1, slo, shi, x) {
+			if split {
+				v = d.searchGroups(lo, hi-1, x, d.rank[c])
+			} else {
+				v = d.search(lo, hi-1, slo, shi, x, d.rank[c])
+			}
+		}
+		if v == fits {
+			d.cands = d.cands[:base]
+			return fits
+		}
+		d.unwind(mark)
+		if v != noFit {
+			res = v
+			break
+		}
+		if alone {
+			break
+		}
+	}
+	d.cands = d.cands[:base]
+	return res
+}
+
+// searchGroups splits the waiting items live[lo:hi] into groups that no
+// item joins across a section boundary and searches each on its own.
+func (d *dfs) searchGroups(lo, hi int, lastOff uint64, lastRank int32) verdict {
+	live := d.live[lo:hi]
+	slices.SortFunc(live, func(a, b int32) int {
+		return cmp.Or(cmp.Compare(d.l.lo[a], d.l.lo[b]), cmp.Compare(a, b))
+	})
+	for k, i := range live {
+		d.liveAt[i] = int32(lo + k)
+	}
+	for start := 0; start < len(live); {
+		end, shi := start+1, d.l.hi[live[start]]
+		for end < len(live) && d.l.lo[live[end]] < shi {
+			shi = max(shi, d.l.hi[live[end]])
+			end++
+		}
+		slo := d.l.lo[live[start]]
+		if v := d.search(lo+start, lo+end, slo, shi, lastOff, lastRank); v != fits {
+			return v
+		}
+		start = end
+	}
+	return fits
+}
+
+// place puts item c, which is in live[:hi], at x. It reports whether c
+// meets no waiting item, and whether placing it split the waiting items
+// into independent groups.
+func (d *dfs) place(c int32, x uint64, hi int) (alone, split bool) {
+	it := d.l.items[c]
+	d.off[c], d.placed[c] = x, true
+	last := d.live[hi-1]
+	d.live[d.liveAt[c]], d.liveAt[last] = last, d.liveAt[c]
+	d.live[hi-1], d.liveAt[c] = c, int32(hi-1)
+	d.undo = append(d.undo, change{kind: placeChange, at: c})
+	d.addItem(c, -1)
+	top := x + it.size
+	alone = true
+	for _, j := range d.l.conf.of(c) {
+		if d.placed[j] {
+			continue
+		}
+		alone = false
+		t := alignUpSat(top, d.l.items[j].align)
+		if d.minOff[j] < t {
+			d.undo = append(d.undo, change{kind: minOffChange, at: j, old: d.minOff[j]})
+			d.minOff[j] = t
+		}
+	}
+	for s := d.l.lo[c]; s < d.l.hi[c]; s++ {
+		d.undo = append(d.undo, change{kind: floorChange, at: s, old: d.floor[s]})
+		d.floor[s] = top
+	}
+	for s := d.l.lo[c] + 1; s < d.l.hi[c]; s++ {
+		if d.cuts[s] == 0 && d.total[s-1] > 0 && d.total[s] > 0 {
+			split = true
+		}
+	}
+	return alone, split
+}
+
+// unwind undoes every change since mark, placements included. The waiting
+// items stay where they are in live: each search keeps its own bounds.
+func (d *dfs) unwind(mark int) {
+	for k := len(d.undo) - 1; k >= mark; k-- {
+		ch := d.undo[k]
+		switch ch.kind {
+		case floorChange:
+			d.floor[ch.at] = ch.old
+		case minOffChange:
+			d.minOff[ch.at] = ch.old
+		case placeChange:
+			d.placed[ch.at] = false
+			d.addItem(ch.at, 1)
+		}
+	}
+	d.undo = d.undo[:mark]
+}
+
+// check is the per-step sum: in every section of [slo, shi), the waiting
+// items of live[lo:hi] must fit between the lowest offset any of them can
+// take there and the capacity. That offset is at least x (the last offset
+// placed), the section's floor, and the least minimum offset among them.
+func (d *dfs) check(lo, hi int, slo, shi int32, x uint64) bool {
+	low := d.low
+	for s := slo; s < shi; s++ {
+		low[s] = math.MaxUint64
+	}
+	for _, i := range d.live[lo:hi] {
+		o := d.minOff[i]
+		for s := d.l.lo[i]; s < d.l.hi[i]; s++ {
+			low[s] = min(low[s], o)
+		}
+	}
+	for s := slo; s < shi; s++ {
+		t := d.total[s]
+		if t == 0 {
+			continue
+		}
+		f := max(x, d.floor[s], low[s])
+		if f > d.cap || t > d.cap-f {
+			return false
+		}
+	}
+	return true
+}
+
+// alignUpSat rounds v up to a multiple of the power of two a, saturating at
+// the largest such multiple below 2^64: offsets that high never fit a
+// capacity.
+func alignUpSat(v, a uint64) uint64 {
+	if v > math.MaxUint64-(a-1) {
+		return math.MaxUint64 &^ (a - 1)
+	}
+	return (v + a - 1) &^ (a - 1)
+}
