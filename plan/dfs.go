@@ -44,8 +44,6 @@ type dfs struct {
 	total []uint64
 	// cuts[s] counts the waiting items alive in both sections s-1 and s.
 	cuts []int32
-	// low is scratch for check: the lowest minimum offset in a section.
-	low []uint64
 	// live[lo:hi] holds the items still to place of the group being
 	// searched; liveAt[i] is i's position in live.
 	live   []int32
@@ -97,7 +95,7 @@ func newDFS(l *layout, capacity uint64, stop *stopper) *dfs {
 		l: l, cap: capacity, stop: stop,
 		off: make([]uint64, n), placed: make([]bool, n), minOff: make([]uint64, n),
 		floor: make([]uint64, l.nsec), total: make([]uint64, l.nsec),
-		cuts: make([]int32, l.nsec+1), low: make([]uint64, l.nsec),
+		cuts: make([]int32, l.nsec+1),
 		live: make([]int32, 0, n), liveAt: make([]int32, n),
 	}
 }
@@ -180,7 +178,7 @@ func (d *dfs) search(lo, hi int, slo, shi int32, lastOff uint64, lastRank int32)
 		c := d.cands[k]
 		x := d.minOff[c]
 		mark := len(d.undo)
-		alone, split := d.place(c, x, hi)
+		alone, split := d.place(c, x, hi, slo, shi)
 		v := noFit
 		if d.check(lo, hi-1, slo, shi, x) {
 			if split {
@@ -231,10 +229,10 @@ func (d *dfs) searchGroups(lo, hi int, lastOff uint64, lastRank int32) verdict {
 	return fits
 }
 
-// place puts item c, which is in live[:hi], at x. It reports whether c
-// meets no waiting item, and whether placing it split the waiting items
-// into independent groups.
-func (d *dfs) place(c int32, x uint64, hi int) (alone, split bool) {
+// place puts item c, which is in live[:hi] and in the group of sections
+// [slo, shi), at x. It reports whether c meets no waiting item, and whether
+// placing it split the group's waiting items into independent groups.
+func (d *dfs) place(c int32, x uint64, hi int, slo, shi int32) (alone, split bool) {
 	it := d.l.items[c]
 	d.off[c], d.placed[c] = x, true
 	last := d.live[hi-1]
@@ -259,12 +257,21 @@ func (d *dfs) place(c int32, x uint64, hi int) (alone, split bool) {
 		d.undo = append(d.undo, change{kind: floorChange, at: s, old: d.floor[s]})
 		d.floor[s] = top
 	}
-	for s := d.l.lo[c] + 1; s < d.l.hi[c]; s++ {
-		if d.cuts[s] == 0 && d.total[s-1] > 0 && d.total[s] > 0 {
-			split = true
-		}
+	for s := d.l.lo[c] + 1; s < d.l.hi[c] && !split; s++ {
+		split = d.cuts[s] == 0 && d.waitingIn(slo, s) && d.waitingIn(s, shi)
 	}
 	return alone, split
+}
+
+// waitingIn reports whether an item still to place lives in a section of
+// [from, to).
+func (d *dfs) waitingIn(from, to int32) bool {
+	for s := from; s < to; s++ {
+		if d.total[s] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // unwind undoes every change since mark, placements included. The waiting
@@ -288,29 +295,39 @@ func (d *dfs) unwind(mark int) {
 // check is the per-step sum: in every section of [slo, shi), the waiting
 // items of live[lo:hi] must fit between the lowest offset any of them can
 // take there and the capacity. That offset is at least x (the last offset
-// placed), the section's floor, and the least minimum offset among them.
+// placed), the section's floor, and the least minimum offset among them;
+// the last is looked for only in sections tight enough for it to matter,
+// and the look stops at the first waiting item low enough.
 func (d *dfs) check(lo, hi int, slo, shi int32, x uint64) bool {
-	low := d.low
-	for s := slo; s < shi; s++ {
-		low[s] = math.MaxUint64
-	}
+	var highest uint64
 	for _, i := range d.live[lo:hi] {
-		o := d.minOff[i]
-		for s := d.l.lo[i]; s < d.l.hi[i]; s++ {
-			low[s] = min(low[s], o)
-		}
+		highest = max(highest, d.minOff[i])
 	}
 	for s := slo; s < shi; s++ {
 		t := d.total[s]
 		if t == 0 {
 			continue
 		}
-		f := max(x, d.floor[s], low[s])
+		f := max(x, d.floor[s])
 		if f > d.cap || t > d.cap-f {
+			return false
+		}
+		if slack := d.cap - t; highest > slack && !d.someBelow(s, slack) {
 			return false
 		}
 	}
 	return true
+}
+
+// someBelow reports whether a waiting item of section s can go at or below
+// offset o.
+func (d *dfs) someBelow(s int32, o uint64) bool {
+	for _, i := range d.l.inSection(s) {
+		if !d.placed[i] && d.minOff[i] <= o {
+			return true
+		}
+	}
+	return false
 }
 
 // alignUpSat rounds v up to a multiple of the power of two a, saturating at

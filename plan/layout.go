@@ -15,6 +15,10 @@ type layout struct {
 	hi    []int32
 	conf  conflicts
 	nsec  int
+	// secStart and secItems list the items alive in each section:
+	// section s has secItems[secStart[s]:secStart[s+1]].
+	secStart []int32
+	secItems []int32
 	// parts are the independent sub-problems: runs of sections that no item
 	// crosses into from outside. A layout of each gives a layout of all.
 	parts []part
@@ -61,6 +65,25 @@ func newLayout(items []item, conf conflicts) *layout {
 		p := &l.parts[owner[l.lo[i]]]
 		p.items = append(p.items, int32(i))
 	}
+	l.secStart = make([]int32, l.nsec+1)
+	for i := range items {
+		for s := l.lo[i]; s < l.hi[i]; s++ {
+			l.secStart[s+1]++
+		}
+	}
+	for s := 1; s <= l.nsec; s++ {
+		l.secStart[s] += l.secStart[s-1]
+	}
+	l.secItems = make([]int32, l.secStart[l.nsec])
+	fill := slices.Clone(l.secStart)
+	for i := range items {
+		for s := l.lo[i]; s < l.hi[i]; s++ {
+			l.secItems[fill[s]] = int32(i)
+			fill[s]++
+		}
+	}
 	l.parts = slices.DeleteFunc(l.parts, func(p part) bool { return len(p.items) == 0 })
 	return l
 }
+
+func (l *layout) inSection(s int32) []int32 { return l.secItems[l.secStart[s]:l.secStart[s+1]] }
