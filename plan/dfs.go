@@ -49,7 +49,9 @@ type dfs struct {
 	live   []int32
 	liveAt []int32
 	cands  []int32
-	undo   []change
+	// maxes is a stack of outerMaxes' arrays, one per node being searched.
+	maxes []uint64
+	undo  []change
 
 	nodes, limit int64
 	stop         *stopper
@@ -116,7 +118,7 @@ func (d *dfs) solve(p part, rank []int32, limit int64) verdict {
 	for _, i := range p.items {
 		d.addItem(i, 1)
 	}
-	if !d.check(0, len(d.live), p.slo, p.shi, 0) {
+	if !d.checkAll(0, len(d.live), p.slo, p.shi) {
 		return noFit
 	}
 	return d.search(0, len(d.live), p.slo, p.shi, 0, -1)
@@ -162,10 +164,19 @@ func (d *dfs) search(lo, hi int, slo, shi int32, lastOff uint64, lastRank int32)
 		}
 		reach = min(reach, d.minOff[i]+items[i].size)
 	}
+	mbase := len(d.maxes)
+	d.outerMaxes(slo, shi)
+	maxes := d.maxes[mbase:]
+	n := int(shi - slo)
 	base := len(d.cands)
 	for _, i := range live {
 		o := d.minOff[i]
 		if o >= reach || o < lastOff || (o == lastOff && d.rank[i] < lastRank) {
+			continue
+		}
+		// Placing i at o bounds every section outside its span at o; the
+		// heaviest of them must still fit above it.
+		if outside := max(maxes[d.l.lo[i]-slo], maxes[n+1+int(d.l.hi[i]-slo)]); outside > d.cap-o {
 			continue
 		}
 		d.cands = append(d.cands, i)
@@ -178,9 +189,9 @@ func (d *dfs) search(lo, hi int, slo, shi int32, lastOff uint64, lastRank int32)
 		c := d.cands[k]
 		x := d.minOff[c]
 		mark := len(d.undo)
-		alone, split := d.place(c, x, hi, slo, shi)
+		alone, split, a, b := d.place(c, x, hi, slo, shi)
 		v := noFit
-		if d.check(lo, hi-1, slo, shi, x) {
+		if d.check(c, x, lo, hi-1, a, b, slo, shi) {
 			if split {
 				v = d.searchGroups(lo, hi-1, x, d.rank[c])
 			} else {
@@ -188,7 +199,7 @@ func (d *dfs) search(lo, hi int, slo, shi int32, lastOff uint64, lastRank int32)
 			}
 		}
 		if v == fits {
-			d.cands = d.cands[:base]
+			d.cands, d.maxes = d.cands[:base], d.maxes[:mbase]
 			return fits
 		}
 		d.unwind(mark)
@@ -200,8 +211,25 @@ func (d *dfs) search(lo, hi int, slo, shi int32, lastOff uint64, lastRank int32)
 			break
 		}
 	}
-	d.cands = d.cands[:base]
+	d.cands, d.maxes = d.cands[:base], d.maxes[:mbase]
 	return res
+}
+
+// outerMaxes pushes onto maxes the largest section totals of [slo, shi)
+// before each section (slo..shi, prefix maxima) and from each section on
+// (suffix maxima), so that check can tell the heaviest section outside a
+// candidate's span in constant time.
+func (d *dfs) outerMaxes(slo, shi int32) {
+	n := int(shi - slo)
+	at := len(d.maxes)
+	d.maxes = append(d.maxes, make([]uint64, 2*(n+1))...)
+	pre, suf := d.maxes[at:at+n+1], d.maxes[at+n+1:]
+	for k := range n {
+		pre[k+1] = max(pre[k], d.total[slo+int32(k)])
+	}
+	for k := n - 1; k >= 0; k-- {
+		suf[k] = max(suf[k+1], d.total[slo+int32(k)])
+	}
 }
 
 // searchGroups splits the waiting items live[lo:hi] into groups that no
@@ -231,8 +259,9 @@ func (d *dfs) searchGroups(lo, hi int, lastOff uint64, lastRank int32) verdict {
 
 // place puts item c, which is in live[:hi] and in the group of sections
 // [slo, shi), at x. It reports whether c meets no waiting item, and whether
-// placing it split the group's waiting items into independent groups.
-func (d *dfs) place(c int32, x uint64, hi int, slo, shi int32) (alone, split bool) {
+// placing it split the group's waiting items into independent groups, and
+// the sections [a, b) where the waiting items' offsets changed.
+func (d *dfs) place(c int32, x uint64, hi int, slo, shi int32) (alone, split bool, a, b int32) {
 	it := d.l.items[c]
 	d.off[c], d.placed[c] = x, true
 	last := d.live[hi-1]
@@ -242,11 +271,13 @@ func (d *dfs) place(c int32, x uint64, hi int, slo, shi int32) (alone, split boo
 	d.addItem(c, -1)
 	top := x + it.size
 	alone = true
+	a, b = d.l.lo[c], d.l.hi[c]
 	for _, j := range d.l.conf.of(c) {
 		if d.placed[j] {
 			continue
 		}
 		alone = false
+		a, b = min(a, d.l.lo[j]), max(b, d.l.hi[j])
 		t := alignUpSat(top, d.l.items[j].align)
 		if d.minOff[j] < t {
 			d.undo = append(d.undo, change{kind: minOffChange, at: j, old: d.minOff[j]})
@@ -260,7 +291,7 @@ func (d *dfs) place(c int32, x uint64, hi int, slo, shi int32) (alone, split boo
 	for s := d.l.lo[c] + 1; s < d.l.hi[c] && !split; s++ {
 		split = d.cuts[s] == 0 && d.waitingIn(slo, s) && d.waitingIn(s, shi)
 	}
-	return alone, split
+	return alone, split, a, b
 }
 
 // waitingIn reports whether an item still to place lives in a section of
@@ -292,24 +323,20 @@ func (d *dfs) unwind(mark int) {
 	d.undo = d.undo[:mark]
 }
 
-// check is the per-step sum: in every section of [slo, shi), the waiting
-// items of live[lo:hi] must fit between the lowest offset any of them can
-// take there and the capacity. That offset is at least x (the last offset
-// placed), the section's floor, and the least minimum offset among them;
-// the last is looked for only in sections tight enough for it to matter,
-// and the look stops at the first waiting item low enough.
-func (d *dfs) check(lo, hi int, slo, shi int32, x uint64) bool {
-	var highest uint64
-	for _, i := range d.live[lo:hi] {
-		highest = max(highest, d.minOff[i])
-	}
+// checkAll is the per-step sum: in every section of [slo, shi), the
+// waiting items of live[lo:hi] must fit between the lowest offset any of
+// them can take there and the capacity. That offset is at least the
+// section's floor and the least minimum offset among them; the latter is
+// looked for only in sections tight enough for it to matter, and the look
+// stops at the first waiting item low enough.
+func (d *dfs) checkAll(lo, hi int, slo, shi int32) bool {
+	highest := d.highest(lo, hi)
 	for s := slo; s < shi; s++ {
 		t := d.total[s]
 		if t == 0 {
 			continue
 		}
-		f := max(x, d.floor[s])
-		if f > d.cap || t > d.cap-f {
+		if f := d.floor[s]; f > d.cap || t > d.cap-f {
 			return false
 		}
 		if slack := d.cap - t; highest > slack && !d.someBelow(s, slack) {
@@ -317,6 +344,40 @@ func (d *dfs) check(lo, hi int, slo, shi int32, x uint64) bool {
 		}
 	}
 	return true
+}
+
+// check is checkAll after c was placed at x, knowing that the state passed
+// it before and that x was already compared with the sections outside c's
+// span when c became a candidate: what is left is x against the sections
+// inside c's span, the floors and totals there, and the minimum offsets in
+// [a, b).
+func (d *dfs) check(c int32, x uint64, lo, hi int, a, b, slo, shi int32) bool {
+	for s := d.l.lo[c]; s < d.l.hi[c]; s++ {
+		t := d.total[s]
+		if t == 0 {
+			continue
+		}
+		if f := max(x, d.floor[s]); f > d.cap || t > d.cap-f {
+			return false
+		}
+	}
+	highest := d.highest(lo, hi)
+	for s := max(a, slo); s < min(b, shi); s++ {
+		t := d.total[s]
+		if slack := d.cap - t; t > 0 && highest > slack && !d.someBelow(s, slack) {
+			return false
+		}
+	}
+	return true
+}
+
+// highest is the largest minimum offset among live[lo:hi].
+func (d *dfs) highest(lo, hi int) uint64 {
+	var h uint64
+	for _, i := range d.live[lo:hi] {
+		h = max(h, d.minOff[i])
+	}
+	return h
 }
 
 // someBelow reports whether a waiting item of section s can go at or below
