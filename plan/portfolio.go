@@ -109,6 +109,12 @@ func (pf *portfolio) solve(p part) (verdict, []uint64) {
 	wg.Wait()
 	switch {
 	case decided < math.MaxInt64:
+		// Jobs after the deciding one may have started, depending on
+		// timing; the budget is charged as if they had not.
+		pf.spent = 0
+		for j := range decided + 1 {
+			pf.spent += jobLimit(len(p.items), j)
+		}
 		return outcome, offs
 	case budgetd && !pf.stop.done():
 		return outOfNodes, nil
