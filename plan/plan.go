@@ -73,8 +73,11 @@ func solve(p *problem, cfg config) (offs []uint64, top uint64, proven, ok bool) 
 	}
 	cost := decodeCost(len(p.items), pairs, busyRanges)
 	if cost > sweepCost {
-		offs, top, ok = sweep(p.items, busy, global)
-		return offs, top, false, ok
+		offs, top, ok = firstFitByClass(p.items, busy)
+		if sOffs, sTop, sOK := sweep(p.items, busy, global); sOK && (!ok || sTop < top) {
+			offs, top, ok = sOffs, sTop, true
+		}
+		return offs, top, top <= p.lb, ok
 	}
 	tries := cfg.tries
 	if tries < 0 {
