@@ -158,4 +158,3 @@ func (ix *timeIndex) add(i int32, o uint64) {
 		ix.blocks[b] = insert(ix.blocks[b])
 	}
 }
-
