@@ -1,16 +1,18 @@
 package plan
 
 import (
+	"cmp"
+	"math/rand/v2"
 	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
 )
 
-// portfolio runs the exact search on one part as a sequence of jobs: job j
-// searches with ranker j mod len(rankers) and a node limit that doubles
-// every round of rankers, so a ranker that leads the search astray costs
-// little before another is tried (restarts). Workers, one a core, take jobs
+// portfolio runs the exact search on one part as a sequence of jobs, each a
+// search from one order of the items under a node limit (see jobLimit), so
+// that an order that leads the search astray costs little before another is
+// tried (restarts). Workers, one a core, take jobs
 // in sequence order, and the answer is that of the first job in the
 // sequence that decides (finds a layout or proves there is none); a job
 // still running when an earlier one decides is cancelled, and one that
@@ -52,6 +54,7 @@ func (pf *portfolio) solve(p part) (verdict, []uint64) {
 	for k, r := range rankers {
 		ranks[k] = r(pf.l, p)
 	}
+	sched := &schedule{items: len(p.items)}
 	workers := make([]*portfolioWorker, nw)
 	for w := range workers {
 		workers[w] = &portfolioWorker{d: newDFS(pf.l, pf.capacity, pf.stop)}
@@ -62,7 +65,7 @@ func (pf *portfolio) solve(p part) (verdict, []uint64) {
 		mu.Lock()
 		defer mu.Unlock()
 		j := next
-		limit := jobLimit(len(p.items), j)
+		limit := sched.at(j).limit
 		if j >= decided || pf.stop.done() || pf.spent > pf.budget-limit {
 			budgetd = budgetd || pf.spent > pf.budget-limit
 			return -1, 0
@@ -102,7 +105,7 @@ func (pf *portfolio) solve(p part) (verdict, []uint64) {
 				if j < 0 {
 					return
 				}
-				finish(wk, j, wk.d.solve(p, ranks[j%int64(len(rankers))], limit))
+				finish(wk, j, wk.d.solve(p, sched.at(j).rank(ranks, p), limit))
 			}
 		}()
 	}
@@ -113,7 +116,7 @@ func (pf *portfolio) solve(p part) (verdict, []uint64) {
 		// timing; the budget is charged as if they had not.
 		pf.spent = 0
 		for j := range decided + 1 {
-			pf.spent += jobLimit(len(p.items), j)
+			pf.spent += sched.at(j).limit
 		}
 		return outcome, offs
 	case budgetd && !pf.stop.done():
@@ -122,11 +125,91 @@ func (pf *portfolio) solve(p part) (verdict, []uint64) {
 	return stopped, nil
 }
 
-// jobLimit is job j's node limit: per item, firstLimit doubled once a round.
-func jobLimit(items int, j int64) int64 {
-	round := j / int64(len(rankers))
-	if round >= 40 {
-		return math.MaxInt64 / 4
+// schedule is the job sequence, built as it is consumed (under the
+// portfolio's lock) and the same on every run. It draws from two streams,
+// each time from the one that has been given fewer nodes so far, so that
+// they share the search's time evenly whatever their limits. The plain
+// stream searches with the rankers' orders as they are, with a node limit
+// that doubles every round of rankers, so that a long search gets its
+// chance. The perturbed stream searches with those orders perturbed at
+// random (from a seed fixed by the job's place in the stream) under short
+// limits that follow Luby's restart sequence: on hard instances a layout
+// is often found within a few hundred nodes from some order close to a
+// good one, which the long runs from the plain orders miss.
+type schedule struct {
+	items int
+	jobs  []job
+	// given and next are, per stream (plain, perturbed), the nodes handed
+	// out so far and the place of the next job.
+	given, next [2]int64
+}
+
+// job is one search of the sequence.
+type job struct {
+	perturbed bool
+	// q is the job's place in its stream.
+	q     int64
+	limit int64
+}
+
+// at returns job j of the sequence.
+func (s *schedule) at(j int64) job {
+	for int64(len(s.jobs)) <= j {
+		stream := 0
+		if s.given[1] < s.given[0] {
+			stream = 1
+		}
+		q := s.next[stream]
+		jb := job{perturbed: stream == 1, q: q}
+		if jb.perturbed {
+			jb.limit = int64(s.items) * firstLimit * luby(q+1)
+		} else if round := q / int64(len(rankers)); round < 40 {
+			jb.limit = min(int64(s.items)*firstLimit<<round, math.MaxInt64/4)
+		} else {
+			jb.limit = math.MaxInt64 / 4
+		}
+		s.next[stream]++
+		s.given[stream] = min(s.given[stream]+jb.limit, math.MaxInt64/2)
+		s.jobs = append(s.jobs, jb)
 	}
-	return min(int64(items)*firstLimit<<round, math.MaxInt64/4)
+	return s.jobs[j]
+}
+
+// rank returns the ranks the job searches with.
+func (jb job) rank(ranks [][]int32, p part) []int32 {
+	base := ranks[jb.q%int64(len(ranks))]
+	if !jb.perturbed {
+		return base
+	}
+	r := rand.New(rand.NewPCG(uint64(jb.q), seed))
+	spread := perturbation * float64(len(p.items))
+	key := make([]float64, len(p.items))
+	for k, i := range p.items {
+		key[k] = float64(base[i]) + spread*r.NormFloat64()
+	}
+	order := sortedOrder(len(p.items), func(a, b int32) int { return cmp.Compare(key[a], key[b]) })
+	rank := make([]int32, len(base))
+	for pos, k := range order {
+		rank[p.items[k]] = int32(pos)
+	}
+	return rank
+}
+
+// perturbation is the spread of the noise added to the ranks of a
+// perturbed order, as a share of the number of items: enough to move an
+// item some places, not so much that the order loses its sense.
+const perturbation = 0.1
+
+// luby returns the i-th term (from 1) of Luby's sequence 1, 1, 2, 1, 1, 2,
+// 4, 1, 1, 2, ..., the restart schedule that is within a constant factor of
+// the best for searches whose run times are unknown.
+func luby(i int64) int64 {
+	for k := int64(1); ; k++ {
+		if i == 1<<k-1 {
+			return 1 << (k - 1)
+		}
+		if i < 1<<k-1 {
+			return luby(i - (1<<(k-1) - 1))
+		}
+	}
 }
