@@ -2,8 +2,8 @@ package plan
 
 import (
 	"cmp"
-	"math/rand/v2"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"sync"
 	"sync/atomic"
