@@ -31,6 +31,12 @@ type dfs struct {
 	l    *layout
 	cap  uint64
 	rank []int32
+	// keys rank the items of each independent group afresh, or nil to
+	// keep the ranks solve was given; ranked saves the ranks they replace,
+	// as pairs of item and rank.
+	keys   []rankKey
+	ranked []int32
+	heavy  []uint64
 
 	off    []uint64
 	placed []bool
@@ -99,13 +105,15 @@ func newDFS(l *layout, capacity uint64, stop *stopper) *dfs {
 		floor: make([]uint64, l.nsec), total: make([]uint64, l.nsec),
 		cuts: make([]int32, l.nsec+1),
 		live: make([]int32, 0, n), liveAt: make([]int32, n),
+		rank: make([]int32, n), heavy: make([]uint64, n),
 	}
 }
 
 // solve searches part p with items ranked by rank, within limit nodes. On
 // fits, off holds the part's offsets.
-func (d *dfs) solve(p part, rank []int32, limit int64) verdict {
-	d.rank, d.nodes, d.limit = rank, 0, limit
+func (d *dfs) solve(p part, rank []int32, keys []rankKey, limit int64) verdict {
+	copy(d.rank, rank)
+	d.keys, d.ranked, d.nodes, d.limit = keys, d.ranked[:0], 0, limit
 	d.live, d.cands, d.undo = d.live[:0], d.cands[:0], d.undo[:0]
 	for _, i := range p.items {
 		d.placed[i], d.minOff[i] = false, 0
@@ -249,12 +257,37 @@ func (d *dfs) searchGroups(lo, hi int, lastOff uint64, lastRank int32) verdict {
 			end++
 		}
 		slo := d.l.lo[live[start]]
-		if v := d.search(lo+start, lo+end, slo, shi, lastOff, lastRank); v != fits {
+		if v := d.searchGroup(lo+start, lo+end, slo, shi, lastOff, lastRank); v != fits {
 			return v
 		}
 		start = end
 	}
 	return fits
+}
+
+// searchGroup searches one independent group. With keys, its items are
+// ranked afresh by the bytes still to place, and the search starts its
+// canonical order over (offset 0, any rank): the group's layouts are
+// independent of the rest, so ordering them among themselves is enough.
+func (d *dfs) searchGroup(lo, hi int, slo, shi int32, lastOff uint64, lastRank int32) verdict {
+	if d.keys == nil {
+		return d.search(lo, hi, slo, shi, lastOff, lastRank)
+	}
+	items := d.live[lo:hi]
+	mark := len(d.ranked)
+	for _, i := range items {
+		d.ranked = append(d.ranked, i, d.rank[i])
+	}
+	d.l.heaviest(items, d.total, d.heavy)
+	rankItems(d.l, items, d.heavy, d.keys, d.rank)
+	v := d.search(lo, hi, slo, shi, 0, -1)
+	// The enclosing search goes on with the ranks it had, whatever this
+	// group found.
+	for k := mark; k < len(d.ranked); k += 2 {
+		d.rank[d.ranked[k]] = d.ranked[k+1]
+	}
+	d.ranked = d.ranked[:mark]
+	return v
 }
 
 // place puts item c, which is in live[:hi] and in the group of sections

@@ -51,8 +51,11 @@ func (pf *portfolio) solve(p part) (verdict, []uint64) {
 		wg      sync.WaitGroup
 	)
 	ranks := make([][]int32, len(rankers))
-	for k, r := range rankers {
-		ranks[k] = r(pf.l, p)
+	heavy := make([]uint64, len(pf.l.items))
+	pf.l.heaviest(p.items, pf.l.partTotals(p), heavy)
+	for k, keys := range rankers {
+		ranks[k] = make([]int32, len(pf.l.items))
+		rankItems(pf.l, p.items, heavy, keys, ranks[k])
 	}
 	sched := &schedule{items: len(p.items)}
 	workers := make([]*portfolioWorker, nw)
@@ -105,7 +108,8 @@ func (pf *portfolio) solve(p part) (verdict, []uint64) {
 				if j < 0 {
 					return
 				}
-				finish(wk, j, wk.d.solve(p, sched.at(j).rank(ranks, p), limit))
+				jb := sched.at(j)
+				finish(wk, j, wk.d.solve(p, jb.rank(ranks, p), jb.keys(), limit))
 			}
 		}()
 	}
@@ -173,6 +177,15 @@ func (s *schedule) at(j int64) job {
 		s.jobs = append(s.jobs, jb)
 	}
 	return s.jobs[j]
+}
+
+// keys returns the keys the job ranks independent groups by, or nil for a
+// perturbed job, whose order stays as it was drawn.
+func (jb job) keys() []rankKey {
+	if jb.perturbed {
+		return nil
+	}
+	return rankers[jb.q%int64(len(rankers))]
 }
 
 // rank returns the ranks the job searches with.
