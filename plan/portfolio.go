@@ -64,20 +64,20 @@ func (pf *portfolio) solve(p part) (verdict, []uint64) {
 	}
 	// take hands the next job to a worker, or -1 when the sequence is over:
 	// a job has decided, the budget is spent, or time is up.
-	take := func(wk *portfolioWorker) (int64, int64) {
+	take := func(wk *portfolioWorker) (int64, job) {
 		mu.Lock()
 		defer mu.Unlock()
 		j := next
-		limit := sched.at(j).limit
-		if j >= decided || pf.stop.done() || pf.spent > pf.budget-limit {
-			budgetd = budgetd || pf.spent > pf.budget-limit
-			return -1, 0
+		jb := sched.at(j)
+		if j >= decided || pf.stop.done() || pf.spent > pf.budget-jb.limit {
+			budgetd = budgetd || pf.spent > pf.budget-jb.limit
+			return -1, job{}
 		}
 		next++
-		pf.spent += limit
+		pf.spent += jb.limit
 		wk.job = j
 		wk.quit.Store(false)
-		return j, limit
+		return j, jb
 	}
 	finish := func(wk *portfolioWorker, j int64, v verdict) {
 		mu.Lock()
@@ -104,12 +104,11 @@ func (pf *portfolio) solve(p part) (verdict, []uint64) {
 			defer wg.Done()
 			wk.d.quit = &wk.quit
 			for {
-				j, limit := take(wk)
+				j, jb := take(wk)
 				if j < 0 {
 					return
 				}
-				jb := sched.at(j)
-				finish(wk, j, wk.d.solve(p, jb.rank(ranks, p), jb.keys(), limit))
+				finish(wk, j, wk.d.solve(p, jb.rank(ranks, p), jb.keys(), jb.limit))
 			}
 		}()
 	}
