@@ -45,7 +45,8 @@
 //
 // Inputs so large or so dense that a single decode would take milliseconds
 // (a hundred thousand buffers, or thousands all alive together) are planned
-// instead by two fast passes, the better of which is kept: first fit by
+// instead by two fast passes, run side by side, the better of which is
+// kept: first fit by
 // power-of-two size class, largest first and in step order within a class,
 // over an index of the placed buffers by blocks of steps; and one sweep over
 // the steps, best fit among the gaps of a free list, in O(n log n).
@@ -71,7 +72,7 @@
 // # Caveats
 //
 // The exact search runs on as many goroutines as GOMAXPROCS allows, up to
-// three; a time limit or context makes the result depend on the machine's
+// three, and the two passes for large inputs on two; a time limit or context makes the result depend on the machine's
 // speed when it fires, and only then. With WithPlaced the exact search is
 // not used: the new requests are planned by the greedy search alone, and a
 // capacity is checked against its layout. Finding a layout within a

@@ -73,10 +73,7 @@ func solve(p *problem, cfg config) (offs []uint64, top uint64, proven, ok bool) 
 	}
 	cost := decodeCost(len(p.items), pairs, busyRanges)
 	if cost > sweepCost {
-		offs, top, ok = firstFitByClass(p.items, busy)
-		if sOffs, sTop, sOK := sweep(p.items, busy, global); sOK && (!ok || sTop < top) {
-			offs, top, ok = sOffs, sTop, true
-		}
+		offs, top, ok = largeInput(p.items, busy, global)
 		return offs, top, top <= p.lb, ok
 	}
 	tries := cfg.tries
@@ -102,4 +99,27 @@ func solve(p *problem, cfg config) (offs []uint64, top uint64, proven, ok bool) 
 	offs = slices.Clone(offs)
 	top, proven = exactSearch(newLayout(p.items, conf), cfg, offs, top, p.lb)
 	return offs, top, proven, true
+}
+
+// largeInput plans an input too large for the search with two fast passes
+// run side by side, first fit by size class and the sweep, and keeps the
+// first fit's layout unless the sweep's arena is smaller: the choice
+// depends on the layouts alone, never on which pass finished first.
+func largeInput(items []item, busy [][]interval, global []interval) ([]uint64, uint64, bool) {
+	var (
+		sOffs     []uint64
+		sTop      uint64
+		sOK       bool
+		sweepDone = make(chan struct{})
+	)
+	go func() {
+		defer close(sweepDone)
+		sOffs, sTop, sOK = sweep(items, busy, global)
+	}()
+	offs, top, ok := firstFitByClass(items, busy)
+	<-sweepDone
+	if sOK && (!ok || sTop < top) {
+		return sOffs, sTop, true
+	}
+	return offs, top, ok
 }
