@@ -76,26 +76,61 @@ func (s *search) fit(off []uint64, capacity uint64) verdict {
 	return res
 }
 
-// improve lowers the arena of the layout off, whose top is top, one step
-// at a time until it reaches goal, the search proves that no lower arena
-// exists, or the budget ends. It returns the new top and whether that top
-// is proven optimal.
+// improve lowers the arena of the layout off, whose top is top, toward
+// goal, a bound no layout beats, until it gets there, the search proves
+// the arena optimal, or the budget ends. It returns the new top and whether
+// that top is proven optimal.
+//
+// A tight capacity prunes hard, so a layout at the bound itself is often
+// quicker to find than one just below the current top: the targets are
+// chosen by bisection between the highest capacity proven too small and
+// the best top, starting at the bound. Each attempt gets a node cap; one
+// that runs out of nodes undecided moves the next target halfway up toward
+// the top, and once it gets there the cap doubles and the bisection starts
+// over.
 func (s *search) improve(off []uint64, top, goal uint64) (uint64, bool) {
 	trial := make([]uint64, len(off))
-	for top > goal {
+	lo, target := goal, goal
+	cap0 := int64(len(s.l.items)) * attemptNodes
+	per := min(cap0, max(s.budget/2, 1))
+	for top > lo {
+		if s.budget <= 0 {
+			return top, false
+		}
 		copy(trial, off)
-		switch s.fit(trial, top-1) {
+		left := s.budget
+		s.budget = min(left, per)
+		v := s.fit(trial, target)
+		spent := min(left, per) - s.budget
+		s.budget = left - spent
+		if spent == 0 && v == outOfNodes {
+			// Not even the first job fitted in what is left.
+			return top, false
+		}
+		switch v {
 		case fits:
 			copy(off, trial)
 			top = layoutTop(s.l, off)
+			target = lo + (top-1-lo)/2
 		case noFit:
-			return top, true
+			lo = target + 1
+			target = lo + (top-1-lo)/2
+		case outOfNodes:
+			if target >= top-1 {
+				per = min(2*per, math.MaxInt64/4)
+				target = lo + (top-1-lo)/2
+			} else {
+				target += (top - target) / 2
+			}
 		default:
 			return top, false
 		}
 	}
 	return top, true
 }
+
+// attemptNodes is the node cap of improve's first attempts, per item.
+const attemptNodes = 64
 
 func partTop(l *layout, p part, off []uint64) uint64 {
 	var top uint64

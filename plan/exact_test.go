@@ -86,3 +86,29 @@ func TestExactMatchesBruteForce(t *testing.T) {
 	}
 	require.Greater(t, searched, 20, "too few inputs where the greedy planners miss the optimum")
 }
+
+// TestNeverAboveGreedy checks on random inputs that what follows the greedy
+// planners (their search, then the exact search) only ever lowers the arena
+// of their best layout, whatever the options.
+func TestNeverAboveGreedy(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for trial := range 150 {
+		reqs := make([]Request, 20+r.IntN(100))
+		for i := range reqs {
+			first := r.IntN(40)
+			reqs[i] = Request{Size: 1 + r.Uint64N(1<<(8+r.IntN(12))), First: first, Last: first + r.IntN(8)}
+		}
+		p, err := newProblem(reqs, nil)
+		require.NoError(t, err)
+		sorted := byFirstStep(p.items)
+		d := newDecoder(p.items, buildConflicts(p.items, sorted), make([][]interval, len(reqs)))
+		_, greedy, ok := newSearcher(d, p.lb, 0).run(greedyOrders)
+		require.True(t, ok)
+		for _, opts := range [][]Option{nil, {WithTries(0)}, {WithTries(300)}, {WithTimeLimit(time.Minute), WithTries(0)}} {
+			res, err := Plan(reqs, opts...)
+			require.NoError(t, err)
+			require.NoError(t, Validate(reqs, res.Offsets))
+			require.LessOrEqual(t, res.ArenaBytes, greedy, "trial %d", trial)
+		}
+	}
+}
