@@ -1,6 +1,8 @@
 package plan_test
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -38,6 +40,87 @@ func BenchmarkPlanSynthetic100k(b *testing.B) {
 	}
 }
 
+// BenchmarkRandomTrace plans the random traces of the planner's large-input
+// target: first step uniform in 0..2n, lifetime 1 to 1,000 steps, size
+// 2^U(8,26) bytes. It reports the arena over the lower bound.
+func BenchmarkRandomTrace(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		reqs := logUniformTrace(rand.New(rand.NewPCG(1, uint64(n))), n, 2*n)
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			var res *plan.Result
+			for b.Loop() {
+				var err error
+				res, err = plan.Plan(reqs)
+				require.NoError(b, err)
+			}
+			b.ReportMetric(float64(res.ArenaBytes)/float64(res.LowerBound), "arena/lb")
+		})
+	}
+}
+
+// BenchmarkMiniMalloc asks for a layout of each of MiniMalloc's eleven
+// challenging instances within its capacity (256 MiB with 256-byte units),
+// reporting the arena over the capacity and whether it fits.
+func BenchmarkMiniMalloc(b *testing.B) {
+	files, err := filepath.Glob("testdata/minimalloc/*.csv")
+	require.NoError(b, err)
+	for _, f := range files {
+		reqs := readCSVFile(b, f)
+		b.Run(strings.SplitN(filepath.Base(f), ".", 2)[0], func(b *testing.B) {
+			benchCapacity(b, reqs, 1<<28)
+		})
+	}
+}
+
+// BenchmarkMiniMallocLowerBound asks for layouts of C, D and J, whose
+// lower bounds are below the capacity, within the lower bound.
+func BenchmarkMiniMallocLowerBound(b *testing.B) {
+	for _, name := range []string{"C", "D", "J"} {
+		reqs := readCSVFile(b, "testdata/minimalloc/"+name+".1048576.csv")
+		lb, err := plan.LowerBound(reqs)
+		require.NoError(b, err)
+		b.Run(name, func(b *testing.B) { benchCapacity(b, reqs, lb) })
+	}
+}
+
+// BenchmarkPerfectPackings asks for layouts within the lower bound of
+// generated tilings of 100 to 300 buffers, half of them pinwheels that no
+// straight line splits, where a layout at the lower bound exists by
+// construction.
+func BenchmarkPerfectPackings(b *testing.B) {
+	r := rand.New(rand.NewPCG(41, 42))
+	for trial := range 6 {
+		steps, width, pieces := 50+r.IntN(100), 100+r.IntN(400), 100+r.IntN(200)
+		pinwheel := trial%2 == 0
+		reqs, tiling := perfectPacking(r, steps, width, pieces, pinwheel)
+		for pinwheel && straightCut(reqs, tiling, steps, uint64(width)*256) {
+			reqs, tiling = perfectPacking(r, steps, width, pieces, true)
+		}
+		b.Run(fmt.Sprintf("%d/n=%d/pinwheel=%v", trial, len(reqs), pinwheel), func(b *testing.B) {
+			benchCapacity(b, reqs, uint64(width)*256)
+		})
+	}
+}
+
+// benchCapacity plans reqs within capacity under the default time limit
+// and reports the arena over the capacity and the share of runs that fit.
+func benchCapacity(b *testing.B, reqs []plan.Request, capacity uint64) {
+	var res *plan.Result
+	fits, runs := 0, 0
+	for b.Loop() {
+		var err error
+		res, err = plan.Plan(reqs, plan.WithCapacity(capacity))
+		if err != nil {
+			require.ErrorIs(b, err, plan.ErrNoFit)
+		} else {
+			fits++
+		}
+		runs++
+	}
+	b.ReportMetric(float64(res.ArenaBytes)/float64(capacity), "arena/cap")
+	b.ReportMetric(float64(fits)/float64(runs), "fits")
+}
+
 // BenchmarkPlanIncremental adds one request to 10,000 placed buffers that
 // live for the whole plan, the pool's common case.
 func BenchmarkPlanIncremental(b *testing.B) {
@@ -63,6 +146,17 @@ func readTraceFile(tb testing.TB, path string) *plan.Trace {
 	tr, err := plan.ReadTrace(f)
 	require.NoError(tb, err)
 	return tr
+}
+
+// logUniformTrace returns n requests first alive at a step uniform in
+// 0..steps, for 1 to 1,000 steps, of 2^U(8,26) bytes.
+func logUniformTrace(r *rand.Rand, n, steps int) []plan.Request {
+	reqs := make([]plan.Request, n)
+	for i := range reqs {
+		first := r.IntN(steps + 1)
+		reqs[i] = plan.Request{Size: uint64(math.Exp2(8 + 18*r.Float64())), First: first, Last: first + r.IntN(1000)}
+	}
+	return reqs
 }
 
 // synthetic returns n requests of random sizes from 256 B to 64 MiB, each

@@ -18,12 +18,38 @@
 // (by size and by breadth, as TensorFlow Lite's, by lifetime, by area, by
 // first step) and then searches from the best of them by squeaky-wheel
 // optimization: the first buffer that ends above the lower bound moves ahead
-// in the order, and the plan is decoded again. It stops at the lower bound
-// or after a number of tries scaled to the input. Inputs so large or so
-// dense that a single decode would take milliseconds (a hundred thousand
-// buffers, or thousands all alive together) are planned instead in one
-// sweep over the steps, best fit among the gaps of a free list, in
-// O(n log n).
+// in the order, and the plan is decoded again. On real inference graphs
+// this reaches the lower bound, and Plan stops there.
+//
+// When it does not, an exact search takes over from the best greedy
+// layout: a depth-first branch and bound over canonical layouts, those in
+// which every buffer sits at 0 or directly on a buffer it meets in time,
+// built bottom up in a fixed order so that no layout is visited twice. It
+// prunes with the bytes still to place at each step against the room left
+// above the lowest offset they can take there, with the dominance of
+// layouts that leave a gap some waiting buffer could fill, and by splitting
+// the problem into independent parts wherever no waiting buffer crosses a
+// step, both up front and as buffers are placed. It restarts with three
+// orders of the buffers (by lifetime, by area, by the heaviest step they
+// live in) and node limits that double each round, and runs those searches
+// on all cores; which search's answer counts is fixed by the order of the
+// rounds, never by which finished first.
+//
+// Without WithCapacity the exact search lowers the arena one step at a time
+// toward the lower bound, within a default budget of nodes scaled to the
+// input (some 10 ms on a graph of a few hundred buffers), or within
+// WithTimeLimit. With WithCapacity it looks for a layout within the
+// capacity until it finds one, proves that none exists, or
+// DefaultCapacityTimeLimit (or WithTimeLimit, or WithContext) ends it; a
+// layout that does not fit comes back with a *NoFitError.
+//
+// Inputs so large or so dense that a single decode would take milliseconds
+// (a hundred thousand buffers, or thousands all alive together) are planned
+// instead by two fast passes, run side by side, the better of which is
+// kept: first fit by
+// power-of-two size class, largest first and in step order within a class,
+// over an index of the placed buffers by blocks of steps; and one sweep over
+// the steps, best fit among the gaps of a free list, in O(n log n).
 //
 // Steps are compared, never enumerated: a request alive "for the whole
 // plan" may say First 0, Last math.MaxInt32 at no cost.
@@ -37,11 +63,21 @@
 //
 // # Determinism
 //
-// The search is bounded by a count of tries, and its perturbations come from
-// a generator with a fixed seed: the same requests always give the same
-// offsets, on any machine and at any load.
+// The greedy search is bounded by a count of tries and its perturbations
+// come from a generator with a fixed seed; the exact search's default budget
+// is a count of nodes. The same requests and options therefore give the
+// same offsets, on any machine and at any load, whenever the search ends
+// before a time limit or context stops it.
 //
 // # Caveats
+//
+// The exact search runs on as many goroutines as GOMAXPROCS allows, up to
+// three, and the two passes for large inputs on two; a time limit or context makes the result depend on the machine's
+// speed when it fires, and only then. With WithPlaced the exact search is
+// not used: the new requests are planned by the greedy search alone, and a
+// capacity is checked against its layout. Finding a layout within a
+// capacity is NP-hard: the search may need its whole time limit, and a
+// layout at the lower bound may not exist.
 //
 // Offsets are multiples of 256 at least (align.CUDA); larger alignments are
 // honoured. Placed buffers are trusted to form a valid plan among
@@ -49,6 +85,7 @@
 // are checked against 64-bit overflow and refused with ErrOverflow rather
 // than wrapped.
 //
-// ReadTrace reads the inference traces the project records (see Trace), and
-// examples/plan plans one and draws the result.
+// ReadTrace reads the inference traces the project records (see Trace) and
+// ReadCSV the problems of MiniMalloc's benchmarks; examples/plan plans
+// either and draws the result.
 package plan

@@ -16,7 +16,16 @@ var ErrOverflow = errors.New("plan: size overflows 64 bits")
 // same step share bytes, and by Plan when placed buffers do.
 var ErrOverlap = errors.New("plan: buffers overlap")
 
-// ErrTrace is wrapped by every error ReadTrace returns about the content of a
-// trace: malformed JSON, a missing field, or a tensor that contradicts the
-// trace.
+// ErrTrace is wrapped by every error ReadTrace and ReadCSV return about the
+// content of their input: malformed JSON or CSV, a missing field or column,
+// or a buffer that contradicts the input.
 var ErrTrace = errors.New("plan: bad trace")
+
+// ErrInvalidOption is wrapped when an option given to Plan cannot be used:
+// a nil option, a zero capacity, a time limit that is not positive, a nil
+// context.
+var ErrInvalidOption = errors.New("plan: invalid option")
+
+// ErrNoFit is wrapped by the *NoFitError that Plan returns when no layout
+// within WithCapacity's capacity was found.
+var ErrNoFit = errors.New("plan: no layout fits the capacity")

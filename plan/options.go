@@ -1,6 +1,13 @@
 package plan
 
-// Option adjusts one call to Plan.
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Option adjusts one call to Plan. A nil Option is refused with an error
+// wrapping ErrInvalidOption.
 type Option func(*config)
 
 type config struct {
@@ -8,9 +15,32 @@ type config struct {
 	// tries is the number of orders the search may decode after the greedy
 	// ones; negative means scaled to the input.
 	tries int
+	// capacity is the arena the layout must fit in; zero means none.
+	capacity uint64
+	hasCap   bool
+	// limit bounds the exact search in time; zero means the default.
+	limit time.Duration
+	ctx   context.Context
+	// bad is the first option refused, reported by Plan.
+	bad error
 }
 
 func defaults() config { return config{tries: -1} }
+
+// configure applies the options in order and returns the first refusal.
+func configure(opts []Option) (config, error) {
+	cfg := defaults()
+	for k, o := range opts {
+		if o == nil {
+			return cfg, fmt.Errorf("plan: option %d is nil: %w", k, ErrInvalidOption)
+		}
+		o(&cfg)
+		if cfg.bad != nil {
+			return cfg, cfg.bad
+		}
+	}
+	return cfg, nil
+}
 
 // WithPlaced gives buffers that already have offsets. The new requests are
 // placed around them, they never move, and the result's arena and lower
@@ -29,4 +59,53 @@ func WithPlaced(placed []Placed) Option {
 // depends on its input alone.
 func WithTries(n int) Option {
 	return func(c *config) { c.tries = max(n, 0) }
+}
+
+// WithCapacity asks for a layout whose arena is at most bytes. Plan then
+// searches until it finds one, proves that none exists, or its time limit
+// ends (DefaultCapacityTimeLimit unless WithTimeLimit says otherwise). When
+// no layout within the capacity is found, Plan returns the best layout it
+// found together with a *NoFitError, which wraps ErrNoFit and says whether
+// the search proved that none fits or ran out of time. A capacity of zero
+// is refused with ErrInvalidOption.
+func WithCapacity(bytes uint64) Option {
+	return func(c *config) {
+		if bytes == 0 {
+			c.bad = fmt.Errorf("plan: capacity is zero: %w", ErrInvalidOption)
+		}
+		c.capacity, c.hasCap = bytes, true
+	}
+}
+
+// DefaultCapacityTimeLimit bounds a search for a layout within a capacity
+// when no WithTimeLimit is given.
+const DefaultCapacityTimeLimit = 10 * time.Second
+
+// WithTimeLimit bounds the exact search in time. With WithCapacity it
+// replaces DefaultCapacityTimeLimit; without, Plan spends up to d lowering
+// the arena toward the lower bound instead of its default node budget. The
+// limit only ever cuts the search short: a search that ends before it (it
+// found a layout, reached the lower bound or proved the arena optimal)
+// gives the same layout as it would with no limit. A limit that is not
+// positive is refused with ErrInvalidOption.
+func WithTimeLimit(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.bad = fmt.Errorf("plan: time limit %v is not positive: %w", d, ErrInvalidOption)
+		}
+		c.limit = d
+	}
+}
+
+// WithContext stops the exact search when ctx is done, as WithTimeLimit
+// does at its limit; Plan then returns the best layout found so far. It
+// does not lift the default budgets. A nil ctx is refused with
+// ErrInvalidOption.
+func WithContext(ctx context.Context) Option {
+	return func(c *config) {
+		if ctx == nil {
+			c.bad = fmt.Errorf("plan: context is nil: %w", ErrInvalidOption)
+		}
+		c.ctx = ctx
+	}
 }

@@ -131,12 +131,13 @@ func TestPlanHugeSteps(t *testing.T) {
 	assert.Equal(t, uint64(2048), res.ArenaBytes)
 }
 
-// TestPlanWithTries checks that the search only ever improves on the greedy
-// plans, and that WithTries(0) still gives a valid plan.
+// TestPlanWithTries checks that WithTries(0) and a longer greedy search
+// both give valid plans, and that the longer search pays somewhere. (That
+// no plan is above the greedy planners' own is TestNeverAboveGreedy's.)
 func TestPlanWithTries(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	improved := false
-	for trial := range 100 {
+	for range 100 {
 		reqs := randomRequests(r, 50+r.IntN(100), 30)
 		greedy, err := plan.Plan(reqs, plan.WithTries(0))
 		require.NoError(t, err)
@@ -144,7 +145,6 @@ func TestPlanWithTries(t *testing.T) {
 		searched, err := plan.Plan(reqs, plan.WithTries(500))
 		require.NoError(t, err)
 		checkPlan(t, reqs, nil, searched)
-		require.LessOrEqual(t, searched.ArenaBytes, greedy.ArenaBytes, "trial %d", trial)
 		improved = improved || searched.ArenaBytes < greedy.ArenaBytes
 	}
 	assert.True(t, improved, "the search should beat the greedy orders somewhere")

@@ -13,7 +13,7 @@ import (
 )
 
 // Trace is the buffer lifetimes of one recorded forward pass, in the format
-// of the traces under /work/shared/traces: the activation tensors a graph
+// of the traces in testdata/traces: the activation tensors a graph
 // produces, each with the first and last op that touches it.
 type Trace struct {
 	// Model names the graph, for titles and reports.

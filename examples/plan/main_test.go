@@ -49,7 +49,7 @@ func TestJSON(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	var got map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
-	assert.ElementsMatch(t, []string{"arena_bytes", "lower_bound_bytes", "offsets"}, keys(got))
+	assert.ElementsMatch(t, []string{"arena_bytes", "lower_bound", "offsets"}, keys(got))
 
 	var res planJSON
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
@@ -61,7 +61,7 @@ func TestJSON(t *testing.T) {
 	require.NoError(t, plan.Validate(tr.Tensors, res.Offsets))
 	lb, err := plan.LowerBound(tr.Tensors)
 	require.NoError(t, err)
-	assert.Equal(t, lb, res.LowerBoundBytes)
+	assert.Equal(t, lb, res.LowerBound)
 	assert.GreaterOrEqual(t, res.ArenaBytes, lb)
 }
 
@@ -165,7 +165,10 @@ func TestUsage(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no input", nil, exitUsage, "usage: plan -in trace.json"},
+		{"no input", nil, exitUsage, "usage: plan -in trace.json|problem.csv"},
+		{"zero unit", []string{"-in", resnet, "-unit", "0"}, exitUsage, "usage:"},
+		{"negative time limit", []string{"-in", resnet, "-time-limit", "-1s"}, exitUsage, "usage:"},
+		{"capacity overflows", []string{"-in", resnet, "-unit", "256", "-capacity", "18446744073709551615"}, exitFailure, "overflows 64 bits"},
 		{"unknown flag", []string{"-frobnicate"}, exitUsage, "flag provided but not defined"},
 		{"stray argument", []string{"-in", resnet, "extra"}, exitUsage, "usage:"},
 		{"missing file", []string{"-in", "no/such/trace.json"}, exitFailure, "no such file"},
