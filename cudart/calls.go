@@ -47,6 +47,8 @@ const (
 	CallDeviceGetDefaultMemPool
 	CallMemPoolGetAttribute
 	CallMemPoolSetAttribute
+	CallDeviceReset
+	CallDeviceCanAccessPeer
 	CallCuGetErrorName
 	CallCuGetErrorString
 	CallCuInit
@@ -187,6 +189,8 @@ var table = [numCalls]callInfo{
 	CallDeviceGetDefaultMemPool: {"cudaDeviceGetDefaultMemPool", RuntimeLibrary, CapAsyncAllocator, []string{"MemPoolReleaseThreshold", "SetMemPoolReleaseThreshold"}, false, []arg{argOut, argInt}, resultRuntime, ""},
 	CallMemPoolGetAttribute:     {"cudaMemPoolGetAttribute", RuntimeLibrary, CapAsyncAllocator, []string{"MemPoolReleaseThreshold"}, false, []arg{argAddr, argInt, argOut}, resultRuntime, ""},
 	CallMemPoolSetAttribute:     {"cudaMemPoolSetAttribute", RuntimeLibrary, CapAsyncAllocator, []string{"SetMemPoolReleaseThreshold"}, false, []arg{argAddr, argInt, argMem}, resultRuntime, ""},
+	CallDeviceReset:             {"cudaDeviceReset", RuntimeLibrary, CapDevice, []string{"DeviceReset"}, true, nil, resultRuntime, ""},
+	CallDeviceCanAccessPeer:     {"cudaDeviceCanAccessPeer", RuntimeLibrary, CapDevice, []string{"DeviceCanAccessPeer"}, false, []arg{argOut, argInt, argInt}, resultRuntime, ""},
 
 	CallCuGetErrorName:                {"cuGetErrorName", DriverLibrary, Binding, nil, false, []arg{argInt, argOut}, resultDriver, ""},
 	CallCuGetErrorString:              {"cuGetErrorString", DriverLibrary, Binding, nil, false, []arg{argInt, argOut}, resultDriver, ""},

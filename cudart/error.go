@@ -68,6 +68,7 @@ var codeInfo = map[Code]codeText{
 	708: {"cudaErrorSetOnActiveProcess", "cannot set while device is active in this process"},
 	712: {"cudaErrorHostMemoryAlreadyRegistered", "part or all of the requested memory range is already mapped"},
 	713: {"cudaErrorHostMemoryNotRegistered", "pointer does not correspond to a registered memory region"},
+	719: {"cudaErrorLaunchFailure", "unspecified launch failure"},
 	800: {"cudaErrorNotPermitted", "operation not permitted"},
 	801: {"cudaErrorNotSupported", "operation not supported"},
 	999: {"cudaErrorUnknown", "unspecified launch failure"},

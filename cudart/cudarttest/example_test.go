@@ -8,7 +8,8 @@ import (
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 )
 
-// A fake device holds real bytes: what is copied in comes back out.
+// A fake device holds real bytes: what is copied in comes back out. It takes
+// device memory in whole 2 MiB pages, as CUDA does, so 4 bytes cost 2 MiB.
 func ExampleNewFake() {
 	f := cudarttest.NewFake(cudarttest.WithDeviceMemory(1 << 30))
 	p, err := f.Malloc(0, 4)
@@ -25,7 +26,7 @@ func ExampleNewFake() {
 	}
 	free, total, _ := f.MemGetInfo(0)
 	fmt.Printf("%s, %d of %d bytes free\n", out, free, total)
-	// Output: gpu!, 1073741568 of 1073741824 bytes free
+	// Output: gpu!, 1071644672 of 1073741824 bytes free
 }
 
 // Fault injection makes CUDA fail where a test wants it to, and the failed

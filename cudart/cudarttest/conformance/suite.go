@@ -25,8 +25,10 @@ type suite struct {
 // TestRuntime checks that rt behaves as CUDA does, in subtests grouped by
 // capability: device info, malloc and free, every copy kind, memset, the
 // errors CUDA reports, pinned host memory, host registration, streams,
-// managed memory, stream-ordered allocation, device limits and versions, and
-// virtual memory. A group whose interface rt does not implement is skipped.
+// managed memory, stream-ordered allocation, device limits and versions,
+// virtual memory and peer access, and device reset, which comes last as it
+// destroys what the device holds. A group whose interface rt does not
+// implement is skipped.
 //
 // It asserts only documented CUDA behaviour, so it holds for real CUDA on a
 // GPU and for the fake alike. It uses a few MiB of device memory and frees
@@ -42,6 +44,7 @@ func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...Option) {
 	require.Less(t, s.dev, count, "the suite's device must exist")
 
 	t.Run("DeviceInfo", s.testDeviceInfo)
+	t.Run("MallocGranularity", s.testMallocGranularity)
 	t.Run("MallocFree", s.testMallocFree)
 	t.Run("Memcpy", s.testMemcpy)
 	t.Run("Memset", s.testMemset)
@@ -54,6 +57,7 @@ func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...Option) {
 	t.Run("Async", s.testAsync)
 	t.Run("Device", s.testDevice)
 	t.Run("VirtualMemory", s.testVirtualMemory)
+	t.Run("Reset", s.testReset)
 }
 
 // once runs free, which makes call c, at cleanup unless the returned function
