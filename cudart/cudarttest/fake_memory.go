@@ -45,8 +45,10 @@ func (f *Fake) Malloc(device int, size uint64) (cudart.DevicePtr, error) {
 }
 
 // Free is cudaFree of device, managed or stream-ordered memory. It
-// synchronises the device first, as CUDA does. A zero pointer frees nothing; any other pointer must be the start of a live
-// allocation of those kinds, or Free fails with cudaErrorInvalidValue.
+// synchronises the device first, as CUDA does, so that no queued work
+// outlives the memory. A zero pointer frees nothing; any other pointer must
+// be the start of a live allocation of those kinds, or Free fails with
+// cudaErrorInvalidValue.
 func (f *Fake) Free(device int, p cudart.DevicePtr) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

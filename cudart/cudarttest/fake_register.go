@@ -8,11 +8,11 @@ import (
 // HostRegister is cudaHostRegister over all of b, counted against the
 // pinning limit (WithHostMemory). cudaHostRegisterIoMemory, for the
 // memory-mapped I/O of another device, is refused: the fake has only
-// ordinary memory. A range that overlaps
-// memory already registered or pinned fails with
-// cudaErrorHostMemoryAlreadyRegistered (712). With HostRegisterMapped the
-// memory gets a device address from HostGetDevicePointer that aliases b.
-// The fake keeps b alive until HostUnregister.
+// ordinary memory. A range that overlaps memory already registered or
+// pinned fails with cudaErrorHostMemoryAlreadyRegistered (712). With
+// HostRegisterMapped the memory gets a device address from
+// HostGetDevicePointer that aliases b. The fake keeps b alive until
+// HostUnregister.
 func (f *Fake) HostRegister(device int, b []byte, flags cudart.HostRegisterFlags) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -52,7 +52,9 @@ func (f *Fake) hostRegister(device int, b []byte, flags cudart.HostRegisterFlags
 }
 
 // HostUnregister is cudaHostUnregister of the registered range that starts
-// at b[0], after the device's queued work, which may still copy from it; anything else fails with cudaErrorHostMemoryNotRegistered (713).
+// at b[0]; anything else fails with cudaErrorHostMemoryNotRegistered (713).
+// It runs the device's queued work first, as CUDA synchronises, since that
+// work may still copy to or from the range.
 func (f *Fake) HostUnregister(device int, b []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -87,6 +87,8 @@ func (f *Fake) MemcpyAsync(device int, dst, src cudart.Mem, kind cudart.MemcpyKi
 	return nil
 }
 
+// memcpyAsync does or queues a checked copy on stream s of queue qdev:
+// pageable host memory cannot wait for the stream, so CUDA copies it at once.
 func (f *Fake) memcpyAsync(device, qdev int, dst, src cudart.Mem, kind cudart.MemcpyKind, s cudart.Stream) *failure {
 	if dst.IsHost() && (src.IsHost() || !f.pinned(dst.Host())) {
 		if x := f.drain(qdev, s); x != nil {
