@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // Arena is a range of device address space of fixed base and maximum size,
@@ -38,24 +39,37 @@ func NewArena(vm cudart.VirtualMemory, device int, maxBytes uint64, opts ...Opti
 	}
 	reserved, ok := roundUp(maxBytes, p.gran)
 	if !ok {
-		return nil, fmt.Errorf("%w: arena of %d bytes overflows once rounded up to the granularity %s", ErrInvalidSize, maxBytes, human(p.gran))
+		return nil, fmt.Errorf("%w: arena of %d bytes overflows once rounded up to the granularity %s", ErrInvalidSize, maxBytes, bytesize.Format(p.gran))
 	}
 	base, err := vm.MemAddressReserve(reserved, p.gran, 0)
 	if err != nil {
-		return nil, fmt.Errorf("vmem: reserve %s of address space on device %d: %w", human(reserved), device, err)
+		return nil, fmt.Errorf("vmem: reserve %s of address space on device %d: %w", bytesize.Format(reserved), device, err)
 	}
 	return &Arena{base: base, max: maxBytes, reserved: reserved, p: p}, nil
 }
 
 // Base is the arena's first address. It never changes.
-func (a *Arena) Base() cudart.DevicePtr { return a.base }
+func (a *Arena) Base() cudart.DevicePtr {
+	if a == nil {
+		return 0
+	}
+	return a.base
+}
 
 // Max is the largest size Ensure accepts: maxBytes as given to NewArena.
-func (a *Arena) Max() uint64 { return a.max }
+func (a *Arena) Max() uint64 {
+	if a == nil {
+		return 0
+	}
+	return a.max
+}
 
 // Mapped is the number of bytes from Base backed by physical memory and
 // accessible to the owner and its peers.
 func (a *Arena) Mapped() uint64 {
+	if a == nil {
+		return 0
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.p.mapped()
@@ -68,6 +82,9 @@ func (a *Arena) Mapped() uint64 {
 // far. A failed growth leaves the arena as it was: what
 // the growth had created or mapped is unmapped and released.
 func (a *Arena) Ensure(n uint64) error {
+	if a == nil {
+		return errNilArena
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
@@ -89,7 +106,7 @@ func (a *Arena) Ensure(n uint64) error {
 	s, err := a.p.mapNew(&u, a.base, have, target-have)
 	if err != nil {
 		return fmt.Errorf("vmem: grow arena at %s from %s to %s on device %d: %w",
-			a.base, human(have), human(target), a.p.device, errors.Join(err, a.p.later.rollback(u)))
+			a.base, bytesize.Format(have), bytesize.Format(target), a.p.device, errors.Join(err, a.p.later.rollback(u)))
 	}
 	a.p.segs = append(a.p.segs, s)
 	return nil
@@ -101,13 +118,16 @@ func (a *Arena) Ensure(n uint64) error {
 // so Mapped may stay above n. The bytes trimmed are lost; a later Ensure maps
 // fresh memory there.
 func (a *Arena) Trim(n uint64) error {
+	if a == nil {
+		return errNilArena
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
 		return ErrClosed
 	}
 	if err := a.p.trim(a.base, n); err != nil {
-		return fmt.Errorf("vmem: trim arena at %s to %s: %w", a.base, human(n), err)
+		return fmt.Errorf("vmem: trim arena at %s to %s: %w", a.base, bytesize.Format(n), err)
 	}
 	return nil
 }
@@ -117,6 +137,9 @@ func (a *Arena) Trim(n uint64) error {
 // it; once everything is freed, Close returns nil. Ensure and Trim fail with
 // ErrClosed from the first Close on.
 func (a *Arena) Close() error {
+	if a == nil {
+		return errNilArena
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.freed {

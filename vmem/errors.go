@@ -4,11 +4,16 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dustin/go-humanize"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // ErrClosed is returned by every call on an Arena or Vector after Close.
 var ErrClosed = errors.New("vmem: closed")
+
+var (
+	errNilArena  = fmt.Errorf("%w: nil *Arena; use the one NewArena returned", ErrClosed)
+	errNilVector = fmt.Errorf("%w: nil *Vector; use the one NewVector returned", ErrClosed)
+)
 
 // ErrExhausted is matched (errors.Is) by every *ExhaustedError.
 var ErrExhausted = errors.New("vmem: arena exhausted")
@@ -33,7 +38,7 @@ type ExhaustedError struct {
 // Error says what was asked and what was available, in human sizes.
 func (e *ExhaustedError) Error() string {
 	return fmt.Sprintf("vmem: arena exhausted: asked for %s, max %s (%s mapped)",
-		humanize.IBytes(e.Asked), humanize.IBytes(e.Max), humanize.IBytes(e.Mapped))
+		bytesize.Format(e.Asked), bytesize.Format(e.Max), bytesize.Format(e.Mapped))
 }
 
 // Is makes errors.Is(err, ErrExhausted) true.

@@ -3,10 +3,9 @@ package vmem_test
 import (
 	"fmt"
 
-	"github.com/dustin/go-humanize"
-
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/vmem"
 )
 
@@ -24,10 +23,10 @@ func ExampleNewArena() {
 		if err := a.Ensure(n); err != nil {
 			panic(err)
 		}
-		fmt.Printf("Ensure(%s): %s mapped, base unchanged: %t\n", humanize.IBytes(n), humanize.IBytes(a.Mapped()), a.Base() == base)
+		fmt.Printf("Ensure(%s): %s mapped, base unchanged: %t\n", bytesize.Format(n), bytesize.Format(a.Mapped()), a.Base() == base)
 	}
 	_ = a.Trim(0)
-	fmt.Printf("after Trim(0): %s mapped\n", humanize.IBytes(a.Mapped()))
+	fmt.Printf("after Trim(0): %s mapped\n", bytesize.Format(a.Mapped()))
 	fmt.Println(a.Ensure(2 << 40))
 	// Output:
 	// Ensure(1.0 MiB): 2.0 MiB mapped, base unchanged: true
@@ -57,7 +56,7 @@ func ExampleNewVector() {
 	}
 	out := make([]byte, len(hello))
 	_ = rt.Memcpy(0, cudart.HostMem(out), cudart.DeviceMem(v.Ptr(), uint64(len(out))), cudart.DeviceToHost)
-	fmt.Printf("size %s, same address: %t, data: %s\n", humanize.IBytes(v.Size()), v.Ptr() == first, out)
+	fmt.Printf("size %s, same address: %t, data: %s\n", bytesize.Format(v.Size()), v.Ptr() == first, out)
 	// Output:
 	// size 64 MiB, same address: true, data: hello, growable world
 }

@@ -42,7 +42,10 @@ type settings struct {
 
 func newSettings(device int, gran uint64, opts []Option) (settings, error) {
 	var o options
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			return settings{}, fmt.Errorf("%w: option %d of %d is nil", ErrInvalidOption, i+1, len(opts))
+		}
 		opt(&o)
 	}
 	s := settings{gran: gran, chunk: gran, access: []int{device}}

@@ -30,6 +30,9 @@ type phys struct {
 }
 
 func newPhys(vm cudart.VirtualMemory, device int, opts []Option) (phys, error) {
+	if vm == nil {
+		return phys{}, fmt.Errorf("%w: nil runtime; pass cudart.Open's *Lib or a cudarttest fake", ErrInvalidOption)
+	}
 	gran, err := vm.MemGetAllocationGranularity(device, true)
 	if err != nil {
 		return phys{}, fmt.Errorf("vmem: allocation granularity of device %d: %w", device, err)

@@ -1,7 +1,5 @@
 package vmem
 
-import "github.com/dustin/go-humanize"
-
 // roundUp rounds n up to a multiple of m, which is not zero; ok is false
 // when the result does not fit in a uint64. m need not be a power of two: a
 // chunk is any multiple of the granularity.
@@ -13,6 +11,3 @@ func roundUp(n, m uint64) (r uint64, ok bool) {
 	r = n + (m - rem)
 	return r, r > n
 }
-
-// human formats a byte count for messages.
-func human(n uint64) string { return humanize.IBytes(n) }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // Vector is a growable run of device memory, the pattern of NVIDIA's
@@ -44,6 +45,9 @@ func NewVector(vm cudart.VirtualMemory, device int, opts ...Option) (*Vector, er
 // Ptr is the vector's first address, 0 before the first Reserve or Grow. It
 // changes when a growth moves the vector to a new range.
 func (v *Vector) Ptr() cudart.DevicePtr {
+	if v == nil {
+		return 0
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.ptr
@@ -52,6 +56,9 @@ func (v *Vector) Ptr() cudart.DevicePtr {
 // Size is the number of bytes mapped from Ptr: the largest size Grow was
 // asked for, rounded up to the chunk.
 func (v *Vector) Size() uint64 {
+	if v == nil {
+		return 0
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.p.mapped()
@@ -60,6 +67,9 @@ func (v *Vector) Size() uint64 {
 // Reserved is the address space from Ptr the vector can grow into without
 // reserving more.
 func (v *Vector) Reserved() uint64 {
+	if v == nil {
+		return 0
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.reserved
@@ -70,6 +80,9 @@ func (v *Vector) Reserved() uint64 {
 // never moves the vector. It may move the vector now. A failed Reserve
 // leaves the vector as it was.
 func (v *Vector) Reserve(n uint64) error {
+	if v == nil {
+		return errNilVector
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.closed {
@@ -80,14 +93,14 @@ func (v *Vector) Reserve(n uint64) error {
 	}
 	target, ok := roundUp(n, v.p.gran)
 	if !ok {
-		return fmt.Errorf("%w: reserve of %d bytes overflows once rounded up to the granularity %s", ErrInvalidSize, n, human(v.p.gran))
+		return fmt.Errorf("%w: reserve of %d bytes overflows once rounded up to the granularity %s", ErrInvalidSize, n, bytesize.Format(v.p.gran))
 	}
 	_ = v.p.later.retry()
 	var u undoLog
 	plan, err := v.planReserve(&u, target)
 	if err != nil {
 		return fmt.Errorf("vmem: reserve %s for vector at %s on device %d: %w",
-			human(target), v.ptr, v.p.device, errors.Join(err, v.p.later.rollback(u)))
+			bytesize.Format(target), v.ptr, v.p.device, errors.Join(err, v.p.later.rollback(u)))
 	}
 	v.commit(plan, target)
 	return nil
@@ -100,6 +113,9 @@ func (v *Vector) Reserve(n uint64) error {
 // failed Grow leaves the vector as it was: same Ptr, same Size, nothing
 // created, mapped or reserved left behind.
 func (v *Vector) Grow(n uint64) error {
+	if v == nil {
+		return errNilVector
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.closed {
@@ -111,14 +127,14 @@ func (v *Vector) Grow(n uint64) error {
 	}
 	target, ok := roundUp(n, v.p.chunk)
 	if !ok {
-		return fmt.Errorf("%w: growth to %d bytes overflows once rounded up to the chunk %s", ErrInvalidSize, n, human(v.p.chunk))
+		return fmt.Errorf("%w: growth to %d bytes overflows once rounded up to the chunk %s", ErrInvalidSize, n, bytesize.Format(v.p.chunk))
 	}
 	_ = v.p.later.retry()
 	var u undoLog
 	plan, segs, err := v.planGrow(&u, have, target)
 	if err != nil {
 		return fmt.Errorf("vmem: grow vector at %s from %s to %s on device %d: %w",
-			v.ptr, human(have), human(target), v.p.device, errors.Join(err, v.p.later.rollback(u)))
+			v.ptr, bytesize.Format(have), bytesize.Format(target), v.p.device, errors.Join(err, v.p.later.rollback(u)))
 	}
 	v.commit(plan, max(target, v.reserved))
 	v.p.segs = append(v.p.segs, segs...)
@@ -157,6 +173,9 @@ func (v *Vector) planGrow(u *undoLog, have, target uint64) (addressPlan, []segme
 // it; once everything is freed, Close returns nil. Reserve and Grow fail
 // with ErrClosed from the first Close on.
 func (v *Vector) Close() error {
+	if v == nil {
+		return errNilVector
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.freed {

@@ -91,6 +91,7 @@ type TB interface {
 	Cleanup(func())
 	Errorf(format string, args ...any)
 	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
 }
 
 // NewFakeT returns NewFake(opts...) and registers a cleanup that fails t,

@@ -23,7 +23,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 
-	"github.com/cudapool/cudapool/examples/internal/runtimeflag"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
@@ -56,7 +56,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bandwidth", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c := config{size: 1 << 30, pinSize: 4 << 30}
-	fs.StringVar(&c.runtime, "runtime", "auto", runtimeflag.Usage)
+	fs.StringVar(&c.runtime, "runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
 	fs.Func("size", "bytes per copy, e.g. 1GiB, 8MiB (default 1GiB)", bytesFlag(&c.size))
 	fs.Func("pin-size", "bytes pinned and freed to time pinning, e.g. 4GiB (default 4GiB)", bytesFlag(&c.pinSize))
 	fs.IntVar(&c.reps, "reps", 5, "repetitions of each measurement; the median is reported")
@@ -89,13 +89,13 @@ func bytesFlag(dst *uint64) func(string) error {
 }
 
 func measureAll(c config, stdout io.Writer) (err error) {
-	rt, desc, closeRT, err := runtimeflag.Open(c.runtime)
+	rt, err := cudarttest.OpenMode(c.runtime)
 	if err != nil {
 		return err
 	}
-	defer closeRT()
+	defer rt.Close()
 	fmt.Fprintf(stdout, "runtime: %s\ncopies of %s and pinning of %s, median of %d\n\n",
-		desc, bytesize.Format(c.size), bytesize.Format(c.pinSize), c.reps)
+		rt.Description, bytesize.Format(c.size), bytesize.Format(c.pinSize), c.reps)
 
 	// The device buffer is taken first, which also creates the CUDA
 	// context, so that no timed call pays for it.

@@ -71,7 +71,7 @@ func TestBandwidthRefusesBadFlags(t *testing.T) {
 	}
 	var out, errOut bytes.Buffer
 	assert.Equal(t, 1, run([]string{"-runtime=nonsense", "-size", "1MiB"}, &out, &errOut))
-	assert.Contains(t, errOut.String(), "unknown -runtime")
+	assert.Contains(t, errOut.String(), "unknown runtime")
 }
 
 func TestChartEscapesAndScales(t *testing.T) {

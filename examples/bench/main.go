@@ -22,7 +22,7 @@ import (
 
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/examples/internal/runtimeflag"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -34,7 +34,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	which := fs.String("runtime", "auto", runtimeflag.Usage)
+	which := fs.String("runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
 	n := fs.Int("n", 10000, "buffers per round")
 	reps := fs.Int("reps", 5, "rounds per method; the median is reported")
 	if err := fs.Parse(args); err != nil {
@@ -44,19 +44,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bench: -n and -reps must be positive")
 		return 2
 	}
-	rt, desc, closeRT, err := runtimeflag.Open(*which)
+	rt, err := cudarttest.OpenMode(*which)
 	if err != nil {
 		fmt.Fprintf(stderr, "bench: %v\n", err)
 		return 1
 	}
-	defer closeRT()
+	defer rt.Close()
 	sizes := makeSizes(*n)
 	var sum uint64
 	for _, s := range sizes {
 		sum += s
 	}
 	fmt.Fprintf(stdout, "runtime: %s\n%d buffers, 256 B to 64 KiB, %s in all; median of %d rounds\n\n",
-		desc, len(sizes), bytesize.Format(sum), *reps)
+		rt.Description, len(sizes), bytesize.Format(sum), *reps)
 
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "method\tper buffer\tround\tdevice bytes reserved\t")

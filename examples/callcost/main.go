@@ -6,8 +6,8 @@
 //
 //	go run ./examples/callcost [-runtime=auto|cuda|fake] [-rounds 10] [-calls 10000]
 //
-// It uses only cudart.Runtime, so that the same file builds against any
-// version of the binding.
+// The timing uses only cudart.Runtime, so that it measures any version of
+// the binding the same way.
 package main
 
 import (
@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/examples/internal/runtimeflag"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
 )
 
 func main() {
@@ -31,7 +31,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("callcost", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	which := fs.String("runtime", "auto", runtimeflag.Usage)
+	which := fs.String("runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
 	rounds := fs.Int("rounds", 10, "timed rounds per call; the median, fastest and slowest are reported")
 	calls := fs.Int("calls", 10000, "calls per round")
 	if err := fs.Parse(args); err != nil {
@@ -41,14 +41,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "callcost: -rounds (%d) and -calls (%d) must be at least 1\n", *rounds, *calls)
 		return 2
 	}
-	full, desc, closeRT, err := runtimeflag.Open(*which)
+	full, err := cudarttest.OpenMode(*which)
 	if err != nil {
 		fmt.Fprintf(stderr, "callcost: %v\n", err)
 		return 1
 	}
-	defer closeRT()
+	defer full.Close()
 	var rt cudart.Runtime = full
-	fmt.Fprintf(stdout, "runtime: %s\nbuild: %s\n", desc, buildMode())
+	fmt.Fprintf(stdout, "runtime: %s\nbuild: %s\n", full.Description, buildMode())
 	if err := measure(stdout, rt, *rounds, *calls); err != nil {
 		fmt.Fprintf(stderr, "callcost: %v\n", err)
 		return 1

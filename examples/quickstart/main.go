@@ -20,7 +20,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/examples/internal/runtimeflag"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -32,17 +32,17 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	which := fs.String("runtime", "auto", runtimeflag.Usage)
+	which := fs.String("runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	rt, desc, closeRT, err := runtimeflag.Open(*which)
+	rt, err := cudarttest.OpenMode(*which)
 	if err != nil {
 		fmt.Fprintf(stderr, "quickstart: %v\n", err)
 		return 1
 	}
-	defer closeRT()
-	fmt.Fprintf(stdout, "runtime: %s\n\n", desc)
+	defer rt.Close()
+	fmt.Fprintf(stdout, "runtime: %s\n\n", rt.Description)
 	if err := pipeline(rt, stdout); err != nil {
 		fmt.Fprintf(stderr, "quickstart: %v\n", err)
 		return 1

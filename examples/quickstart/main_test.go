@@ -24,7 +24,7 @@ func TestQuickstartOnTheFake(t *testing.T) {
 func TestQuickstartRefusesUnknownRuntime(t *testing.T) {
 	var out, errOut bytes.Buffer
 	assert.Equal(t, 1, run([]string{"-runtime=opencl"}, &out, &errOut))
-	assert.Contains(t, errOut.String(), `unknown -runtime "opencl"`)
+	assert.Contains(t, errOut.String(), `unknown runtime "opencl"`)
 }
 
 func TestQuickstartCUDAWithoutCUDAFailsWithTheLoadersMessage(t *testing.T) {

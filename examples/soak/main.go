@@ -33,7 +33,7 @@ import (
 	"time"
 
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/examples/internal/runtimeflag"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -53,7 +53,7 @@ type config struct {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	which := fs.String("runtime", "auto", runtimeflag.Usage)
+	which := fs.String("runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
 	var c config
 	fs.IntVar(&c.cycles, "cycles", 100000, "ReleaseAll/Satisfy cycles")
 	fs.IntVar(&c.buffers, "buffers", 64, "requests per cycle, of mixed sizes, a quarter of them host buffers")
@@ -78,13 +78,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "soak: -trim needs -growable")
 		return 2
 	}
-	rt, desc, closeRT, err := runtimeflag.Open(*which)
+	rt, err := cudarttest.OpenMode(*which)
 	if err != nil {
 		fmt.Fprintf(stderr, "soak: %v\n", err)
 		return 1
 	}
-	defer closeRT()
-	fmt.Fprintf(stdout, "runtime: %s\n\n", desc)
+	defer rt.Close()
+	fmt.Fprintf(stdout, "runtime: %s\n\n", rt.Description)
 
 	if err := exhaust(rt, c, stdout); err != nil {
 		fmt.Fprintf(stderr, "soak: exhaustion: %v\n", err)

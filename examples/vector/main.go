@@ -35,7 +35,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 
-	"github.com/cudapool/cudapool/examples/internal/runtimeflag"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
@@ -66,7 +66,7 @@ var doublings = map[string]func(*counting, uint64, uint64) (growth, error){
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vector", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	which := fs.String("runtime", "auto", runtimeflag.Usage)
+	which := fs.String("runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
 	c := config{from: 2 << 20, max: 32 << 30, step: 1 << 30, margin: 64 << 20}
 	fs.Var((*sizeFlag)(&c.from), "from", "size the doubling starts from")
 	fs.Var((*sizeFlag)(&c.max), "max", "size the doubling grows to, at most (clamped to what is free)")
@@ -92,13 +92,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "vector: -from, -step and -reps must be positive, and -max at least -from")
 		return 2
 	}
-	rt, desc, closeRT, err := runtimeflag.Open(*which)
+	rt, err := cudarttest.OpenMode(*which)
 	if err != nil {
 		fmt.Fprintf(stderr, "vector: %v\n", err)
 		return 1
 	}
-	defer closeRT()
-	fmt.Fprintf(stdout, "runtime: %s\n", desc)
+	defer rt.Close()
+	fmt.Fprintf(stdout, "runtime: %s\n", rt.Description)
 	if err := compare(&counting{Full: rt}, c, stdout); err != nil {
 		fmt.Fprintf(stderr, "vector: %v\n", err)
 		return 1

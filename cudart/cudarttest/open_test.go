@@ -1,0 +1,125 @@
+package cudarttest_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
+)
+
+// recordTB is a cudarttest.TB that records what Open does with it and runs
+// its cleanups when asked.
+type recordTB struct {
+	logs, errs, fatals []string
+	cleanups           []func()
+}
+
+func (r *recordTB) Helper()                   {}
+func (r *recordTB) Cleanup(f func())          { r.cleanups = append(r.cleanups, f) }
+func (r *recordTB) Errorf(f string, a ...any) { r.errs = append(r.errs, fmt.Sprintf(f, a...)) }
+func (r *recordTB) Fatalf(f string, a ...any) { r.fatals = append(r.fatals, fmt.Sprintf(f, a...)) }
+func (r *recordTB) Logf(f string, a ...any)   { r.logs = append(r.logs, fmt.Sprintf(f, a...)) }
+
+func (r *recordTB) cleanup() {
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+	r.cleanups = nil
+}
+
+// cudaAvailable says whether CUDA loads here with a device.
+func cudaAvailable() bool {
+	rt, err := cudarttest.OpenMode("cuda")
+	if err != nil {
+		return false
+	}
+	_ = rt.Close()
+	return true
+}
+
+func TestOpenChoosesByTheEnvironment(t *testing.T) {
+	cuda := cudaAvailable()
+	for _, tt := range []struct {
+		env      string
+		wantFake bool
+		wantLog  string
+	}{
+		{"fake", true, "runtime: fake (CUDAPOOL_RUNTIME=fake)"},
+		{"", !cuda, "runtime: "},
+		{"auto", !cuda, "runtime: "},
+	} {
+		t.Run("env="+tt.env, func(t *testing.T) {
+			t.Setenv(cudarttest.EnvRuntime, tt.env)
+			rec := &recordTB{}
+			rt := cudarttest.Open(rec)
+			require.NotNil(t, rt)
+			_, isFake := rt.(*cudarttest.Fake)
+			assert.Equal(t, tt.wantFake, isFake)
+			require.Len(t, rec.logs, 1)
+			assert.Contains(t, rec.logs[0], tt.wantLog)
+			if isFake && tt.env != "fake" {
+				assert.Contains(t, rec.logs[0], "CUDA unavailable")
+			}
+			rec.cleanup()
+			assert.Empty(t, rec.errs)
+			assert.Empty(t, rec.fatals)
+		})
+	}
+}
+
+func TestOpenRefusesWhatItCannotGive(t *testing.T) {
+	if !cudaAvailable() {
+		t.Run("cuda without CUDA", func(t *testing.T) {
+			t.Setenv(cudarttest.EnvRuntime, "cuda")
+			rec := &recordTB{}
+			assert.Nil(t, cudarttest.Open(rec))
+			require.Len(t, rec.fatals, 1)
+			assert.Contains(t, rec.fatals[0], "CUDAPOOL_RUNTIME=cuda")
+			assert.Contains(t, rec.fatals[0], "libcudart", "the loader's message names what it tried")
+		})
+	}
+	t.Setenv(cudarttest.EnvRuntime, "gpu")
+	rec := &recordTB{}
+	assert.Nil(t, cudarttest.Open(rec))
+	require.Len(t, rec.fatals, 1)
+	assert.Contains(t, rec.fatals[0], `unknown runtime "gpu"`)
+}
+
+func TestOpenFailsATestThatLeaks(t *testing.T) {
+	rec := &recordTB{}
+	t.Setenv(cudarttest.EnvRuntime, "auto")
+	rt := cudarttest.Open(rec)
+	p, err := rt.Malloc(0, 64<<20)
+	require.NoError(t, err)
+	rec.cleanup()
+	assert.NotEmpty(t, rec.errs, "64 MiB left allocated is reported at cleanup")
+	if f, ok := rt.(*cudarttest.Fake); ok {
+		require.NoError(t, f.Free(0, p))
+		return
+	}
+	// Open closed the library at cleanup; free through a fresh one.
+	lib, err := cudart.Open()
+	require.NoError(t, err)
+	defer lib.Close()
+	t.Logf("reported: %v", rec.errs)
+	assert.Contains(t, rec.errs[0], "something was not freed")
+	assert.NoError(t, lib.Free(0, p))
+}
+
+func TestOpenModeForPrograms(t *testing.T) {
+	rt, err := cudarttest.OpenMode("fake", cudarttest.WithDevices(2))
+	require.NoError(t, err)
+	n, err := rt.DeviceCount()
+	require.NoError(t, err)
+	assert.Equal(t, 2, n, "options reach the fake")
+	assert.False(t, rt.CUDA)
+	assert.NoError(t, rt.Close())
+	_, err = rt.Malloc(0, 256)
+	assert.NoError(t, err, "closing the fake frees nothing and keeps it usable")
+	_, err = cudarttest.OpenMode("tpu")
+	assert.ErrorContains(t, err, "want auto (CUDA")
+}
