@@ -18,8 +18,14 @@ import (
 // gets is on the heap and referenced from the call's frame, itself from a
 // pool, until the call returns.
 
-// maxArgs is the most parameters a function in the table has.
-const maxArgs = 5
+// maxArgs is the most parameters a function in the table has: cuLaunchKernel's.
+const maxArgs = 11
+
+// The CUjit_option values of the error log cuModuleLoadDataEx fills.
+const (
+	jitErrorLogBuffer          = 5 // CU_JIT_ERROR_LOG_BUFFER
+	jitErrorLogBufferSizeBytes = 6 // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
+)
 
 // cargs are the C arguments of one call, in order.
 type cargs [maxArgs]uintptr
@@ -35,9 +41,26 @@ type frame struct {
 	// also makes the compiler allocate that memory on the heap, never on a
 	// stack that could move under the call.
 	keep [2]Mem
+	// params are a kernel's argument values, one 64-bit slot each, and
+	// ptrs the array of their addresses that cuLaunchKernel reads. Both keep
+	// their capacity across calls, so a launch allocates nothing.
+	params []uint64
+	ptrs   []uintptr
+	// jitOpts and jitVals are cuModuleLoadDataEx's options and their values.
+	jitOpts [2]int32
+	jitVals [2]uintptr
+}
+
+// reset clears f for a new call, keeping the capacity of its kernel slots.
+func (f *frame) reset(m [2]Mem) {
+	*f = frame{keep: m, params: f.params[:0], ptrs: f.ptrs[:0]}
 }
 
 var framePool = sync.Pool{New: func() any { return new(frame) }}
+
+// maxPooledParams is the most kernel argument slots a pooled frame keeps: a
+// rare launch with more does not make every frame large.
+const maxPooledParams = 64
 
 // call makes c with in, its integer arguments in the order the table lists
 // them; the out-parameters are the layer's, read back into ret.a and ret.b.
@@ -50,7 +73,28 @@ func (l *Lib) call(c Call, dev int, in ...uintptr) ret {
 // pointer and device memory as its address.
 func (l *Lib) callMem(c Call, dev int, m [2]Mem, in ...uintptr) ret {
 	f := framePool.Get().(*frame)
-	*f = frame{keep: m}
+	f.reset(m)
+	return l.run(c, dev, f, in)
+}
+
+// callLaunch is call for cuLaunchKernel: each of args gets a slot of the
+// frame, which CUDA reads through the argParams parameter.
+func (l *Lib) callLaunch(c Call, dev int, args []KernelArg, in ...uintptr) ret {
+	f := framePool.Get().(*frame)
+	f.reset([2]Mem{})
+	for _, a := range args {
+		f.params = append(f.params, a.bits)
+	}
+	// The addresses are taken once params has stopped growing.
+	for i := range f.params {
+		f.ptrs = append(f.ptrs, uintptr(unsafe.Pointer(&f.params[i])))
+	}
+	return l.run(c, dev, f, in)
+}
+
+// run fills f's arguments for c from in and f.keep, makes the call and
+// returns f to the pool.
+func (l *Lib) run(c Call, dev int, f *frame, in []uintptr) ret {
 	var nIn, nMem, nOut int
 	for i, k := range table[c].args {
 		switch k {
@@ -60,6 +104,18 @@ func (l *Lib) callMem(c Call, dev int, m [2]Mem, in ...uintptr) ret {
 		case argMem:
 			f.args[i] = f.keep[nMem].addr()
 			nMem++
+		case argParams:
+			if len(f.ptrs) > 0 {
+				f.args[i] = uintptr(unsafe.Pointer(&f.ptrs[0]))
+			}
+		case argJITOptions:
+			f.jitOpts = [2]int32{jitErrorLogBuffer, jitErrorLogBufferSizeBytes}
+			f.args[i] = uintptr(unsafe.Pointer(&f.jitOpts[0]))
+		case argJITValues:
+			log := f.keep[nMem]
+			nMem++
+			f.jitVals = [2]uintptr{log.addr(), uintptr(log.n)}
+			f.args[i] = uintptr(unsafe.Pointer(&f.jitVals[0]))
 		default:
 			if nIn < len(in) {
 				f.args[i] = in[nIn]
@@ -70,6 +126,9 @@ func (l *Lib) callMem(c Call, dev int, m [2]Mem, in ...uintptr) ret {
 	r := l.be.invoke(c, dev, f)
 	r.a, r.b = f.outs[0], f.outs[1]
 	f.keep = [2]Mem{} // the pool must not keep the caller's memory alive
+	if cap(f.params) > maxPooledParams {
+		f.params, f.ptrs = nil, nil
+	}
 	framePool.Put(f)
 	return r
 }

@@ -47,6 +47,19 @@ const (
 	CallDeviceGetDefaultMemPool
 	CallMemPoolGetAttribute
 	CallMemPoolSetAttribute
+	CallEventCreate
+	CallEventRecord
+	CallStreamWaitEvent
+	CallEventSynchronize
+	CallEventQuery
+	CallEventElapsedTime
+	CallEventDestroy
+	CallStreamBeginCapture
+	CallStreamEndCapture
+	CallGraphInstantiate
+	CallGraphLaunch
+	CallGraphExecDestroy
+	CallGraphDestroy
 	CallDeviceReset
 	CallDeviceCanAccessPeer
 	CallCuGetErrorName
@@ -62,6 +75,10 @@ const (
 	CallCuMemMap
 	CallCuMemUnmap
 	CallCuMemSetAccess
+	CallCuModuleLoadDataEx
+	CallCuModuleGetFunction
+	CallCuModuleUnload
+	CallCuLaunchKernel
 	numCalls
 )
 
@@ -99,9 +116,12 @@ const (
 	CapAsyncAllocator
 	CapDevice
 	CapVirtualMemory
+	CapKernels
+	CapEvents
+	CapGraphs
 )
 
-var capabilityNames = [...]string{"Binding", "Runtime", "Streams", "HostAllocator", "HostRegisterer", "Managed", "AsyncAllocator", "Device", "VirtualMemory"}
+var capabilityNames = [...]string{"Binding", "Runtime", "Streams", "HostAllocator", "HostRegisterer", "Managed", "AsyncAllocator", "Device", "VirtualMemory", "Kernels", "Events", "Graphs"}
 
 // String is the interface's name, e.g. "Streams".
 func (c Capability) String() string { return capabilityNames[c] }
@@ -110,12 +130,15 @@ func (c Capability) String() string { return capabilityNames[c] }
 type arg uint8
 
 const (
-	argInt  arg = iota // int, unsigned or an enum: 32 bits, cint for signed values
-	argSize            // size_t, unsigned long long or a handle: 64 bits
-	argAddr            // a device address, stream or memory pool: pointer-sized, never Go memory
-	argMem             // memory the binding passes by address: a Mem, host or device
-	argOut             // a pointer to a value CUDA writes, read back as an integer
-	argLoc             // a cudaMemLocation by value
+	argInt        arg = iota // int, unsigned or an enum: 32 bits, cint for signed values
+	argSize                  // size_t, unsigned long long or a handle: 64 bits
+	argAddr                  // a device address, stream or memory pool: pointer-sized, never Go memory
+	argMem                   // memory the binding passes by address: a Mem, host or device
+	argOut                   // a pointer to a value CUDA writes, read back as an integer
+	argLoc                   // a cudaMemLocation by value
+	argParams                // a kernel's parameters: the address of the frame's array of pointers to their values
+	argJITOptions            // the frame's CUjit_option array: the error log buffer and its size
+	argJITValues             // the frame's JIT option values: the next Mem, the error log, and its length
 )
 
 // result is what a C function returns.
@@ -189,6 +212,19 @@ var table = [numCalls]callInfo{
 	CallDeviceGetDefaultMemPool: {"cudaDeviceGetDefaultMemPool", RuntimeLibrary, CapAsyncAllocator, []string{"MemPoolReleaseThreshold", "SetMemPoolReleaseThreshold"}, false, []arg{argOut, argInt}, resultRuntime, ""},
 	CallMemPoolGetAttribute:     {"cudaMemPoolGetAttribute", RuntimeLibrary, CapAsyncAllocator, []string{"MemPoolReleaseThreshold"}, false, []arg{argAddr, argInt, argOut}, resultRuntime, ""},
 	CallMemPoolSetAttribute:     {"cudaMemPoolSetAttribute", RuntimeLibrary, CapAsyncAllocator, []string{"SetMemPoolReleaseThreshold"}, false, []arg{argAddr, argInt, argMem}, resultRuntime, ""},
+	CallEventCreate:             {"cudaEventCreate", RuntimeLibrary, CapEvents, []string{"EventCreate"}, true, []arg{argOut}, resultRuntime, ""},
+	CallEventRecord:             {"cudaEventRecord", RuntimeLibrary, CapEvents, []string{"EventRecord"}, true, []arg{argAddr, argAddr}, resultRuntime, ""},
+	CallStreamWaitEvent:         {"cudaStreamWaitEvent", RuntimeLibrary, CapEvents, []string{"StreamWaitEvent"}, true, []arg{argAddr, argAddr, argInt}, resultRuntime, ""},
+	CallEventSynchronize:        {"cudaEventSynchronize", RuntimeLibrary, CapEvents, []string{"EventSynchronize"}, true, []arg{argAddr}, resultRuntime, ""},
+	CallEventQuery:              {"cudaEventQuery", RuntimeLibrary, CapEvents, []string{"EventQuery"}, true, []arg{argAddr}, resultRuntime, ""},
+	CallEventElapsedTime:        {"cudaEventElapsedTime", RuntimeLibrary, CapEvents, []string{"EventElapsedTime"}, true, []arg{argOut, argAddr, argAddr}, resultRuntime, ""},
+	CallEventDestroy:            {"cudaEventDestroy", RuntimeLibrary, CapEvents, []string{"EventDestroy"}, true, []arg{argAddr}, resultRuntime, ""},
+	CallStreamBeginCapture:      {"cudaStreamBeginCapture", RuntimeLibrary, CapGraphs, []string{"StreamBeginCapture"}, true, []arg{argAddr, argInt}, resultRuntime, ""},
+	CallStreamEndCapture:        {"cudaStreamEndCapture", RuntimeLibrary, CapGraphs, []string{"StreamEndCapture"}, true, []arg{argAddr, argOut}, resultRuntime, ""},
+	CallGraphInstantiate:        {"cudaGraphInstantiate", RuntimeLibrary, CapGraphs, []string{"GraphInstantiate"}, true, []arg{argOut, argAddr, argSize}, resultRuntime, ""},
+	CallGraphLaunch:             {"cudaGraphLaunch", RuntimeLibrary, CapGraphs, []string{"GraphLaunch"}, true, []arg{argAddr, argAddr}, resultRuntime, ""},
+	CallGraphExecDestroy:        {"cudaGraphExecDestroy", RuntimeLibrary, CapGraphs, []string{"GraphExecDestroy"}, true, []arg{argAddr}, resultRuntime, ""},
+	CallGraphDestroy:            {"cudaGraphDestroy", RuntimeLibrary, CapGraphs, []string{"GraphDestroy"}, true, []arg{argAddr}, resultRuntime, ""},
 	CallDeviceReset:             {"cudaDeviceReset", RuntimeLibrary, CapDevice, []string{"DeviceReset"}, true, nil, resultRuntime, ""},
 	CallDeviceCanAccessPeer:     {"cudaDeviceCanAccessPeer", RuntimeLibrary, CapDevice, []string{"DeviceCanAccessPeer"}, false, []arg{argOut, argInt, argInt}, resultRuntime, ""},
 
@@ -205,6 +241,10 @@ var table = [numCalls]callInfo{
 	CallCuMemMap:                      {"cuMemMap", DriverLibrary, CapVirtualMemory, []string{"MemMap"}, true, []arg{argAddr, argSize, argSize, argSize, argSize}, resultDriver, ""},
 	CallCuMemUnmap:                    {"cuMemUnmap", DriverLibrary, CapVirtualMemory, []string{"MemUnmap"}, true, []arg{argAddr, argSize}, resultDriver, ""},
 	CallCuMemSetAccess:                {"cuMemSetAccess", DriverLibrary, CapVirtualMemory, []string{"MemSetAccess"}, true, []arg{argAddr, argSize, argMem, argSize}, resultDriver, ""},
+	CallCuModuleLoadDataEx:            {"cuModuleLoadDataEx", DriverLibrary, CapKernels, []string{"ModuleLoadData"}, true, []arg{argOut, argMem, argInt, argJITOptions, argJITValues}, resultDriver, ""},
+	CallCuModuleGetFunction:           {"cuModuleGetFunction", DriverLibrary, CapKernels, []string{"ModuleGetFunction"}, true, []arg{argOut, argAddr, argMem}, resultDriver, ""},
+	CallCuModuleUnload:                {"cuModuleUnload", DriverLibrary, CapKernels, []string{"ModuleUnload"}, true, []arg{argAddr}, resultDriver, ""},
+	CallCuLaunchKernel:                {"cuLaunchKernel", DriverLibrary, CapKernels, []string{"LaunchKernel"}, true, []arg{argAddr, argInt, argInt, argInt, argInt, argInt, argInt, argInt, argAddr, argParams, argAddr}, resultDriver, ""},
 }
 
 // String is the CUDA name, e.g. "cudaMalloc".

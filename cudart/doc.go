@@ -16,8 +16,17 @@
 //
 // The pool depends on the small Runtime interface; the other abilities
 // (Streams, HostAllocator, HostRegisterer, Managed, AsyncAllocator, Device,
-// VirtualMemory) are separate interfaces, found by type assertion, in the
-// way database/sql/driver offers optional capabilities.
+// VirtualMemory, Kernels, Events, Graphs) are separate interfaces, found by
+// type assertion, in the way database/sql/driver offers optional
+// capabilities.
+//
+// Kernels are PTX text loaded through the driver API (ModuleLoadData) into
+// the device's primary context, which the runtime's device selection makes
+// current. The binding reads each module's .entry declarations (ParsePTX),
+// so that a launch of an unknown kernel, with the wrong number or sizes of
+// arguments (KernelArg), on a destroyed stream or from an unloaded module is
+// an error naming the kernel before CUDA sees it, rather than undefined
+// behaviour on the GPU.
 //
 // Failed calls return *Error, which carries the CUDA code, name, message and
 // the call; errors.Is matches it against the sentinels (ErrMemoryAllocation,
@@ -33,4 +42,9 @@
 // not treat them as pointers. Host memory from MallocHost or HostAlloc is a
 // []byte over memory CUDA owns, valid until FreeHost; using it after is a
 // fault. Nothing is freed by a finalizer.
+//
+// A stream capture in CaptureModeGlobal or CaptureModeThreadLocal must end
+// on the OS thread that began it: lock the goroutine to its thread
+// (runtime.LockOSThread) from StreamBeginCapture to StreamEndCapture, or use
+// CaptureModeRelaxed.
 package cudart

@@ -63,7 +63,10 @@ var codeInfo = map[Code]codeText{
 	208: {"cudaErrorAlreadyMapped", "resource already mapped"},
 	211: {"cudaErrorNotMapped", "resource not mapped"},
 	215: {"cudaErrorUnsupportedLimit", "limit is not supported on this architecture"},
+	218: {"cudaErrorInvalidPtx", "a PTX JIT compilation failed"},
 	400: {"cudaErrorInvalidResourceHandle", "invalid resource handle"},
+	500: {"cudaErrorSymbolNotFound", "named symbol not found"},
+	600: {"cudaErrorNotReady", "device not ready"},
 	700: {"cudaErrorIllegalAddress", "an illegal memory access was encountered"},
 	708: {"cudaErrorSetOnActiveProcess", "cannot set while device is active in this process"},
 	712: {"cudaErrorHostMemoryAlreadyRegistered", "part or all of the requested memory range is already mapped"},
@@ -71,6 +74,11 @@ var codeInfo = map[Code]codeText{
 	719: {"cudaErrorLaunchFailure", "unspecified launch failure"},
 	800: {"cudaErrorNotPermitted", "operation not permitted"},
 	801: {"cudaErrorNotSupported", "operation not supported"},
+	900: {"cudaErrorStreamCaptureUnsupported", "operation not permitted when stream is capturing"},
+	901: {"cudaErrorStreamCaptureInvalidated", "operation failed due to a previous error during capture"},
+	903: {"cudaErrorStreamCaptureUnmatched", "capture was not initiated in this stream"},
+	906: {"cudaErrorStreamCaptureImplicit", "operation would make the legacy stream depend on a capturing blocking stream"},
+	907: {"cudaErrorCapturedEvent", "operation not permitted on an event last recorded in a capturing stream"},
 	999: {"cudaErrorUnknown", "unspecified launch failure"},
 }
 
@@ -111,6 +119,30 @@ var (
 	ErrNotPermitted = NewError("", 800)
 	// ErrNotSupported: the device or driver does not support the operation.
 	ErrNotSupported = NewError("", 801)
+	// ErrInvalidPTX: PTX text did not compile (cudaErrorInvalidPtx,
+	// CUDA_ERROR_INVALID_PTX); the error carries the JIT compiler's log.
+	ErrInvalidPTX = NewError("", 218)
+	// ErrNotFound: a named symbol, such as a kernel, is not in the module
+	// (cudaErrorSymbolNotFound, CUDA_ERROR_NOT_FOUND).
+	ErrNotFound = NewError("", 500)
+	// ErrNotReady: the work asked about has not completed yet.
+	ErrNotReady = NewError("", 600)
+	// ErrLaunchFailure: a kernel failed while it ran (cudaErrorLaunchFailure).
+	ErrLaunchFailure = NewError("", 719)
+	// ErrStreamCaptureUnsupported: the call is not permitted while a stream
+	// captures; CUDA invalidates the capture.
+	ErrStreamCaptureUnsupported = NewError("", 900)
+	// ErrStreamCaptureInvalidated: the capture was invalidated by an earlier
+	// forbidden call and recorded no graph.
+	ErrStreamCaptureInvalidated = NewError("", 901)
+	// ErrStreamCaptureUnmatched: the stream is not capturing.
+	ErrStreamCaptureUnmatched = NewError("", 903)
+	// ErrStreamCaptureImplicit: the call would make the legacy default
+	// stream wait for a capturing stream; CUDA invalidates the capture.
+	ErrStreamCaptureImplicit = NewError("", 906)
+	// ErrCapturedEvent: the event was last recorded in a capturing stream,
+	// so it cannot be waited for or timed from the host.
+	ErrCapturedEvent = NewError("", 907)
 )
 
 // ErrLibraryNotFound means the CUDA runtime library could not be loaded; the

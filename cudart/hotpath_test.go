@@ -38,7 +38,38 @@ func assertHotPathAllocatesNothing(t *testing.T, l *Lib) {
 			_ = l.MemcpyAsync(0, DeviceMem(dev, 4096), HostMem(host), HostToDevice, 0)
 		},
 	}
+	if fill, ok := hotPathKernel(t, l); ok {
+		cases["LaunchKernel"] = func() {
+			_ = l.LaunchKernel(0, fill, Dim1(1), Dim1(256), 0, 0, ArgPtr(dev), ArgUint32(1024), ArgUint32(7))
+		}
+	}
 	for name, f := range cases {
 		assert.Zero(t, testing.AllocsPerRun(50, f), name)
 	}
 }
+
+// hotPathKernel loads the fill kernel of testPTX where the library has it:
+// fakecuda.c and a GPU, not the recorder.
+func hotPathKernel(t *testing.T, l *Lib) (Function, bool) {
+	t.Helper()
+	m, err := l.ModuleLoadData(0, hotPathPTX)
+	if err != nil {
+		t.Logf("no kernel to launch: %v", err)
+		return 0, false
+	}
+	t.Cleanup(func() { assert.NoError(t, l.ModuleUnload(0, m)) })
+	fill, err := l.ModuleGetFunction(0, m, "fill")
+	require.NoError(t, err)
+	return fill, true
+}
+
+// hotPathPTX is a fill kernel that does nothing: the launch is what counts.
+const hotPathPTX = `
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry fill(.param .u64 fill_p, .param .u32 fill_n, .param .u32 fill_value)
+{
+	ret;
+}
+`

@@ -34,6 +34,8 @@ type Lib struct {
 
 	closed    atomic.Bool
 	vmmDevice atomic.Int64 // the device of the last MemCreate
+
+	handles registry // modules, functions and destroyed streams, for refusals
 }
 
 // Path is the file of the CUDA runtime Open loaded.
@@ -73,7 +75,5 @@ func closedError(c Call) error { return fmt.Errorf("%s: %w", c, ErrClosed) }
 // *Error with CUDA's code for an invalid argument, and why. format and args
 // describe the arguments, as for fail.
 func invalid(c Call, why, format string, args ...any) error {
-	e := NewError(c.String()+fmt.Sprintf(format, args...), ErrInvalidValue.Code)
-	e.Message += ": " + why
-	return e
+	return refused(c, ErrInvalidValue, why, format, args...)
 }

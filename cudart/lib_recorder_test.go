@@ -10,6 +10,14 @@ type recorder struct {
 	codes  map[Call]Code // what a call returns; 0 when absent
 	closes int
 	copies []uint64 // the byte count of each cudaMemcpy and cudaMemcpyAsync
+	// launches are the C arguments of each cuLaunchKernel and the values
+	// its kernel parameters point at.
+	launches []launch
+}
+
+type launch struct {
+	args   []uintptr
+	params []uint64
 }
 
 func newRecorder() *recorder { return &recorder{codes: map[Call]Code{}} }
@@ -26,6 +34,9 @@ func (f *recorder) invoke(c Call, dev int, fr *frame) ret {
 	f.calls = append(f.calls, fmt.Sprintf("%s@%d", c, dev))
 	if c == CallMemcpy || c == CallMemcpyAsync {
 		f.copies = append(f.copies, uint64(fr.args[2]))
+	}
+	if c == CallCuLaunchKernel {
+		f.launches = append(f.launches, launch{args: append([]uintptr(nil), fr.args[:len(table[c].args)]...), params: append([]uint64(nil), fr.params...)})
 	}
 	return ret{a: 0x1000, b: 0x2000, code: f.codes[c], failed: c}
 }

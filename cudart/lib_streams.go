@@ -11,6 +11,7 @@ func (l *Lib) StreamCreate(device int) (Stream, error) {
 	if r.code != 0 {
 		return 0, l.fail(CallStreamCreate, r, "() on device %d", device)
 	}
+	l.handles.streamCreated(Stream(r.a))
 	return Stream(r.a), nil
 }
 
@@ -30,9 +31,13 @@ func (l *Lib) StreamDestroy(device int, s Stream) error {
 	if l.closed.Load() {
 		return closedError(CallStreamDestroy)
 	}
+	if x := l.handles.staleStream(s); x != nil {
+		return x.err(CallStreamDestroy, "(stream 0x%x) on device %d", uintptr(s), device)
+	}
 	if r := l.call(CallStreamDestroy, device, uintptr(s)); r.code != 0 {
 		return l.fail(CallStreamDestroy, r, "(stream 0x%x) on device %d", uintptr(s), device)
 	}
+	l.handles.streamDestroyed(s)
 	return nil
 }
 

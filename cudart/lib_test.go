@@ -72,6 +72,33 @@ func methods() []method {
 		{"MemMap", false, func(l *Lib, _ int) error { return l.MemMap(0x1000, 2<<20, 0, 1) }},
 		{"MemUnmap", false, func(l *Lib, _ int) error { return l.MemUnmap(0x1000, 2<<20) }},
 		{"MemSetAccess", false, func(l *Lib, _ int) error { return l.MemSetAccess(0x1000, 2<<20, []int{0, 1}) }},
+		{"ModuleLoadData", true, func(l *Lib, dev int) error { _, err := l.ModuleLoadData(dev, testPTX); return err }},
+		{"ModuleGetFunction", true, func(l *Lib, dev int) error {
+			l.handles.addModule(0x1000, dev, testPTXInfo())
+			_, err := l.ModuleGetFunction(dev, 0x1000, "fill")
+			return err
+		}},
+		{"ModuleUnload", true, func(l *Lib, dev int) error {
+			l.handles.addModule(0x1000, dev, testPTXInfo())
+			return l.ModuleUnload(dev, 0x1000)
+		}},
+		{"LaunchKernel", true, func(l *Lib, dev int) error {
+			withFill(l, dev)
+			return l.LaunchKernel(dev, 0x2000, Dim1(2), Dim1(64), 0, 1, ArgPtr(0x1000), ArgUint32(128), ArgUint32(7))
+		}},
+		{"EventCreate", true, func(l *Lib, dev int) error { _, err := l.EventCreate(dev); return err }},
+		{"EventRecord", true, func(l *Lib, dev int) error { return l.EventRecord(dev, 0x3000, 1) }},
+		{"StreamWaitEvent", true, func(l *Lib, dev int) error { return l.StreamWaitEvent(dev, 1, 0x3000) }},
+		{"EventSynchronize", true, func(l *Lib, dev int) error { return l.EventSynchronize(dev, 0x3000) }},
+		{"EventQuery", true, func(l *Lib, dev int) error { _, err := l.EventQuery(dev, 0x3000); return err }},
+		{"EventElapsedTime", true, func(l *Lib, dev int) error { _, err := l.EventElapsedTime(dev, 0x3000, 0x3010); return err }},
+		{"EventDestroy", true, func(l *Lib, dev int) error { return l.EventDestroy(dev, 0x3000) }},
+		{"StreamBeginCapture", true, func(l *Lib, dev int) error { return l.StreamBeginCapture(dev, 1, CaptureModeGlobal) }},
+		{"StreamEndCapture", true, func(l *Lib, dev int) error { _, err := l.StreamEndCapture(dev, 1); return err }},
+		{"GraphInstantiate", true, func(l *Lib, dev int) error { _, err := l.GraphInstantiate(dev, 0x4000); return err }},
+		{"GraphLaunch", true, func(l *Lib, dev int) error { return l.GraphLaunch(dev, 0x5000, 1) }},
+		{"GraphExecDestroy", true, func(l *Lib, dev int) error { return l.GraphExecDestroy(dev, 0x5000) }},
+		{"GraphDestroy", true, func(l *Lib, dev int) error { return l.GraphDestroy(dev, 0x4000) }},
 	}
 }
 

@@ -76,6 +76,6 @@ func TestOpenDriverMissingIsNotFatal(t *testing.T) {
 	assert.Empty(t, path)
 	assert.ErrorIs(t, err, ErrNoDriverLibrary)
 	assert.ErrorIs(t, err, ErrSymbolNotFound)
-	assert.Contains(t, err.Error(), "libm.so.6: lacks 13 of the 13 functions needed: cuGetErrorName, ")
+	assert.Contains(t, err.Error(), "libm.so.6: lacks 17 of the 17 functions needed: cuGetErrorName, ")
 	assert.Equal(t, library{}, *b, "a failed load changes nothing")
 }

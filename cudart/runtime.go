@@ -1,5 +1,7 @@
 package cudart
 
+import "time"
+
 // Runtime is what the pool needs from CUDA: device and pinned host memory,
 // copies, memset and synchronisation. *Lib implements it against real CUDA and
 // cudarttest.Fake against memory in the process.
@@ -146,6 +148,58 @@ type VirtualMemory interface {
 	MemSetAccess(p DevicePtr, size uint64, devices []int) error
 }
 
+// Kernels loads PTX and launches its kernels, through the driver API in the
+// device's primary context.
+type Kernels interface {
+	// ModuleLoadData is cuModuleLoadDataEx of PTX text, with the JIT
+	// compiler's error log in the error of PTX that does not compile.
+	ModuleLoadData(device int, ptx string) (Module, error)
+	// ModuleGetFunction is cuModuleGetFunction: the .entry called name.
+	ModuleGetFunction(device int, m Module, name string) (Function, error)
+	// ModuleUnload is cuModuleUnload; m's functions are invalid after it.
+	ModuleUnload(device int, m Module) error
+	// LaunchKernel is cuLaunchKernel of f on s: grid blocks of block
+	// threads, sharedMem bytes of dynamic shared memory, and one argument
+	// per kernel parameter, of its size.
+	LaunchKernel(device int, f Function, grid, block Dim3, sharedMem uint32, s Stream, args ...KernelArg) error
+}
+
+// Events are points in a stream's work that streams and the host wait for,
+// and time.
+type Events interface {
+	// EventCreate is cudaEventCreate.
+	EventCreate(device int) (Event, error)
+	// EventRecord is cudaEventRecord of e on s.
+	EventRecord(device int, e Event, s Stream) error
+	// StreamWaitEvent is cudaStreamWaitEvent: later work on s waits for e.
+	StreamWaitEvent(device int, s Stream, e Event) error
+	// EventSynchronize is cudaEventSynchronize: the host waits for e.
+	EventSynchronize(device int, e Event) error
+	// EventQuery is cudaEventQuery: whether e has completed.
+	EventQuery(device int, e Event) (bool, error)
+	// EventElapsedTime is cudaEventElapsedTime between two completed events.
+	EventElapsedTime(device int, start, end Event) (time.Duration, error)
+	// EventDestroy is cudaEventDestroy.
+	EventDestroy(device int, e Event) error
+}
+
+// Graphs are stream capture into a CUDA graph and its replay.
+type Graphs interface {
+	// StreamBeginCapture is cudaStreamBeginCapture: work on s is recorded,
+	// not run.
+	StreamBeginCapture(device int, s Stream, mode CaptureMode) error
+	// StreamEndCapture is cudaStreamEndCapture: the graph recorded.
+	StreamEndCapture(device int, s Stream) (Graph, error)
+	// GraphInstantiate is cudaGraphInstantiate.
+	GraphInstantiate(device int, g Graph) (GraphExec, error)
+	// GraphLaunch is cudaGraphLaunch: the recorded work runs on s.
+	GraphLaunch(device int, x GraphExec, s Stream) error
+	// GraphExecDestroy is cudaGraphExecDestroy.
+	GraphExecDestroy(device int, x GraphExec) error
+	// GraphDestroy is cudaGraphDestroy.
+	GraphDestroy(device int, g Graph) error
+}
+
 // Full is every ability: what *Lib and cudarttest.Fake both provide.
 type Full interface {
 	Runtime
@@ -156,4 +210,7 @@ type Full interface {
 	AsyncAllocator
 	Device
 	VirtualMemory
+	Kernels
+	Events
+	Graphs
 }

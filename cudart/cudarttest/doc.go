@@ -29,11 +29,12 @@
 // synchronisation point, in stream order: a read that does not synchronise
 // sees the bytes from before. Queued are MemcpyAsync (with pinned host
 // memory or device memory at both ends), Memset of device memory,
-// MemPrefetchAsync, FreeAsync and a device-to-device Memcpy, all of which
-// CUDA may return from before they are done. The work runs at
-// StreamSynchronize (the stream's work and what it waits for),
-// DeviceSynchronize (all of the device's work), and the calls CUDA documents
-// as synchronising: Memcpy with a host end, Memset of mapped host or managed
+// MemPrefetchAsync, FreeAsync, a device-to-device Memcpy, kernel launches,
+// event records and waits and graph launches, all of which CUDA may return
+// from before they are done. The work runs at StreamSynchronize (the
+// stream's work and what it waits for), EventSynchronize (the event's
+// stream), DeviceSynchronize (all of the device's work), and the calls CUDA
+// documents as synchronising: Memcpy with a host end, Memset of mapped host or managed
 // memory, Free, HostUnregister, and FreeHost (every device). Every stream is
 // a blocking stream: the legacy default stream (0 or cudaStreamLegacy) waits
 // for the earlier work of every stream of its device, and they wait for its
@@ -96,6 +97,15 @@
 // cuInit, cuDeviceGet and cuDeviceGetName included. Live and CheckLeaks account for everything still allocated;
 // NewFakeT fails the test at cleanup when something is.
 //
+// Kernels run as Go functions: RegisterKernel gives a PTX entry point its
+// implementation, a KernelFunc that sees the launch's shape, its typed
+// arguments, the device's memory and a device-side malloc bounded by the
+// device's malloc heap limit. ModuleLoadData reads the PTX's .entry
+// declarations, and launches are checked against them as the binding checks
+// them. While a stream captures, work issued to it is recorded, and a graph
+// launch replays it. Events complete in stream order; EventElapsedTime
+// counts FakeEventTick per call made between the two completions.
+//
 // conformance.TestRuntime asserts only what real CUDA does, so it passes on
 // the fake and on a GPU; the fake's refusals of what CUDA leaves undefined
 // are tested in this package's own tests.
@@ -123,8 +133,10 @@
 // at a time, in issue order, when a synchronisation needs it, so a race
 // between two streams never shows: work on a stream that no synchronisation
 // orders after another stream's work reads the bytes from before it,
-// always. There are no kernels, events or graphs. StreamCreate takes no
-// flags, so there are no non-blocking streams, and cudaStreamPerThread is one
+// always. Kernel launches, event records and waits, and graph launches are
+// queued like the rest; a wait for an event runs the event's stream up to
+// it when the wait runs. DeviceReset does not unload the device's modules or
+// destroy its events and graphs. StreamCreate takes no flags, so there are no non-blocking streams, and cudaStreamPerThread is one
 // stream for the whole process, as Go has no thread to tie it to.
 //
 // The stream-ordered pool keeps nothing: freed memory goes back to the

@@ -36,6 +36,10 @@ type Fake struct {
 	faults []fault
 
 	scratch, scratch2 []span // resolve buffers reused by copies
+
+	kern  kernelState  // modules, functions and the Go kernels behind them
+	evs   eventState   // events
+	graph captureState // stream captures, graphs and their instantiations
 }
 
 // deviceState is what the fake keeps per device: what DeviceReset resets.

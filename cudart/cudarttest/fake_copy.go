@@ -17,6 +17,9 @@ func (f *Fake) Memcpy(device int, dst, src cudart.Mem, kind cudart.MemcpyKind) e
 	defer f.mu.Unlock()
 	x := f.check(cudart.CallMemcpy, device)
 	if x == nil {
+		x = f.captureBlocksSync(device, legacyStream)
+	}
+	if x == nil {
 		x = f.memcpy(device, dst, src, kind, false)
 	}
 	if x == nil && !dst.IsHost() && !src.IsHost() {

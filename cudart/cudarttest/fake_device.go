@@ -53,13 +53,18 @@ func (f *Fake) DeviceGetLimit(device int, l cudart.Limit) (uint64, error) {
 // module that uses it, which the fake, having no modules, takes to be now,
 // so a heap set larger than 8 MiB counts against the device's free memory in
 // whole pages, and one that does not fit fails with
-// cudaErrorMemoryAllocation.
+// cudaErrorMemoryAllocation. The heap size cannot change once a kernel that
+// calls malloc has run on the device (cudaErrorInvalidValue), as CUDA
+// documents.
 func (f *Fake) DeviceSetLimit(device int, l cudart.Limit, value uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	x := f.check(cudart.CallDeviceSetLimit, device)
 	if x == nil {
 		x = checkLimit(l)
+	}
+	if x == nil {
+		x = f.heapFixed(device, l)
 	}
 	if x == nil && l == cudart.LimitMallocHeapSize {
 		x = f.setHeap(device, value)

@@ -75,6 +75,9 @@ func (f *Fake) DeviceSynchronize(device int) error {
 	defer f.mu.Unlock()
 	x := f.check(cudart.CallDeviceSynchronize, device)
 	if x == nil {
+		x = f.captureBlocksDeviceSync(device)
+	}
+	if x == nil {
 		x = f.syncDevice(device)
 	}
 	if x != nil {

@@ -59,6 +59,23 @@ func fakeMethods(f *cudarttest.Fake) map[string]func() {
 		"MemMap":                      func() { _ = f.MemMap(0x1000, 1, 0, 1) },
 		"MemUnmap":                    func() { _ = f.MemUnmap(0x1000, 1) },
 		"MemSetAccess":                func() { _ = f.MemSetAccess(0x1000, 1, []int{0}) },
+		"ModuleLoadData":              func() { _, _ = f.ModuleLoadData(0, "") },
+		"ModuleGetFunction":           func() { _, _ = f.ModuleGetFunction(0, 1, "k") },
+		"ModuleUnload":                func() { _ = f.ModuleUnload(0, 1) },
+		"LaunchKernel":                func() { _ = f.LaunchKernel(0, 1, cudart.Dim1(1), cudart.Dim1(1), 0, 0) },
+		"EventCreate":                 func() { _, _ = f.EventCreate(0) },
+		"EventRecord":                 func() { _ = f.EventRecord(0, 1, 0) },
+		"StreamWaitEvent":             func() { _ = f.StreamWaitEvent(0, 0, 1) },
+		"EventSynchronize":            func() { _ = f.EventSynchronize(0, 1) },
+		"EventQuery":                  func() { _, _ = f.EventQuery(0, 1) },
+		"EventElapsedTime":            func() { _, _ = f.EventElapsedTime(0, 1, 2) },
+		"EventDestroy":                func() { _ = f.EventDestroy(0, 1) },
+		"StreamBeginCapture":          func() { _ = f.StreamBeginCapture(0, 0, cudart.CaptureModeGlobal) },
+		"StreamEndCapture":            func() { _, _ = f.StreamEndCapture(0, 0) },
+		"GraphInstantiate":            func() { _, _ = f.GraphInstantiate(0, 1) },
+		"GraphLaunch":                 func() { _ = f.GraphLaunch(0, 1, 0) },
+		"GraphExecDestroy":            func() { _ = f.GraphExecDestroy(0, 1) },
+		"GraphDestroy":                func() { _ = f.GraphDestroy(0, 1) },
 	}
 }
 

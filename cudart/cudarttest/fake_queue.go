@@ -2,6 +2,7 @@ package cudarttest
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cudapool/cudapool/cudart"
 )
@@ -29,12 +30,14 @@ func canonical(s cudart.Stream) cudart.Stream {
 // runs at the first synchronisation point that waits for it (drain,
 // syncDevice), in issue order with the rest of dev's work; what it returns
 // then is an asynchronous fault: CUDA reports it as
-// cudaErrorIllegalAddress, or as the code FailAsync injected, from that
-// point on and from every later call on dev until DeviceReset (sticky).
+// cudaErrorIllegalAddress, or as the code a kernel faulted with or
+// FailAsync injected, from that point on and from every later call on dev
+// until DeviceReset (sticky).
 // The caller checks the arguments first, so that what CUDA refuses at once
 // is refused at once; op checks again when it runs, since memory can go
 // away in between. enqueue returns the sticky error of dev, if any, and
-// queues nothing then.
+// queues nothing then. On a stream that captures, op is recorded into the
+// capture instead, to run each time its graph is launched.
 //
 // Every stream is a blocking stream (StreamCreate takes no flags) and
 // cudaStreamPerThread is one stream for the whole process, as Go has no
@@ -45,6 +48,9 @@ func (f *Fake) enqueue(dev int, s cudart.Stream, name cudart.Call, op func() *fa
 	if ds.sticky != nil {
 		return ds.sticky
 	}
+	if f.graph.record(s, name, op) {
+		return nil
+	}
 	ds.queue = append(ds.queue, pending{stream: canonical(s), name: name, op: op})
 	return nil
 }
@@ -54,8 +60,12 @@ func (f *Fake) enqueue(dev int, s cudart.Stream, name cudart.Call, op func() *fa
 // default stream and, behind a legacy default stream operation, all earlier
 // work. It is cudaStreamSynchronize's part; the first fault stops it, makes
 // the error sticky, and drops the rest of dev's queue, as a context that
-// faulted runs nothing more.
+// faulted runs nothing more. A synchronisation with a capturing stream is
+// refused, and invalidates the capture, as in CUDA.
 func (f *Fake) drain(dev int, s cudart.Stream) *failure {
+	if x := f.captureBlocksSync(dev, s); x != nil {
+		return x
+	}
 	ds := &f.devs[dev]
 	s = canonical(s)
 	last := -1
@@ -86,30 +96,30 @@ func (f *Fake) syncDevice(dev int) *failure {
 }
 
 // run runs the due work of dev in issue order and keeps the rest queued.
+// Work may synchronise as it runs (a stream's wait for an event drains the
+// event's stream), so each piece leaves the queue before it runs and the
+// next is looked up afresh.
 func (f *Fake) run(dev int) *failure {
 	ds := &f.devs[dev]
-	if ds.sticky != nil {
-		return ds.sticky
-	}
-	kept := ds.queue[:0]
-	for _, p := range ds.queue {
-		if !p.due {
-			kept = append(kept, p)
-			continue
+	for ds.sticky == nil {
+		i := slices.IndexFunc(ds.queue, func(p pending) bool { return p.due })
+		if i < 0 {
+			return nil
 		}
-		if x := f.execute(ds, p); x != nil {
+		p := ds.queue[i]
+		ds.queue = slices.Delete(ds.queue, i, i+1)
+		if x := f.execute(ds, p); x != nil && ds.sticky == nil {
 			clear(ds.queue)
 			ds.queue = ds.queue[:0]
 			ds.sticky = x
-			return x
 		}
 	}
-	clear(ds.queue[len(kept):])
-	ds.queue = kept
-	return nil
+	return ds.sticky
 }
 
-// execute runs p, turning its failure into the sticky fault CUDA reports.
+// execute runs p, turning its failure into the sticky fault CUDA reports:
+// a kernel's own code where it faulted with one, else
+// cudaErrorIllegalAddress.
 func (f *Fake) execute(ds *deviceState, p pending) *failure {
 	code, why := cudart.Code(0), ""
 	if ds.asyncFault != 0 {
@@ -117,6 +127,9 @@ func (f *Fake) execute(ds *deviceState, p pending) *failure {
 		ds.asyncFault = 0
 	} else if x := p.op(); x != nil {
 		code, why = 700, x.why
+		if slices.Contains(stickyCodes, x.code) {
+			code = x.code
+		}
 	} else {
 		return nil
 	}
@@ -139,7 +152,7 @@ func (f *Fake) FailAsync(device int, code cudart.Code) error {
 	if device < 0 || device >= len(f.devs) {
 		return fmt.Errorf("cudarttest: FailAsync(%d, %d): no device %d of %d", device, code, device, len(f.devs))
 	}
-	if code != stickyCodes[0] && code != stickyCodes[1] {
+	if !slices.Contains(stickyCodes, code) {
 		return fmt.Errorf("cudarttest: FailAsync(%d, %d): want a code CUDA makes sticky, one of %v", device, code, stickyCodes)
 	}
 	f.devs[device].asyncFault = code

@@ -32,6 +32,10 @@ type Usage struct {
 	Mappings      int // cuMemMap
 	MappedBytes   uint64
 	Streams       int // cudaStreamCreate
+	Modules       int // cuModuleLoadDataEx
+	Events        int // cudaEventCreate
+	Graphs        int // cudaStreamEndCapture
+	GraphExecs    int // cudaGraphInstantiate
 }
 
 // Empty reports whether nothing is live.
@@ -85,6 +89,8 @@ func (f *Fake) Live() Usage {
 		u.PhysBytes += p.size
 	}
 	u.Streams = len(f.streams)
+	u.Modules, u.Events = len(f.kern.modules), len(f.evs.live)
+	u.Graphs, u.GraphExecs = len(f.graph.graphs), len(f.graph.execs)
 	return u
 }
 
@@ -120,6 +126,7 @@ func (f *Fake) CheckLeaks() error {
 	for s, info := range f.streams {
 		leaks = append(leaks, leak{info.seq, fmt.Sprintf("stream 0x%x on device %d from cudaStreamCreate (call #%d)", uintptr(s), info.device, info.seq)})
 	}
+	f.handleLeaks(func(seq int, text string) { leaks = append(leaks, leak{seq, text}) })
 	if len(leaks) == 0 {
 		return nil
 	}

@@ -46,6 +46,9 @@ static const char *name_of(int e) {
 	case 1: return "cudaErrorInvalidValue";
 	case 2: return "cudaErrorMemoryAllocation";
 	case 101: return "cudaErrorInvalidDevice";
+	case 400: return "cudaErrorInvalidResourceHandle";
+	case 900: return "cudaErrorStreamCaptureUnsupported";
+	case 903: return "cudaErrorStreamCaptureUnmatched";
 	case 201: return "cudaErrorDeviceUninitialized";
 	case 712: return "cudaErrorHostMemoryAlreadyRegistered";
 	case 713: return "cudaErrorHostMemoryNotRegistered";
@@ -194,6 +197,70 @@ int cudaMemPrefetchAsync_v2(const void *p, size_t n, loc_t loc, unsigned flags, 
 }
 #endif
 
+// Events: recorded[0] says the event was recorded; a query right after a
+// record answers not ready (600), the next one ready.
+
+int cudaEventCreate(int **e) {
+	if (current != 0) return 201;
+	*e = calloc(2, sizeof(int));
+	return 0;
+}
+int cudaEventRecord(int *e, void *s) {
+	(void)s;
+	e[0] = 1;
+	e[1] = 1;
+	return 0;
+}
+int cudaStreamWaitEvent(void *s, int *e, unsigned flags) {
+	(void)s;
+	return flags || !e ? 1 : 0;
+}
+int cudaEventSynchronize(int *e) { return e ? 0 : 400; }
+int cudaEventQuery(int *e) {
+	if (e[1]) {
+		e[1] = 0;
+		return 600;
+	}
+	return 0;
+}
+int cudaEventElapsedTime(float *ms, int *a, int *b) {
+	if (!a[0] || !b[0]) return 400;
+	*ms = 1.5f;
+	return 0;
+}
+int cudaEventDestroy(int *e) {
+	free(e);
+	return 0;
+}
+
+// Capture: one stream at a time; the graph records nothing.
+
+static void *capturing;
+
+int cudaStreamBeginCapture(void *s, int mode) {
+	if (mode < 0 || mode > 2) return 1;
+	if (!s || capturing) return 900;
+	capturing = s;
+	return 0;
+}
+int cudaStreamEndCapture(void *s, void **g) {
+	if (!s || s != capturing) return 903;
+	capturing = NULL;
+	*g = malloc(1);
+	return 0;
+}
+int cudaGraphInstantiate(void **x, void *g, unsigned long long flags) {
+	if (!g || flags) return 1;
+	*x = malloc(1);
+	return 0;
+}
+int cudaGraphLaunch(void *x, void *s) {
+	(void)s;
+	return x ? 0 : 400;
+}
+int cudaGraphExecDestroy(void *x) { free(x); return 0; }
+int cudaGraphDestroy(void *g) { free(g); return 0; }
+
 // The driver half: one reservation and one handle at a time.
 
 static void *reserved;
@@ -204,6 +271,9 @@ int cuGetErrorName(int e, const char **s) {
 	case 1: *s = "CUDA_ERROR_INVALID_VALUE"; return 0;
 	case 2: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return 0;
 	case 101: *s = "CUDA_ERROR_INVALID_DEVICE"; return 0;
+	case 218: *s = "CUDA_ERROR_INVALID_PTX"; return 0;
+	case 400: *s = "CUDA_ERROR_INVALID_HANDLE"; return 0;
+	case 500: *s = "CUDA_ERROR_NOT_FOUND"; return 0;
 	}
 	return 1;
 }
@@ -270,6 +340,49 @@ int cuMemSetAccess(unsigned long long p, size_t n, const access_t *d, size_t cou
 	for (size_t i = 0; i < count; i++) {
 		if (d[i].location.type != 1 || d[i].flags != 3) return 1;
 		if (d[i].location.id != 0) return 101;
+	}
+	return 0;
+}
+
+// Kernels: a module knows one kernel, fill(u32 *p, u32 n, u32 value), which
+// writes value to the first min(n, threads) words at p. PTX that contains
+// INVALID fails with a JIT log.
+
+static int fill_function;
+
+int cuModuleLoadDataEx(void **m, const char *image, unsigned n, const int *opts, void **vals) {
+	if (current != 0 || n != 2 || opts[0] != 5 || opts[1] != 6) return 1;
+	if (strstr(image, "INVALID")) {
+		snprintf((char *)vals[0], (size_t)(uintptr_t)vals[1], "fake JIT: %s", "line 7: INVALID is not an instruction");
+		vals[1] = (void *)(uintptr_t)strlen((char *)vals[0]);
+		return 218;
+	}
+	*m = malloc(1);
+	return 0;
+}
+int cuModuleGetFunction(void **f, void *m, const char *name) {
+	if (!m) return 400;
+	if (strcmp(name, "fill") != 0) return 500;
+	*f = &fill_function;
+	return 0;
+}
+int cuModuleUnload(void *m) {
+	free(m);
+	return 0;
+}
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                   unsigned shared, void *s, void **params, void **extra) {
+	(void)shared;
+	(void)s;
+	if (current != 0) return 201;
+	if (f != &fill_function) return 400;
+	if (extra || !params) return 1;
+	uint32_t *p = *(uint32_t **)params[0];
+	uint32_t n = *(uint32_t *)params[1];
+	uint32_t v = *(uint32_t *)params[2];
+	uint64_t threads = (uint64_t)gx * gy * gz * bx * by * bz;
+	for (uint64_t i = 0; i < n && i < threads; i++) {
+		p[i] = v;
 	}
 	return 0;
 }

@@ -1,0 +1,208 @@
+package cudarttest
+
+import (
+	"time"
+
+	"github.com/cudapool/cudapool/cudart"
+)
+
+// FakeEventTick is what the fake's EventElapsedTime counts per call: the
+// fake has no clock worth measuring, so the time between two events is one
+// FakeEventTick for each call made to the fake between the moments they
+// completed. It is deterministic, and zero or more when the end event
+// completed after the start.
+const FakeEventTick = time.Microsecond
+
+// eventState is the fake's live events.
+type eventState struct {
+	live map[cudart.Event]*event
+	next cudart.Event
+}
+
+// event is one live event.
+type event struct {
+	ownedBy
+	recorded bool // EventRecord was called
+	done     bool // its record ran
+	captured bool // its last record was into a capture
+	stream   cudart.Stream
+	stamp    int // f.seq when its record ran
+}
+
+// EventCreate is cudaEventCreate.
+func (f *Fake) EventCreate(device int) (cudart.Event, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if x := f.check(cudart.CallEventCreate, device); x != nil {
+		return 0, x.err(cudart.CallEventCreate, "() on device %d", device)
+	}
+	if f.evs.live == nil {
+		f.evs.live = make(map[cudart.Event]*event)
+		f.evs.next = 0x7_0000
+	}
+	f.evs.next += 0x10
+	f.evs.live[f.evs.next] = &event{ownedBy: ownedBy{device, f.seq}}
+	return f.evs.next, nil
+}
+
+// event finds live event e of device.
+func (f *Fake) event(e cudart.Event, device int) (*event, *failure) {
+	ev := f.evs.live[e]
+	if x := onDevice(ev, device, "event 0x%x", uintptr(e)); x != nil {
+		return nil, x
+	}
+	return ev, nil
+}
+
+// EventRecord is cudaEventRecord: e completes when the work issued to s
+// before it has run.
+func (f *Fake) EventRecord(device int, e cudart.Event, s cudart.Stream) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	qdev, x := f.streamCall(cudart.CallEventRecord, device, s)
+	var ev *event
+	if x == nil {
+		ev, x = f.event(e, device)
+	}
+	if x == nil {
+		ev.recorded, ev.done, ev.stream = true, false, s
+		ev.captured = f.graph.captures[s] != nil
+		x = f.enqueue(qdev, s, cudart.CallEventRecord, func() *failure {
+			ev.done, ev.stamp = true, f.seq
+			return nil
+		})
+	}
+	if x != nil {
+		return x.err(cudart.CallEventRecord, "(event 0x%x, stream 0x%x) on device %d", uintptr(e), uintptr(s), device)
+	}
+	return nil
+}
+
+// StreamWaitEvent is cudaStreamWaitEvent: work issued to s after it runs
+// once e, as last recorded, has completed. Waiting for an event recorded in
+// a capture, which joins s to the capture on CUDA, is not modelled: it fails
+// with cudaErrorNotSupported.
+func (f *Fake) StreamWaitEvent(device int, s cudart.Stream, e cudart.Event) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	qdev, x := f.streamCall(cudart.CallStreamWaitEvent, device, s)
+	var ev *event
+	if x == nil {
+		ev, x = f.event(e, device)
+	}
+	if x == nil && ev.captured {
+		x = fail(801, "event 0x%x was recorded in a capture: the fake does not join other streams into a capture", uintptr(e))
+	}
+	if x == nil {
+		x = f.enqueue(qdev, s, cudart.CallStreamWaitEvent, func() *failure {
+			if ev.recorded && !ev.done {
+				return f.drain(device, ev.stream)
+			}
+			return nil
+		})
+	}
+	if x != nil {
+		return x.err(cudart.CallStreamWaitEvent, "(stream 0x%x, event 0x%x) on device %d", uintptr(s), uintptr(e), device)
+	}
+	return nil
+}
+
+// EventSynchronize is cudaEventSynchronize: the stream e was recorded on is
+// drained up to it; nothing for an event never recorded. On an event last
+// recorded in a capture it fails with cudaErrorInvalidValue and invalidates
+// the capture, as CUDA 13.0 does on an H100; EventQuery and
+// EventElapsedTime fail with cudaErrorCapturedEvent.
+func (f *Fake) EventSynchronize(device int, e cudart.Event) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	x := f.check(cudart.CallEventSynchronize, device)
+	var ev *event
+	if x == nil {
+		ev, x = f.event(e, device)
+	}
+	if x == nil && ev.captured {
+		x = invalid("event 0x%x was last recorded in a capture, which is now invalidated", uintptr(e))
+		if cp := f.graph.captures[ev.stream]; cp != nil {
+			cp.invalid = "an event recorded in the capture was synchronised"
+		}
+	}
+	if x == nil && ev.recorded && !ev.done {
+		x = f.drain(device, ev.stream)
+	}
+	if x != nil {
+		return x.err(cudart.CallEventSynchronize, "(event 0x%x) on device %d", uintptr(e), device)
+	}
+	return nil
+}
+
+// EventQuery is cudaEventQuery: whether e, as last recorded, has completed;
+// true for an event never recorded.
+func (f *Fake) EventQuery(device int, e cudart.Event) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	x := f.check(cudart.CallEventQuery, device)
+	var ev *event
+	if x == nil {
+		ev, x = f.event(e, device)
+	}
+	if x == nil {
+		x = ev.hostWait(e)
+	}
+	if x != nil {
+		return false, x.err(cudart.CallEventQuery, "(event 0x%x) on device %d", uintptr(e), device)
+	}
+	return !ev.recorded || ev.done, nil
+}
+
+// EventElapsedTime is cudaEventElapsedTime, counted in FakeEventTick. Both
+// events must have been recorded (cudaErrorInvalidResourceHandle) and have
+// completed (cudaErrorNotReady).
+func (f *Fake) EventElapsedTime(device int, start, end cudart.Event) (time.Duration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	x := f.check(cudart.CallEventElapsedTime, device)
+	var a, b *event
+	if x == nil {
+		a, x = f.event(start, device)
+	}
+	if x == nil {
+		b, x = f.event(end, device)
+	}
+	switch {
+	case x != nil:
+	case a.captured || b.captured:
+		x = fail(907, "an event was last recorded in a capture")
+	case !a.recorded || !b.recorded:
+		x = fail(400, "both events must have been recorded")
+	case !a.done || !b.done:
+		x = fail(600, "both events must have completed")
+	}
+	if x != nil {
+		return 0, x.err(cudart.CallEventElapsedTime, "(event 0x%x, event 0x%x) on device %d", uintptr(start), uintptr(end), device)
+	}
+	return time.Duration(b.stamp-a.stamp) * FakeEventTick, nil
+}
+
+// EventDestroy is cudaEventDestroy.
+func (f *Fake) EventDestroy(device int, e cudart.Event) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	x := f.check(cudart.CallEventDestroy, device)
+	if x == nil {
+		_, x = f.event(e, device)
+	}
+	if x != nil {
+		return x.err(cudart.CallEventDestroy, "(event 0x%x) on device %d", uintptr(e), device)
+	}
+	delete(f.evs.live, e)
+	return nil
+}
+
+// hostWait refuses the host's query of an event last recorded into a
+// capture, which CUDA forbids (cudaErrorCapturedEvent).
+func (ev *event) hostWait(e cudart.Event) *failure {
+	if ev.captured {
+		return fail(907, "event 0x%x was last recorded in a capture", uintptr(e))
+	}
+	return nil
+}

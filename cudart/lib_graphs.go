@@ -1,0 +1,90 @@
+package cudart
+
+// StreamBeginCapture is cudaStreamBeginCapture of s in mode: work issued to
+// s is recorded into a graph, not run, until StreamEndCapture. The legacy
+// default stream cannot capture.
+//
+// While s captures, CUDA refuses a call that would synchronise with it, and
+// invalidates the capture. Measured with CUDA 13.0 on an H100:
+// StreamSynchronize(s) and DeviceSynchronize fail with
+// cudaErrorStreamCaptureUnsupported, a synchronous Memcpy (on the legacy
+// default stream) with cudaErrorStreamCaptureImplicit, EventSynchronize of
+// an event recorded in the capture with cudaErrorInvalidValue (EventQuery of
+// it with cudaErrorCapturedEvent). StreamEndCapture then fails with
+// cudaErrorStreamCaptureInvalidated, returns no graph and ends the capture,
+// and s runs work again as before.
+func (l *Lib) StreamBeginCapture(device int, s Stream, mode CaptureMode) error {
+	if l.closed.Load() {
+		return closedError(CallStreamBeginCapture)
+	}
+	if x := l.handles.staleStream(s); x != nil {
+		return x.err(CallStreamBeginCapture, "(stream 0x%x, %s) on device %d", uintptr(s), mode, device)
+	}
+	if r := l.call(CallStreamBeginCapture, device, uintptr(s), cint(mode)); r.code != 0 {
+		return l.fail(CallStreamBeginCapture, r, "(stream 0x%x, %s) on device %d", uintptr(s), mode, device)
+	}
+	return nil
+}
+
+// StreamEndCapture is cudaStreamEndCapture: the graph of the work s
+// recorded since StreamBeginCapture. Destroy it with GraphDestroy.
+func (l *Lib) StreamEndCapture(device int, s Stream) (Graph, error) {
+	if l.closed.Load() {
+		return 0, closedError(CallStreamEndCapture)
+	}
+	r := l.call(CallStreamEndCapture, device, uintptr(s))
+	if r.code != 0 {
+		return 0, l.fail(CallStreamEndCapture, r, "(stream 0x%x) on device %d", uintptr(s), device)
+	}
+	return Graph(r.a), nil
+}
+
+// GraphInstantiate is cudaGraphInstantiate of g with no flags. The graph
+// may be destroyed after; the GraphExec keeps its own copy of the work.
+func (l *Lib) GraphInstantiate(device int, g Graph) (GraphExec, error) {
+	if l.closed.Load() {
+		return 0, closedError(CallGraphInstantiate)
+	}
+	r := l.call(CallGraphInstantiate, device, uintptr(g), 0)
+	if r.code != 0 {
+		return 0, l.fail(CallGraphInstantiate, r, "(graph 0x%x) on device %d", uintptr(g), device)
+	}
+	return GraphExec(r.a), nil
+}
+
+// GraphLaunch is cudaGraphLaunch of x on stream s: the recorded work runs
+// again, in its order, on s.
+func (l *Lib) GraphLaunch(device int, x GraphExec, s Stream) error {
+	if l.closed.Load() {
+		return closedError(CallGraphLaunch)
+	}
+	if y := l.handles.staleStream(s); y != nil {
+		return y.err(CallGraphLaunch, "(graph exec 0x%x, stream 0x%x) on device %d", uintptr(x), uintptr(s), device)
+	}
+	if r := l.call(CallGraphLaunch, device, uintptr(x), uintptr(s)); r.code != 0 {
+		return l.fail(CallGraphLaunch, r, "(graph exec 0x%x, stream 0x%x) on device %d", uintptr(x), uintptr(s), device)
+	}
+	return nil
+}
+
+// GraphExecDestroy is cudaGraphExecDestroy.
+func (l *Lib) GraphExecDestroy(device int, x GraphExec) error {
+	if l.closed.Load() {
+		return closedError(CallGraphExecDestroy)
+	}
+	if r := l.call(CallGraphExecDestroy, device, uintptr(x)); r.code != 0 {
+		return l.fail(CallGraphExecDestroy, r, "(graph exec 0x%x) on device %d", uintptr(x), device)
+	}
+	return nil
+}
+
+// GraphDestroy is cudaGraphDestroy.
+func (l *Lib) GraphDestroy(device int, g Graph) error {
+	if l.closed.Load() {
+		return closedError(CallGraphDestroy)
+	}
+	if r := l.call(CallGraphDestroy, device, uintptr(g)); r.code != 0 {
+		return l.fail(CallGraphDestroy, r, "(graph 0x%x) on device %d", uintptr(g), device)
+	}
+	return nil
+}
