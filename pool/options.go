@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/pinned"
 )
 
@@ -42,6 +43,7 @@ type config struct {
 	growableMax   uint64 // a growable device arena of at most this many bytes; 0 for a fixed one
 	trimOnRelease bool
 	peers         []int
+	streams       []cudart.Stream
 }
 
 // defaults are the C++ pool's sizes, a 4 GiB device arena and an 8 GiB host

@@ -36,6 +36,8 @@ type Pool struct {
 	closed    bool
 	slab      []Buffer // handles are taken from here, slabNext onwards, to allocate them in bulk
 	slabNext  int
+	streams   []cudart.Stream // the streams ReleaseAll and Close wait for; none: the whole device
+	events    []cudart.Event  // one per stream, recorded to wait for it
 }
 
 // New reserves the arenas, once: the device arena with cudaMalloc (or CUDA
@@ -104,6 +106,10 @@ func checkDevices(rt cudart.Runtime, cfg *config) error {
 // reserve takes every arena cfg asks for and applies the device settings,
 // pushing onto undo what puts each back.
 func (p *Pool) reserve(cfg *config, undo *undoList) error {
+	undo.push(p.dropEvents)
+	if err := p.addStreams(cfg.streams); err != nil {
+		return err
+	}
 	take := func(kind Arena, a arena, err error) error {
 		if err != nil {
 			return err
@@ -158,9 +164,10 @@ func (p *Pool) valid() error {
 	return nil
 }
 
-// Close waits for the work queued on the pool's device (and on the devices
-// given WithPeerAccess) to finish, since kernels and copies still in flight
-// may use the arenas, then frees the arenas. Every handle becomes unusable.
+// Close waits for the work that may use the arenas to finish, since kernels
+// and copies still in flight may use them: the work queued on the streams of
+// WithStreams and UseStreams, or, without them, all the work of the pool's
+// device and of the devices given WithPeerAccess. Then it frees the arenas. Every handle becomes unusable.
 // If waiting fails, the device has ended that work with an error, so Close
 // frees the arenas all the same and returns the error. Close is idempotent:
 // if freeing failed, the error is returned and a later Close tries again.
@@ -178,11 +185,10 @@ func (p *Pool) close() error {
 	defer p.mu.Unlock()
 	var errs []error
 	if !p.closed {
-		for _, d := range append([]int{p.dev}, p.peers...) {
-			if err := p.rt.DeviceSynchronize(d); err != nil {
-				errs = append(errs, fmt.Errorf("pool: wait for device %d before freeing the arenas: %w", d, err))
-			}
+		if err := p.wait(true); err != nil {
+			errs = append(errs, fmt.Errorf("pool: before freeing the arenas: %w", err))
 		}
+		errs = append(errs, p.dropEvents())
 	}
 	p.closed = true
 	for _, l := range p.arenas {

@@ -8,9 +8,10 @@ import (
 )
 
 // ReleaseAll drops every request, placed or queued, resets the arenas to
-// offset 0 and unlocks a committed pool. It first waits for the device, since
-// kernels still in flight may use the buffers; if that wait fails, nothing is
-// reset. Every handle from before is stale afterwards (ErrReleased). With
+// offset 0 and unlocks a committed pool. It first waits for the work that
+// may use the buffers, since kernels still in flight may: the streams of
+// WithStreams and UseStreams, or else the whole device. If that wait fails,
+// nothing is reset. Every handle from before is stale afterwards (ErrReleased). With
 // WithTrimOnRelease it then gives the growable arena's memory back; if that
 // fails, the pool is released all the same and the error says so.
 func (p *Pool) ReleaseAll() error {
@@ -30,8 +31,8 @@ func (p *Pool) release() (placed int, err error) {
 	if p.closed {
 		return 0, ErrClosed
 	}
-	if err := p.rt.DeviceSynchronize(p.dev); err != nil {
-		return 0, fmt.Errorf("pool: wait for device %d before release: %w", p.dev, err)
+	if err := p.wait(false); err != nil {
+		return 0, fmt.Errorf("pool: before release: %w", err)
 	}
 	for _, l := range p.arenas {
 		if l != nil {

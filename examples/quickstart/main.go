@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"text/tabwriter"
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
@@ -60,23 +59,28 @@ func pipeline(rt cudart.Runtime, out io.Writer) (err error) {
 	defer func() { err = errors.Join(err, p.Close()) }()
 
 	bufs := make(map[string]*pool.Buffer)
+	// Step 0 copies the input in, steps 1 to 3 run the layers, step 4
+	// copies the output out. A device buffer lives from the step that
+	// writes it to the last that reads it, so buffers never alive together
+	// share bytes; the staging buffers live throughout.
 	for _, w := range []struct {
-		name  string
-		arena pool.Arena
-		size  uint64
+		name        string
+		arena       pool.Arena
+		size        uint64
+		first, last int
 	}{
-		{"input.staging", pool.Host, inputBytes},
-		{"input", pool.Device, inputBytes},
-		{"conv1.out", pool.Device, 64 * 112 * 112 * 4},
-		{"conv2.out", pool.Device, 128 * 56 * 56 * 4},
-		{"output", pool.Device, inputBytes},
-		{"output.staging", pool.Host, inputBytes},
+		{"input.staging", pool.Host, inputBytes, 0, 0},
+		{"input", pool.Device, inputBytes, 0, 1},
+		{"conv1.out", pool.Device, 64 * 112 * 112 * 4, 1, 2},
+		{"conv2.out", pool.Device, 128 * 56 * 56 * 4, 2, 3},
+		{"output", pool.Device, inputBytes, 3, 4},
+		{"output.staging", pool.Host, inputBytes, 0, 0},
 	} {
-		want := p.WantDevice
+		want, opts := p.WantDevice, []pool.WantOption{pool.Name(w.name), pool.Live(w.first, w.last)}
 		if w.arena == pool.Host {
-			want = p.WantHost
+			want, opts = p.WantHost, opts[:1]
 		}
-		b, err := want(w.size, pool.Name(w.name))
+		b, err := want(w.size, opts...)
 		if err != nil {
 			return err
 		}
@@ -129,15 +133,11 @@ func pipeline(rt cudart.Runtime, out io.Writer) (err error) {
 }
 
 func printLayout(out io.Writer, p *pool.Pool) {
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "arena\tbuffer\toffset\tsize\t")
-	for _, pl := range p.Layout() {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t\n", pl.Arena, pl.Name, pl.Offset, bytesize.Format(pl.Size))
-	}
-	_ = tw.Flush()
+	fmt.Fprint(out, p.Layout())
 	st := p.Stats()
-	fmt.Fprintf(out, "\ndevice arena: %s used of %s (%d buffers, %s padding)\n",
-		bytesize.Format(st.Device.Used), bytesize.Format(st.Device.Capacity), st.Device.Placed, bytesize.Format(st.Device.Padding))
-	fmt.Fprintf(out, "host arena:   %s used of %s (%d buffers, %s padding)\n",
-		bytesize.Format(st.Host.Used), bytesize.Format(st.Host.Capacity), st.Host.Placed, bytesize.Format(st.Host.Padding))
+	fmt.Fprintf(out, "\ndevice arena: %s used of %s (%d buffers); %s without sharing, %s saved by lifetimes\n",
+		bytesize.Format(st.Device.Used), bytesize.Format(st.Device.Capacity), st.Device.Placed,
+		bytesize.Format(st.Device.Unshared), bytesize.Format(st.Device.Saved))
+	fmt.Fprintf(out, "host arena:   %s used of %s (%d buffers)\n",
+		bytesize.Format(st.Host.Used), bytesize.Format(st.Host.Capacity), st.Host.Placed)
 }
