@@ -242,5 +242,5 @@ func TestTwoGPUs(t *testing.T) {
 		require.NoError(t, rt.DeviceSynchronize(1))
 		require.NoError(t, rt.Memcpy(0, cudart.HostMem(got), cudart.DeviceMem(ptrs[0], size), cudart.DeviceToHost))
 		require.Equal(t, bytes.Repeat([]byte{0x5a}, size), got)
-	}, cudarttest.WithDevices(2))
+	}, cudarttest.WithDevices(2), cudarttest.WithPeerAccess(0, 1))
 }

@@ -60,6 +60,8 @@ const (
 	CallGraphLaunch
 	CallGraphExecDestroy
 	CallGraphDestroy
+	CallDeviceReset
+	CallDeviceCanAccessPeer
 	CallCuGetErrorName
 	CallCuGetErrorString
 	CallCuInit
@@ -223,6 +225,8 @@ var table = [numCalls]callInfo{
 	CallGraphLaunch:             {"cudaGraphLaunch", RuntimeLibrary, CapGraphs, []string{"GraphLaunch"}, true, []arg{argAddr, argAddr}, resultRuntime, ""},
 	CallGraphExecDestroy:        {"cudaGraphExecDestroy", RuntimeLibrary, CapGraphs, []string{"GraphExecDestroy"}, true, []arg{argAddr}, resultRuntime, ""},
 	CallGraphDestroy:            {"cudaGraphDestroy", RuntimeLibrary, CapGraphs, []string{"GraphDestroy"}, true, []arg{argAddr}, resultRuntime, ""},
+	CallDeviceReset:             {"cudaDeviceReset", RuntimeLibrary, CapDevice, []string{"DeviceReset"}, true, nil, resultRuntime, ""},
+	CallDeviceCanAccessPeer:     {"cudaDeviceCanAccessPeer", RuntimeLibrary, CapDevice, []string{"DeviceCanAccessPeer"}, false, []arg{argOut, argInt, argInt}, resultRuntime, ""},
 
 	CallCuGetErrorName:                {"cuGetErrorName", DriverLibrary, Binding, nil, false, []arg{argInt, argOut}, resultDriver, ""},
 	CallCuGetErrorString:              {"cuGetErrorString", DriverLibrary, Binding, nil, false, []arg{argInt, argOut}, resultDriver, ""},

@@ -89,6 +89,32 @@ func (l *Lib) DeviceName(device int) (string, error) {
 	return string(name), nil
 }
 
+// DeviceReset is cudaDeviceReset on device: every allocation, stream and
+// setting of the device in this process is destroyed, and a sticky error
+// cleared. Memory from before is invalid after.
+func (l *Lib) DeviceReset(device int) error {
+	if l.closed.Load() {
+		return closedError(CallDeviceReset)
+	}
+	if r := l.call(CallDeviceReset, device); r.code != 0 {
+		return l.fail(CallDeviceReset, r, "() on device %d", device)
+	}
+	return nil
+}
+
+// DeviceCanAccessPeer is cudaDeviceCanAccessPeer: whether device can access
+// memory on peer.
+func (l *Lib) DeviceCanAccessPeer(device, peer int) (bool, error) {
+	if l.closed.Load() {
+		return false, closedError(CallDeviceCanAccessPeer)
+	}
+	r := l.call(CallDeviceCanAccessPeer, -1, cint(device), cint(peer))
+	if r.code != 0 {
+		return false, l.fail(CallDeviceCanAccessPeer, r, "(%d, %d)", device, peer)
+	}
+	return int32(r.a) != 0, nil
+}
+
 func limitName(lim Limit) string {
 	switch lim {
 	case LimitStackSize:

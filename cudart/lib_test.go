@@ -62,6 +62,8 @@ func methods() []method {
 		{"RuntimeVersion", false, func(l *Lib, _ int) error { _, err := l.RuntimeVersion(); return err }},
 		{"DriverVersion", false, func(l *Lib, _ int) error { _, err := l.DriverVersion(); return err }},
 		{"DeviceName", true, func(l *Lib, dev int) error { _, err := l.DeviceName(dev); return err }},
+		{"DeviceReset", true, func(l *Lib, dev int) error { return l.DeviceReset(dev) }},
+		{"DeviceCanAccessPeer", false, func(l *Lib, dev int) error { _, err := l.DeviceCanAccessPeer(dev, 0); return err }},
 		{"MemGetAllocationGranularity", true, func(l *Lib, dev int) error { _, err := l.MemGetAllocationGranularity(dev, true); return err }},
 		{"MemCreate", true, func(l *Lib, dev int) error { _, err := l.MemCreate(dev, 2<<20); return err }},
 		{"MemRelease", false, func(l *Lib, _ int) error { return l.MemRelease(1) }},

@@ -110,6 +110,12 @@ type Device interface {
 	DriverVersion() (int, error)
 	// DeviceName is the device's marketing name, e.g. "NVIDIA H200".
 	DeviceName(device int) (string, error)
+	// DeviceReset is cudaDeviceReset: it destroys every allocation, stream
+	// and setting of device in this process and clears a sticky error.
+	DeviceReset(device int) error
+	// DeviceCanAccessPeer is cudaDeviceCanAccessPeer: whether device can
+	// access memory on peer, which MemSetAccess needs to grant it.
+	DeviceCanAccessPeer(device, peer int) (bool, error)
 }
 
 // PhysHandle is a CUmemGenericAllocationHandle: physical memory from MemCreate.

@@ -106,7 +106,7 @@ func placeInEveryArena(t *testing.T, p *pool.Pool) []*pool.Buffer {
 }
 
 func faultCases() []faultCase {
-	twoDevices := []cudarttest.Option{cudarttest.WithDevices(2)}
+	twoDevices := []cudarttest.Option{cudarttest.WithDevices(2), cudarttest.WithPeerAccess(0, 1)}
 	return []faultCase{
 		// New: every arena kind and option that makes CUDA calls. New with
 		// the default registered host arena is TestNewFaultSweep's.

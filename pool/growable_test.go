@@ -135,7 +135,7 @@ func TestGrowableNeedsVirtualMemory(t *testing.T) {
 }
 
 func TestGrowablePeerAccess(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
+	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2), cudarttest.WithPeerAccess(0, 1))
 	p, err := pool.New(f, pool.WithDevice(0), pool.WithGrowableDevice(gib), pool.WithHostBytes(0), pool.WithPeerAccess(1))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, p.Close()) }()

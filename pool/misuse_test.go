@@ -177,7 +177,7 @@ func TestMisuseOfNew(t *testing.T) {
 		{"nil runtime", nil, func(*cudarttest.Fake) cudart.Runtime { return nil }, nil, pool.ErrInvalidOption},
 		{"WithDevice(-1)", nil, nil, []pool.Option{pool.WithDevice(-1)}, pool.ErrInvalidOption},
 		{"WithDevice(n) on a runtime with n devices", []cudarttest.Option{cudarttest.WithDevices(2)}, nil, []pool.Option{pool.WithDevice(2)}, pool.ErrInvalidOption},
-		{"a runtime with no device", []cudarttest.Option{cudarttest.WithDevices(0)}, nil, nil, pool.ErrInvalidOption},
+		{"a runtime with no device", []cudarttest.Option{cudarttest.WithDevices(0)}, nil, nil, cudart.ErrNoDevice},
 		{"WithPeerAccess without WithGrowableDevice", nil, nil, []pool.Option{pool.WithPeerAccess(1)}, pool.ErrInvalidOption},
 		{"WithGrowableDevice on a runtime without virtual memory", nil, hideAbilities, []pool.Option{pool.WithGrowableDevice(gib)}, pool.ErrInvalidOption},
 		{"WithManagedBytes on a runtime without managed memory", nil, hideAbilities, []pool.Option{pool.WithManagedBytes(mib)}, pool.ErrInvalidOption},

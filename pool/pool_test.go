@@ -242,7 +242,7 @@ func TestInvalidCalls(t *testing.T) {
 }
 
 func TestNewRefusesBadOptions(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
+	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2), cudarttest.WithPeerAccess(0, 1))
 	_, err := pool.New(nil)
 	assert.ErrorIs(t, err, pool.ErrInvalidOption)
 	_, err = pool.New(f, pool.WithDevice(-1))

@@ -108,7 +108,7 @@ var growthCases = []growthCase{
 // shape it leaves.
 func recordGrowth(t *testing.T, c growthCase) ([]string, shape) {
 	t.Helper()
-	f := newFake(t, cudarttest.WithDevices(c.devices))
+	f := newFake(t, devices(c.devices)...)
 	s := c.setup(t, f)
 	f.ResetCalls()
 	require.NoError(t, s.grow())
@@ -140,7 +140,7 @@ func TestGrowthFailingAtEveryCallChangesNothing(t *testing.T) {
 			failed := 0
 			for i := range calls {
 				t.Run(fmt.Sprintf("call %d %s", i+1, calls[i]), func(t *testing.T) {
-					f := newFake(t, cudarttest.WithDevices(c.devices))
+					f := newFake(t, devices(c.devices)...)
 					s := c.setup(t, f)
 					before, live := s.shape(), f.Live()
 					require.NoError(t, f.FailNth(i+1, 2))
@@ -173,7 +173,7 @@ func TestGrowthWhoseUndoFailsLeaksNothing(t *testing.T) {
 			calls, grown := recordGrowth(t, c)
 			for i := range calls {
 				t.Run(fmt.Sprintf("call %d %s", i+1, calls[i]), func(t *testing.T) {
-					f := newFake(t, cudarttest.WithDevices(c.devices))
+					f := newFake(t, devices(c.devices)...)
 					s := c.setup(t, f)
 					before := s.shape()
 					require.NoError(t, f.FailNth(i+1, 2))

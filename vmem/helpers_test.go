@@ -19,7 +19,21 @@ func newFake(t testing.TB, opts ...cudarttest.Option) *cudarttest.Fake {
 	return cudarttest.NewFakeT(t, append([]cudarttest.Option{cudarttest.WithGranularity(g)}, opts...)...)
 }
 
-// openCUDA returns real CUDA with at least n devices, or skips saying why.
+// devices is n fake devices, each able to access every other's memory, as
+// the GPUs of one NVLink host can: the peer tests need that, and the fake
+// grants no peer access unless told.
+func devices(n int) []cudarttest.Option {
+	opts := []cudarttest.Option{cudarttest.WithDevices(n)}
+	for a := range n {
+		for b := a + 1; b < n; b++ {
+			opts = append(opts, cudarttest.WithPeerAccess(a, b))
+		}
+	}
+	return opts
+}
+
+// openCUDA returns real CUDA with at least n devices, each able to access
+// the others' memory, or skips saying why.
 func openCUDA(t testing.TB, n int) *cudart.Lib {
 	t.Helper()
 	lib, err := cudart.Open()
@@ -34,17 +48,24 @@ func openCUDA(t testing.TB, n int) *cudart.Lib {
 	if _, err := lib.MemGetAllocationGranularity(0, true); err != nil {
 		t.Skipf("no CUDA virtual memory: %v", err)
 	}
+	for a := range n {
+		for b := range n {
+			if ok, err := lib.DeviceCanAccessPeer(a, b); a != b && !ok {
+				t.Skipf("device %d cannot access device %d's memory (%v)", a, b, err)
+			}
+		}
+	}
 	return lib
 }
 
-// forEachRuntime runs fn on the fake and, where CUDA loads with devices
+// forEachRuntime runs fn on the fake and, where CUDA loads with n
 // devices, on real CUDA, with the granularity each reports.
-func forEachRuntime(t *testing.T, devices int, fn func(t *testing.T, rt cudart.Full, gran uint64)) {
+func forEachRuntime(t *testing.T, n int, fn func(t *testing.T, rt cudart.Full, gran uint64)) {
 	t.Run("fake", func(t *testing.T) {
-		fn(t, newFake(t, cudarttest.WithDevices(devices)), g)
+		fn(t, newFake(t, devices(n)...), g)
 	})
 	t.Run("cuda", func(t *testing.T) {
-		lib := openCUDA(t, devices)
+		lib := openCUDA(t, n)
 		gran, err := lib.MemGetAllocationGranularity(0, true)
 		require.NoError(t, err)
 		fn(t, lib, gran)

@@ -58,7 +58,7 @@ func TestVectorMoveKeepsPeerAccess(t *testing.T) {
 }
 
 func TestWithoutPeersOnlyTheOwnerHasAccess(t *testing.T) {
-	f := newFake(t, cudarttest.WithDevices(2))
+	f := newFake(t, cudarttest.WithDevices(2), cudarttest.WithPeerAccess(0, 1))
 	a, err := vmem.NewArena(f, 0, 4*g)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, a.Close()) }()
@@ -70,7 +70,7 @@ func TestWithoutPeersOnlyTheOwnerHasAccess(t *testing.T) {
 }
 
 func TestPeerAccessIsOneCallAndSurvivesAMove(t *testing.T) {
-	f := newFake(t, cudarttest.WithDevices(3))
+	f := newFake(t, cudarttest.WithDevices(3), cudarttest.WithPeerAccess(0, 1), cudarttest.WithPeerAccess(0, 2), cudarttest.WithPeerAccess(1, 2))
 	v, err := vmem.NewVector(f, 0, vmem.WithPeers(2, 1, 2, 0))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, v.Close()) }()
@@ -93,7 +93,7 @@ func TestPeerAccessIsOneCallAndSurvivesAMove(t *testing.T) {
 }
 
 func TestAPeerCUDARefusesFailsTheGrowthCleanly(t *testing.T) {
-	f := newFake(t, cudarttest.WithDevices(2))
+	f := newFake(t, cudarttest.WithDevices(2), cudarttest.WithPeerAccess(0, 1))
 	a, err := vmem.NewArena(f, 0, 4*g, vmem.WithPeers(5))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, a.Close()) }()

@@ -13,15 +13,80 @@
 // touched, and it is real memory a program uses through the []byte that
 // MallocHost and HostAlloc return.
 //
-// The fake is stricter than CUDA where CUDA's behaviour is undefined, so that
-// bugs show up as errors rather than as corruption: copies are bounds-checked
-// against the allocation that contains them, a guard gap separates
-// allocations, the copy kind must match the operands, addresses are never
-// reused (a double free always fails), and virtual memory must be made
-// accessible before it is read or written. Every error is a *cudart.Error,
-// matched with errors.Is against the cudart sentinels; the Call field names
-// the call, its arguments in human sizes and, for the fake's own checks, what
-// was wrong.
+// The fake is never more lenient than CUDA, and stricter where CUDA's
+// behaviour is undefined, so that bugs show up as errors rather than as
+// corruption: copies are bounds-checked against the allocation that contains
+// them, a guard gap separates allocations, the copy kind must match the
+// operands, host-to-host copies must not overlap, addresses are never reused
+// (a double free always fails), and virtual memory must be made accessible
+// before it is read or written. Every error is a *cudart.Error, matched with
+// errors.Is against the cudart sentinels; the Call field names the call, its
+// arguments in human sizes and, for the fake's own checks, what was wrong.
+//
+// # Streams and synchronisation
+//
+// Asynchronous work is queued, per device, and takes effect only at a
+// synchronisation point, in stream order: a read that does not synchronise
+// sees the bytes from before. Queued are MemcpyAsync (with pinned host
+// memory or device memory at both ends), Memset of device memory,
+// MemPrefetchAsync, FreeAsync, a device-to-device Memcpy, kernel launches,
+// event records and waits and graph launches, all of which CUDA may return
+// from before they are done. The work runs at StreamSynchronize (the
+// stream's work and what it waits for), EventSynchronize (the event's
+// stream), DeviceSynchronize (all of the device's work), and the calls CUDA
+// documents as synchronising: Memcpy with a host end, Memset of mapped host or managed
+// memory, Free, HostUnregister, and FreeHost (every device). Every stream is
+// a blocking stream: the legacy default stream (0 or cudaStreamLegacy) waits
+// for the earlier work of every stream of its device, and they wait for its
+// earlier work. With pageable host memory MemcpyAsync does what CUDA does: it
+// reads a pageable source before it returns, so a later change to the source
+// does not reach the device, and it writes a pageable destination, after the
+// stream's earlier work, before it returns.
+//
+// A stream belongs to the device it was created on, whichever device a call
+// names: a copy on another device's stream is that device's work and runs
+// when that stream or device is synchronised. CUDA allows such a copy, so the
+// fake does too.
+//
+// # Sticky errors and DeviceReset
+//
+// Queued work is checked again when it runs, as memory may be freed in
+// between; if it fails then, it is a fault on the device, as a kernel's
+// illegal access is on a GPU: the synchronisation that ran it returns
+// cudaErrorIllegalAddress (700), the rest of the device's queue is dropped,
+// and every later call on the device returns the same error (the error is
+// sticky). FailAsync injects such a fault, with cudaErrorIllegalAddress or
+// cudaErrorLaunchFailure (719), into the next work to run. Only DeviceReset
+// clears it; it destroys everything the device held, as cudaDeviceReset
+// does: queued work, device, managed and stream-ordered memory, pinned host
+// memory allocated or registered on it, streams, physical memory and the
+// mappings of it, and the device's limits and flags. Other devices are
+// untouched.
+//
+// # Sizes, limits and flags
+//
+// Device memory is charged in whole 2 MiB pages, as CUDA takes it: a
+// one-byte cudaMalloc reduces MemGetInfo's free memory by 2 MiB (addresses
+// are still 256-byte aligned, and neighbours are only a guard gap apart).
+// Physical memory for virtual memory comes in multiples of the granularity
+// (WithGranularity). DeviceSetLimit knows the stack, printf FIFO and malloc
+// heap limits; a value that is no cudaLimit is cudaErrorInvalidValue. A
+// malloc heap larger than the 8 MiB every context has is device memory,
+// charged in whole pages when the limit is set, and refused with
+// cudaErrorMemoryAllocation when it does not fit. SetDeviceFlags refuses
+// bits CUDA does not define and more than one scheduling policy.
+//
+// # Pinned host memory and peers
+//
+// MallocHost, HostAlloc and HostRegister together may pin at most the
+// pinning limit (WithHostMemory, 64 GiB by default); beyond it they fail
+// with cudaErrorMemoryAllocation. HostRegister refuses
+// cudaHostRegisterIoMemory, as the fake has only ordinary memory. No device
+// can access another's memory unless WithPeerAccess declares the pair:
+// DeviceCanAccessPeer answers from it, and MemSetAccess refuses access for a
+// device that cannot, with cudaErrorInvalidDevice. A fake with no device
+// (WithDevices(0)) answers DeviceCount with cudaErrorNoDevice, as CUDA does
+// on a machine with no GPU.
 //
 // For tests of failure paths, FailNth, FailCall and FailCallNth inject CUDA
 // errors; an injected failure changes nothing. They refuse, with an error, a
@@ -64,10 +129,30 @@
 // state, and a copy holds it for its whole length, so calls are atomic with
 // respect to each other and a large copy blocks the others.
 //
-// Asynchronous calls (MemcpyAsync, MallocAsync, FreeAsync, MemPrefetchAsync)
-// complete before they return; synchronisation is checked for valid
-// arguments and does nothing else. A test therefore cannot observe a missing
-// synchronisation on the fake.
+// The fake models no concurrency on the device. Queued work runs one piece
+// at a time, in issue order, when a synchronisation needs it, so a race
+// between two streams never shows: work on a stream that no synchronisation
+// orders after another stream's work reads the bytes from before it,
+// always. Kernel launches, event records and waits, and graph launches are
+// queued like the rest; a wait for an event runs the event's stream up to
+// it when the wait runs. DeviceReset does not unload the device's modules or
+// destroy its events and graphs. StreamCreate takes no flags, so there are no non-blocking streams, and cudaStreamPerThread is one
+// stream for the whole process, as Go has no thread to tie it to.
+//
+// The stream-ordered pool keeps nothing: freed memory goes back to the
+// device when FreeAsync runs, whatever the release threshold. Managed memory
+// does not migrate; MemPrefetchAsync records where it was sent
+// (PrefetchedTo). The malloc heap is charged when the limit is set, where
+// CUDA charges it when a module that uses it loads.
+//
+// Errors show at issue where the fake can tell at once, some of which a GPU
+// reports only when the work runs: work on virtual memory without access
+// fails when issued rather than as a sticky fault. cuMemUnmap,
+// cuMemRelease and cuMemAddressFree do not synchronise: work still queued on
+// memory they take away faults when it runs. The calls of the virtual memory
+// API that name no device (cuMemMap, cuMemUnmap, cuMemRelease,
+// cuMemAddressReserve, cuMemAddressFree, cuMemSetAccess) do not return a
+// device's sticky error.
 //
 // Host memory from MallocHost or HostAlloc is unmapped by FreeHost: the slice
 // faults on use after, as it would with real CUDA. Memory given to

@@ -8,7 +8,8 @@ import (
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 )
 
-// A fake device holds real bytes: what is copied in comes back out.
+// A fake device holds real bytes: what is copied in comes back out. It takes
+// device memory in whole 2 MiB pages, as CUDA does, so 4 bytes cost 2 MiB.
 func ExampleNewFake() {
 	f := cudarttest.NewFake(cudarttest.WithDeviceMemory(1 << 30))
 	p, err := f.Malloc(0, 4)
@@ -25,7 +26,7 @@ func ExampleNewFake() {
 	}
 	free, total, _ := f.MemGetInfo(0)
 	fmt.Printf("%s, %d of %d bytes free\n", out, free, total)
-	// Output: gpu!, 1073741568 of 1073741824 bytes free
+	// Output: gpu!, 1071644672 of 1073741824 bytes free
 }
 
 // Fault injection makes CUDA fail where a test wants it to, and the failed
@@ -67,4 +68,33 @@ func ExampleFake_CheckLeaks() {
 	// true
 	// cudarttest: CUDA resources still allocated: 1 still live:
 	// 	device memory 0x200000000000 (3.0 MiB) from cudaMalloc (call #1)
+}
+
+// A fault in work on the device, such as a kernel's illegal access, shows at
+// the synchronisation that runs the work, and every later call on the
+// device fails the same way until DeviceReset, which frees everything the
+// device held.
+func ExampleFake_FailAsync() {
+	f := cudarttest.NewFake()
+	p, err := f.Malloc(0, 1<<20)
+	if err != nil {
+		panic(err)
+	}
+	if err := f.FailAsync(0, 700); err != nil {
+		panic(err) // no such device, or a code CUDA does not make sticky
+	}
+	fmt.Println(f.Memset(0, p, 0, 1<<20)) // queued: nothing has failed yet
+	fmt.Println(errors.Is(f.DeviceSynchronize(0), cudart.ErrIllegalAddress))
+	_, err = f.Malloc(0, 1)
+	fmt.Println(errors.Is(err, cudart.ErrIllegalAddress), f.Live().DeviceAllocs)
+
+	fmt.Println(f.DeviceReset(0), f.Live().DeviceAllocs)
+	p, err = f.Malloc(0, 1)
+	fmt.Println(err, f.Free(0, p))
+	// Output:
+	// <nil>
+	// true
+	// true 1
+	// <nil> 0
+	// <nil> <nil>
 }

@@ -23,7 +23,7 @@ type Fake struct {
 	freed   map[uint64]struct{} // bases of freed ranges, for messages
 
 	hosts    []*hostRange // pinned and registered host memory, sorted by start
-	hostUsed uint64       // bytes of MallocHost and HostAlloc memory
+	hostUsed uint64       // bytes pinned: MallocHost, HostAlloc and HostRegister
 
 	streams    map[cudart.Stream]streamInfo
 	nextStream cudart.Stream
@@ -42,12 +42,22 @@ type Fake struct {
 	graph captureState // stream captures, graphs and their instantiations
 }
 
-// deviceState is what the fake keeps per device.
+// deviceState is what the fake keeps per device: what DeviceReset resets.
 type deviceState struct {
-	used      uint64 // bytes counted against the device
+	used      uint64 // bytes counted against the device, the heap included
 	limits    [3]uint64
+	heap      uint64 // bytes of the malloc heap counted in used
 	flags     cudart.DeviceFlags
 	threshold uint64 // default memory pool's release threshold
+
+	queue      []pending   // work queued on the device's streams, in issue order
+	sticky     *failure    // the fault every call returns until DeviceReset
+	asyncFault cudart.Code // FailAsync's code for the next work to run; 0 for none
+}
+
+// freshDevice is a device as NewFake and DeviceReset leave it.
+func freshDevice() deviceState {
+	return deviceState{limits: defaultLimits, flags: cudart.DeviceMapHost}
 }
 
 // The compile-time proof that the fake offers every ability.
@@ -72,8 +82,7 @@ func NewFake(opts ...Option) *Fake {
 		nextHandle: 1,
 	}
 	for i := range f.devs {
-		f.devs[i].limits = defaultLimits
-		f.devs[i].flags = cudart.DeviceMapHost
+		f.devs[i] = freshDevice()
 	}
 	return f
 }

@@ -19,7 +19,7 @@ func (f *Fake) MallocAsync(device int, size uint64, s cudart.Stream) (cudart.Dev
 }
 
 func (f *Fake) mallocAsync(device int, size uint64, s cudart.Stream) (cudart.DevicePtr, *failure) {
-	if x := f.streamCall(cudart.CallMallocAsync, device, s); x != nil {
+	if _, x := f.streamCall(cudart.CallMallocAsync, device, s); x != nil {
 		return 0, x
 	}
 	if size == 0 {
@@ -29,14 +29,15 @@ func (f *Fake) mallocAsync(device int, size uint64, s cudart.Stream) (cudart.Dev
 }
 
 // FreeAsync is cudaFreeAsync of memory from MallocAsync; a zero pointer is
-// a no-op. The memory returns to the device at once: the fake's pool keeps
-// nothing, whatever the release threshold.
+// a no-op. The free is queued on s; when it runs, the memory returns to the
+// device: the fake's pool keeps nothing, whatever the release threshold. A
+// second free before then is refused.
 func (f *Fake) FreeAsync(device int, p cudart.DevicePtr, s cudart.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.streamCall(cudart.CallFreeAsync, device, s)
+	qdev, x := f.streamCall(cudart.CallFreeAsync, device, s)
 	if x == nil && p != 0 {
-		x = f.free(p, kindAsync)
+		x = f.freeAsync(qdev, p, s)
 	}
 	if x != nil {
 		return x.err(cudart.CallFreeAsync, "(%s, stream 0x%x)", p, uintptr(s))
@@ -71,5 +72,23 @@ func (f *Fake) SetMemPoolReleaseThreshold(device int, bytes uint64) error {
 		return x.err(cudart.CallMemPoolSetAttribute, "(default pool of device %d, cudaMemPoolAttrReleaseThreshold, %s)", device, bytesize.Format(bytes))
 	}
 	f.devs[device].threshold = bytes
+	return nil
+}
+
+// freeAsync checks that p is stream-ordered memory to free and queues the
+// free on s.
+func (f *Fake) freeAsync(qdev int, p cudart.DevicePtr, s cudart.Stream) *failure {
+	i, ok := f.index(uint64(p))
+	if !ok || f.regions[i].kind != kindAsync || f.regions[i].freeQueued {
+		return f.free(p, kindAsync)
+	}
+	r := f.regions[i]
+	if x := f.enqueue(qdev, s, cudart.CallFreeAsync, func() *failure {
+		r.freeQueued = false
+		return f.free(p, kindAsync)
+	}); x != nil {
+		return x
+	}
+	r.freeQueued = true
 	return nil
 }

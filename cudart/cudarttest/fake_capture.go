@@ -101,7 +101,7 @@ func (f *Fake) captureBlocksDeviceSync(dev int) *failure {
 func (f *Fake) StreamBeginCapture(device int, s cudart.Stream, mode cudart.CaptureMode) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.streamCall(cudart.CallStreamBeginCapture, device, s)
+	_, x := f.streamCall(cudart.CallStreamBeginCapture, device, s)
 	switch {
 	case x != nil:
 	case mode < cudart.CaptureModeGlobal || mode > cudart.CaptureModeRelaxed:
@@ -127,7 +127,7 @@ func (f *Fake) StreamBeginCapture(device int, s cudart.Stream, mode cudart.Captu
 func (f *Fake) StreamEndCapture(device int, s cudart.Stream) (cudart.Graph, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.streamCall(cudart.CallStreamEndCapture, device, s)
+	_, x := f.streamCall(cudart.CallStreamEndCapture, device, s)
 	cp := f.graph.captures[s]
 	if x == nil && cp == nil {
 		x = fail(903, "stream 0x%x is not capturing", uintptr(s))
@@ -178,14 +178,14 @@ func (f *Fake) GraphInstantiate(device int, g cudart.Graph) (cudart.GraphExec, e
 func (f *Fake) GraphLaunch(device int, e cudart.GraphExec, s cudart.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.streamCall(cudart.CallGraphLaunch, device, s)
+	qdev, x := f.streamCall(cudart.CallGraphLaunch, device, s)
 	ex := f.graph.execs[e]
 	if x == nil {
 		x = onDevice(ex, device, "graph exec 0x%x", uintptr(e))
 	}
 	if x == nil {
 		work := ex.work
-		x = f.enqueue(device, s, cudart.CallGraphLaunch, func() *failure {
+		x = f.enqueue(qdev, s, cudart.CallGraphLaunch, func() *failure {
 			for i, st := range work {
 				if y := st.run(); y != nil {
 					return fail(y.code, "step %d of the graph, %s: %s", i, st.call, y.why)

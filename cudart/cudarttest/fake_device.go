@@ -1,6 +1,7 @@
 package cudarttest
 
 import (
+	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
 )
@@ -31,8 +32,9 @@ func (f *Fake) SetDevice(device int) error {
 }
 
 // DeviceGetLimit is cudaDeviceGetLimit for the stack size, printf FIFO size
-// and malloc heap size (8 MiB until set); other limits fail with
-// cudaErrorUnsupportedLimit.
+// and malloc heap size (8 MiB until set); CUDA's other limits fail with
+// cudaErrorUnsupportedLimit, and values that are no limit with
+// cudaErrorInvalidValue.
 func (f *Fake) DeviceGetLimit(device int, l cudart.Limit) (uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -46,9 +48,14 @@ func (f *Fake) DeviceGetLimit(device int, l cudart.Limit) (uint64, error) {
 	return f.devs[device].limits[l], nil
 }
 
-// DeviceSetLimit is cudaDeviceSetLimit; the fake stores the value as given.
-// The malloc heap size cannot change once a kernel that calls malloc has
-// run on the device (cudaErrorInvalidValue), as CUDA documents.
+// DeviceSetLimit is cudaDeviceSetLimit for the limits DeviceGetLimit
+// knows. The malloc heap is device memory: CUDA takes it when it loads the
+// module that uses it, which the fake, having no modules, takes to be now,
+// so a heap set larger than 8 MiB counts against the device's free memory in
+// whole pages, and one that does not fit fails with
+// cudaErrorMemoryAllocation. The heap size cannot change once a kernel that
+// calls malloc has run on the device (cudaErrorInvalidValue), as CUDA
+// documents.
 func (f *Fake) DeviceSetLimit(device int, l cudart.Limit, value uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -59,6 +66,9 @@ func (f *Fake) DeviceSetLimit(device int, l cudart.Limit, value uint64) error {
 	if x == nil {
 		x = f.heapFixed(device, l)
 	}
+	if x == nil && l == cudart.LimitMallocHeapSize {
+		x = f.setHeap(device, value)
+	}
 	if x != nil {
 		return x.err(cudart.CallDeviceSetLimit, "(device %d, limit %d, %s)", device, int(l), bytesize.Format(value))
 	}
@@ -66,9 +76,35 @@ func (f *Fake) DeviceSetLimit(device int, l cudart.Limit, value uint64) error {
 	return nil
 }
 
+// setHeap charges the heap of device beyond the default's 8 MiB, which
+// every context has, in whole pages.
+func (f *Fake) setHeap(device int, value uint64) *failure {
+	ds := &f.devs[device]
+	extra, err := align.Up(value-min(value, defaultLimits[cudart.LimitMallocHeapSize]), pageSize)
+	if err != nil {
+		return fail(2, "a heap of %s is more than any device holds", bytesize.Format(value))
+	}
+	ds.used -= ds.heap
+	if x := f.charge(device, extra); x != nil {
+		ds.used += ds.heap
+		return x
+	}
+	ds.heap = extra
+	return nil
+}
+
+// lastCUDALimit is cudaLimitPersistingL2CacheSize, the last cudaLimit.
+const lastCUDALimit = 6
+
+// checkLimit refuses a value that is no cudaLimit with
+// cudaErrorInvalidValue, as CUDA does, and the limits the fake does not model
+// with cudaErrorUnsupportedLimit.
 func checkLimit(l cudart.Limit) *failure {
-	if l < 0 || int(l) >= len(defaultLimits) {
-		return fail(215, "limit %d", int(l))
+	if l < 0 || l > lastCUDALimit {
+		return invalid("%d is not a cudaLimit", int(l))
+	}
+	if int(l) >= len(defaultLimits) {
+		return fail(215, "the fake models only the stack, printf FIFO and malloc heap limits, not limit %d", int(l))
 	}
 	return nil
 }
@@ -121,13 +157,47 @@ func (f *Fake) GetDeviceFlags(device int) (cudart.DeviceFlags, error) {
 	return f.devs[device].flags, nil
 }
 
-// SetDeviceFlags is cudaSetDeviceFlags; the fake stores the flags as given.
+// Device flag bits that cudaSetDeviceFlags knows: the scheduling policy
+// (cudaDeviceScheduleMask), cudaDeviceMapHost, cudaDeviceLmemResizeToMax
+// and cudaDeviceSyncMemops.
+const (
+	scheduleMask   cudart.DeviceFlags = 0x07
+	knownFlagsMask                    = scheduleMask | cudart.DeviceMapHost | 0x10 | 0x80
+)
+
+// SetDeviceFlags is cudaSetDeviceFlags. Bits CUDA does not define, or more
+// than one scheduling policy, fail with cudaErrorInvalidValue.
 func (f *Fake) SetDeviceFlags(device int, flags cudart.DeviceFlags) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(cudart.CallSetDeviceFlags, device); x != nil {
+	x := f.check(cudart.CallSetDeviceFlags, device)
+	if x == nil && flags&^knownFlagsMask != 0 {
+		x = invalid("bits 0x%x are no cudaDeviceFlags", uint32(flags&^knownFlagsMask))
+	}
+	if sched := flags & scheduleMask; x == nil && sched&(sched-1) != 0 {
+		x = invalid("scheduling bits 0x%x name more than one policy", uint32(sched))
+	}
+	if x != nil {
 		return x.err(cudart.CallSetDeviceFlags, "(device %d, 0x%x)", device, uint32(flags))
 	}
 	f.devs[device].flags = flags
 	return nil
+}
+
+// DeviceCanAccessPeer is cudaDeviceCanAccessPeer: true for the pairs of
+// WithPeerAccess, false for a device and itself, as in CUDA.
+func (f *Fake) DeviceCanAccessPeer(device, peer int) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	x := f.enter(cudart.CallDeviceCanAccessPeer)
+	if x == nil {
+		x = f.device(device)
+	}
+	if x == nil {
+		x = f.device(peer)
+	}
+	if x != nil {
+		return false, x.err(cudart.CallDeviceCanAccessPeer, "(%d, %d)", device, peer)
+	}
+	return f.opts.peers[device]&(1<<peer) != 0, nil
 }

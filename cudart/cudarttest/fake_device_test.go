@@ -56,10 +56,12 @@ func TestManagedMemoryAndPrefetch(t *testing.T) {
 	_, ok := f.PrefetchedTo(p)
 	assert.False(t, ok, "never prefetched")
 	require.NoError(t, f.MemPrefetchAsync(0, p, mib, 1, 0))
+	require.NoError(t, f.StreamSynchronize(0, 0))
 	d, ok := f.PrefetchedTo(p.Add(10))
 	assert.True(t, ok)
 	assert.Equal(t, 1, d)
 	require.NoError(t, f.MemPrefetchAsync(0, p.Add(4*kib), 4*kib, cudart.CPUDevice, 0))
+	require.NoError(t, f.DeviceSynchronize(0))
 	d, _ = f.PrefetchedTo(p)
 	assert.Equal(t, cudart.CPUDevice, d)
 
@@ -80,7 +82,10 @@ func TestDeviceStateDefaultsAndRoundTrips(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(3*mib), heap)
 	_, err = f.DeviceGetLimit(0, 99)
-	assert.ErrorContains(t, err, "cudaErrorUnsupportedLimit", "unknown limit")
+	assert.ErrorIs(t, err, cudart.ErrInvalidValue, "a value that is no cudaLimit")
+	_, err = f.DeviceGetLimit(0, 5)
+	assert.ErrorContains(t, err, "cudaErrorUnsupportedLimit", "cudaLimitMaxL2FetchGranularity, which the fake does not model")
+	assert.ErrorContains(t, f.DeviceSetLimit(0, 5, 64), "cudaErrorUnsupportedLimit")
 
 	v, err := f.RuntimeVersion()
 	require.NoError(t, err)
@@ -110,7 +115,18 @@ func TestNewFakePanicsOnImpossibleOptions(t *testing.T) {
 	assert.Panics(t, func() { cudarttest.NewFake(cudarttest.WithDevices(-1)) })
 	assert.Panics(t, func() { cudarttest.NewFake(cudarttest.WithDevices(65)) })
 	assert.Panics(t, func() { cudarttest.NewFake(cudarttest.WithGranularity(3 * mib)) })
-	n, err := cudarttest.NewFake(cudarttest.WithDevices(0)).DeviceCount()
-	require.NoError(t, err)
-	assert.Zero(t, n, "a machine with no GPU")
+	assert.Panics(t, func() { cudarttest.NewFake(cudarttest.WithPeerAccess(0, 0)) }, "a device and itself")
+	assert.Panics(t, func() { cudarttest.NewFake(cudarttest.WithPeerAccess(0, 1)) }, "a device the fake lacks")
+	assert.Panics(t, func() { cudarttest.NewFake(cudarttest.WithPeerAccess(-1, 0)) })
+}
+
+// TestZeroDevicesIsNoDevice: a fake with no device answers as CUDA does on
+// a machine with no GPU.
+func TestZeroDevicesIsNoDevice(t *testing.T) {
+	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(0))
+	n, err := f.DeviceCount()
+	assert.ErrorIs(t, err, cudart.ErrNoDevice)
+	assert.Zero(t, n)
+	_, err = f.Malloc(0, 1)
+	assert.ErrorIs(t, err, cudart.ErrInvalidDevice, "there is no device 0")
 }

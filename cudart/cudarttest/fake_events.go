@@ -59,7 +59,7 @@ func (f *Fake) event(e cudart.Event, device int) (*event, *failure) {
 func (f *Fake) EventRecord(device int, e cudart.Event, s cudart.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.streamCall(cudart.CallEventRecord, device, s)
+	qdev, x := f.streamCall(cudart.CallEventRecord, device, s)
 	var ev *event
 	if x == nil {
 		ev, x = f.event(e, device)
@@ -67,7 +67,7 @@ func (f *Fake) EventRecord(device int, e cudart.Event, s cudart.Stream) error {
 	if x == nil {
 		ev.recorded, ev.done, ev.stream = true, false, s
 		ev.captured = f.graph.captures[s] != nil
-		x = f.enqueue(device, s, cudart.CallEventRecord, func() *failure {
+		x = f.enqueue(qdev, s, cudart.CallEventRecord, func() *failure {
 			ev.done, ev.stamp = true, f.seq
 			return nil
 		})
@@ -85,7 +85,7 @@ func (f *Fake) EventRecord(device int, e cudart.Event, s cudart.Stream) error {
 func (f *Fake) StreamWaitEvent(device int, s cudart.Stream, e cudart.Event) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.streamCall(cudart.CallStreamWaitEvent, device, s)
+	qdev, x := f.streamCall(cudart.CallStreamWaitEvent, device, s)
 	var ev *event
 	if x == nil {
 		ev, x = f.event(e, device)
@@ -94,7 +94,7 @@ func (f *Fake) StreamWaitEvent(device int, s cudart.Stream, e cudart.Event) erro
 		x = fail(801, "event 0x%x was recorded in a capture: the fake does not join other streams into a capture", uintptr(e))
 	}
 	if x == nil {
-		x = f.enqueue(device, s, cudart.CallStreamWaitEvent, func() *failure {
+		x = f.enqueue(qdev, s, cudart.CallStreamWaitEvent, func() *failure {
 			if ev.recorded && !ev.done {
 				return f.drain(device, ev.stream)
 			}

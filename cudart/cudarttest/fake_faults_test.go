@@ -87,7 +87,10 @@ func lifecycle(f *cudarttest.Fake) []step {
 			return func() error { return f.MemUnmap(va, g) }, f.MemMap(va, g, 0, h)
 		},
 		func() (func() error, error) { return none(f.MemSetAccess(va, g, []int{0})) },
-		func() (func() error, error) { return none(f.Memset(0, va, 2, g)) },
+		func() (func() error, error) {
+			// The memset is queued: it must be done before the unmap.
+			return func() error { return f.DeviceSynchronize(0) }, f.Memset(0, va, 2, g)
+		},
 		func() (func() error, error) { return none(f.DeviceSynchronize(0)) },
 	}
 }

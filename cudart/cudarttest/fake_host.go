@@ -21,6 +21,7 @@ type hostRange struct {
 	allocFlags cudart.HostAllocFlags
 	regFlags   cudart.HostRegisterFlags
 	alias      *region // the device range that maps it, when mapped
+	device     int     // the device whose context pinned it
 	seq        int
 	call       cudart.Call
 }
@@ -43,7 +44,7 @@ func (h *hostRange) describe() string {
 func addrOf(b []byte) uintptr { return reflect.ValueOf(b).Pointer() }
 
 // MallocHost is cudaMallocHost: pinned host memory, lazily backed, counted
-// against WithHostMemory. Size 0 returns nil and no error.
+// against the pinning limit (WithHostMemory). Size 0 returns nil and no error.
 func (f *Fake) MallocHost(device int, size uint64) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -78,20 +79,28 @@ func (f *Fake) hostAlloc(c cudart.Call, device int, size uint64, flags cudart.Ho
 	if size == 0 {
 		return nil, nil
 	}
-	if free := f.opts.hostMem - f.hostUsed; size > free {
-		return nil, fail(2, "asked for %s of pinned host memory, %s free of %s", bytesize.Format(size), bytesize.Format(free), bytesize.Format(f.opts.hostMem))
+	if x := f.pin(size); x != nil {
+		return nil, x
 	}
 	m, err := mapHost(size)
 	if err != nil {
 		return nil, fail(2, "mmap of %s: %v", bytesize.Format(size), err)
 	}
-	h := &hostRange{start: addrOf(m), b: m[:size:size], mapping: m, allocFlags: flags, seq: f.seq, call: c}
+	h := &hostRange{start: addrOf(m), b: m[:size:size], mapping: m, allocFlags: flags, device: device, seq: f.seq, call: c}
 	if flags&cudart.HostAllocMapped != 0 {
 		f.mapIntoDevice(h, device)
 	}
-	f.hostUsed += size
 	f.insertHost(h)
 	return h.b, nil
+}
+
+// pin counts size bytes against the pinning limit (WithHostMemory).
+func (f *Fake) pin(size uint64) *failure {
+	if free := f.opts.hostMem - f.hostUsed; size > free {
+		return fail(2, "asked to pin %s of host memory, %s left of the %s the host may pin (WithHostMemory)", bytesize.Format(size), bytesize.Format(free), bytesize.Format(f.opts.hostMem))
+	}
+	f.hostUsed += size
+	return nil
 }
 
 // mapIntoDevice gives h a device address range that aliases its bytes.
@@ -111,7 +120,8 @@ func (f *Fake) mapIntoDevice(h *hostRange, device int) {
 }
 
 // FreeHost is cudaFreeHost of memory from MallocHost or HostAlloc, named by
-// its first byte; an empty slice is a no-op. Anything else (registered
+// its first byte, after the work queued on every device, as CUDA
+// synchronises; an empty slice frees nothing. Anything else (registered
 // memory, an interior slice, memory freed already) fails with
 // cudaErrorInvalidValue.
 func (f *Fake) FreeHost(b []byte) error {
@@ -121,6 +131,11 @@ func (f *Fake) FreeHost(b []byte) error {
 	a := addrOf(b)
 	if x := f.enter(cudart.CallFreeHost); x != nil {
 		return x.err(cudart.CallFreeHost, args, a)
+	}
+	for d := range f.devs {
+		if x := f.syncDevice(d); x != nil {
+			return x.err(cudart.CallFreeHost, args, a)
+		}
 	}
 	if len(b) == 0 {
 		return nil
@@ -134,11 +149,9 @@ func (f *Fake) FreeHost(b []byte) error {
 	case h.start != a:
 		return invalid("%#x is %d B inside %s, not its start", a, a-h.start, h.describe()).err(cudart.CallFreeHost, args, a)
 	}
-	if err := unmapHost(h.mapping); err != nil {
-		return fail(999, "munmap: %v", err).err(cudart.CallFreeHost, args, a)
+	if x := f.dropHost(h); x != nil {
+		return x.err(cudart.CallFreeHost, args, a)
 	}
-	f.hostUsed -= uint64(len(h.b))
-	f.dropHost(h)
 	return nil
 }
 
@@ -193,8 +206,15 @@ func (f *Fake) insertHost(h *hostRange) {
 	f.hosts = slices.Insert(f.hosts, i, h)
 }
 
-// dropHost forgets h and the device range that mapped it.
-func (f *Fake) dropHost(h *hostRange) {
+// dropHost unpins h, unmaps it when the fake mapped it, and forgets it and
+// the device range that mapped it.
+func (f *Fake) dropHost(h *hostRange) *failure {
+	if h.mapping != nil {
+		if err := unmapHost(h.mapping); err != nil {
+			return fail(999, "munmap: %v", err)
+		}
+	}
+	f.hostUsed -= uint64(len(h.b))
 	i := sort.Search(len(f.hosts), func(i int) bool { return f.hosts[i].start >= h.start })
 	if i < len(f.hosts) && f.hosts[i] == h {
 		f.hosts = slices.Delete(f.hosts, i, i+1)
@@ -202,6 +222,7 @@ func (f *Fake) dropHost(h *hostRange) {
 	if h.alias != nil {
 		f.release(h.alias)
 	}
+	return nil
 }
 
 // containingHost returns the host range that holds address a, or nil.

@@ -98,7 +98,7 @@ func (k *KernelContext) Read(p cudart.DevicePtr, b []byte) bool {
 	if k.fault != nil {
 		return false
 	}
-	if x := k.f.memcpy(k.device, cudart.HostMem(b), cudart.DeviceMem(p, uint64(len(b))), cudart.DeviceToHost); x != nil {
+	if x := k.f.memcpy(k.device, cudart.HostMem(b), cudart.DeviceMem(p, uint64(len(b))), cudart.DeviceToHost, true); x != nil {
 		k.faultf(700, "kernel %s reads %d bytes at %s: %s", k.name, len(b), p, x.why)
 		return false
 	}
@@ -110,7 +110,7 @@ func (k *KernelContext) Write(p cudart.DevicePtr, b []byte) bool {
 	if k.fault != nil {
 		return false
 	}
-	if x := k.f.memcpy(k.device, cudart.DeviceMem(p, uint64(len(b))), cudart.HostMem(b), cudart.HostToDevice); x != nil {
+	if x := k.f.memcpy(k.device, cudart.DeviceMem(p, uint64(len(b))), cudart.HostMem(b), cudart.HostToDevice, true); x != nil {
 		k.faultf(700, "kernel %s writes %d bytes at %s: %s", k.name, len(b), p, x.why)
 		return false
 	}

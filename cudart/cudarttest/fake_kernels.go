@@ -152,7 +152,7 @@ func (f *Fake) LaunchKernel(device int, fn cudart.Function, grid, block cudart.D
 	if ff != nil {
 		name = ff.entry.Name
 	}
-	x := f.streamCall(cudart.CallCuLaunchKernel, device, s)
+	qdev, x := f.streamCall(cudart.CallCuLaunchKernel, device, s)
 	if x == nil && ff == nil {
 		x = fail(400, "not a function from cuModuleGetFunction, or its module was unloaded")
 	}
@@ -168,7 +168,7 @@ func (f *Fake) LaunchKernel(device int, fn cudart.Function, grid, block cudart.D
 	}
 	if x == nil {
 		args = slices.Clone(args)
-		x = f.enqueue(device, s, cudart.CallCuLaunchKernel, func() *failure {
+		x = f.enqueue(qdev, s, cudart.CallCuLaunchKernel, func() *failure {
 			return f.runKernel(device, ff, grid, block, sharedMem, args)
 		})
 	}

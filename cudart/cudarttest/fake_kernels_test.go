@@ -51,11 +51,10 @@ func TestFakeKernelNeedsRegistration(t *testing.T) {
 	assert.ErrorIs(t, err, cudart.ErrInvalidPTX)
 }
 
+// TestFakeKernelFaults: a kernel that faults makes the launch's
+// synchronisation fail, and every later call, with the fault's code until
+// DeviceReset, after which the device works.
 func TestFakeKernelFaults(t *testing.T) {
-	f := cudarttest.NewFakeT(t)
-	p, err := f.Malloc(0, 64)
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, f.Free(0, p)) }()
 	cases := []struct {
 		name string
 		fn   cudarttest.KernelFunc
@@ -82,11 +81,22 @@ func TestFakeKernelFaults(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			f := cudarttest.NewFakeT(t)
+			p, err := f.Malloc(0, 64)
+			require.NoError(t, err)
 			fn := loadProbe(t, f, c.fn)
-			err := launch(f, fn, p, 64)
+			ok := loadProbe(t, f, func(*cudarttest.KernelContext) error { return nil })
+			require.NoError(t, launch(f, fn, p, 64), "the launch is queued")
+			err = f.DeviceSynchronize(0)
 			assert.ErrorIs(t, err, c.as)
 			assert.ErrorContains(t, err, c.want)
-			assert.NoError(t, launch(f, loadProbe(t, f, func(*cudarttest.KernelContext) error { return nil }), p, 64), "the fake stays usable")
+			assert.ErrorIs(t, launch(f, ok, p, 64), c.as, "the fault is sticky")
+			require.NoError(t, f.DeviceReset(0), "it frees p too")
+			p, err = f.Malloc(0, 64)
+			require.NoError(t, err)
+			require.NoError(t, launch(f, ok, p, 64))
+			assert.NoError(t, f.DeviceSynchronize(0), "the device works after the reset")
+			require.NoError(t, f.Free(0, p))
 		})
 	}
 }
@@ -103,6 +113,7 @@ func TestFakeMallocHeap(t *testing.T) {
 	})
 	require.NoError(t, launch(f, fn, out, 6<<20))
 	require.NoError(t, launch(f, fn, out, 3<<20))
+	require.NoError(t, f.DeviceSynchronize(0))
 	assert.NotZero(t, got[0], "6 MiB of the default 8 MiB heap")
 	assert.Zero(t, got[1], "3 MiB more do not fit")
 	assert.ErrorContains(t, f.CheckLeaks(), "from cuLaunchKernel", "device-side memory not freed shows as a leak")
@@ -119,6 +130,7 @@ func TestFakeMallocHeap(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, launch(f, free, out, 0))
+	require.NoError(t, f.DeviceSynchronize(0))
 	assert.NotZero(t, got[2], "the heap has room once freed")
 	assert.NotContains(t, f.CheckLeaks().Error(), "cuLaunchKernel", "all device-side memory was freed")
 }
@@ -163,7 +175,8 @@ func TestFakeCaptureDefersWork(t *testing.T) {
 }
 
 // TestFakeElapsedTimeCountsCalls: one FakeEventTick per call between the
-// completions of the two events.
+// completions of the two events, which are the synchronisations that run
+// their records.
 func TestFakeElapsedTimeCountsCalls(t *testing.T) {
 	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
 	a, err := f.EventCreate(0)
@@ -173,16 +186,20 @@ func TestFakeElapsedTimeCountsCalls(t *testing.T) {
 	_, err = f.EventElapsedTime(0, a, b)
 	assert.ErrorIs(t, err, cudart.ErrInvalidResourceHandle, "never recorded")
 	require.NoError(t, f.EventRecord(0, a, 0))
+	require.NoError(t, f.EventSynchronize(0, a))
 	_, _, _ = f.MemGetInfo(0)
 	_, _ = f.DeviceCount()
 	require.NoError(t, f.EventRecord(0, b, 0))
+	_, err = f.EventElapsedTime(0, a, b)
+	assert.ErrorIs(t, err, cudart.ErrNotReady, "b's record is queued until a synchronisation")
+	require.NoError(t, f.EventSynchronize(0, b))
 	d, err := f.EventElapsedTime(0, a, b)
 	require.NoError(t, err)
-	assert.Equal(t, 3*cudarttest.FakeEventTick, d)
-	assert.Equal(t, 3*time.Microsecond, d)
+	assert.Equal(t, 5*cudarttest.FakeEventTick, d, "the calls after a's completion up to b's")
+	assert.Equal(t, 5*time.Microsecond, d)
 	d, err = f.EventElapsedTime(0, b, a)
 	require.NoError(t, err)
-	assert.Equal(t, -3*time.Microsecond, d, "the end before the start")
+	assert.Equal(t, -5*time.Microsecond, d, "the end before the start")
 	assert.ErrorIs(t, f.EventRecord(1, a, 0), cudart.ErrInvalidResourceHandle, "an event of another device")
 	require.NoError(t, f.EventDestroy(0, a))
 	assert.ErrorIs(t, f.EventSynchronize(0, a), cudart.ErrInvalidResourceHandle, "destroyed")

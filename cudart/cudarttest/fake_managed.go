@@ -31,8 +31,9 @@ func (f *Fake) mallocManaged(device int, size uint64, flags cudart.MemAttachFlag
 }
 
 // MemPrefetchAsync is cudaMemPrefetchAsync: [p, p+n) must lie in one managed
-// allocation, dstDevice must be a device or cudart.CPUDevice. The fake
-// records the destination (PrefetchedTo).
+// allocation, dstDevice must be a device or cudart.CPUDevice. The prefetch
+// is queued on s; when it runs, the fake records the destination
+// (PrefetchedTo).
 func (f *Fake) MemPrefetchAsync(device int, p cudart.DevicePtr, n uint64, dstDevice int, s cudart.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -43,7 +44,8 @@ func (f *Fake) MemPrefetchAsync(device int, p cudart.DevicePtr, n uint64, dstDev
 }
 
 func (f *Fake) prefetch(device int, p cudart.DevicePtr, n uint64, dstDevice int, s cudart.Stream) *failure {
-	if x := f.streamCall(cudart.CallMemPrefetchAsync, device, s); x != nil {
+	qdev, x := f.streamCall(cudart.CallMemPrefetchAsync, device, s)
+	if x != nil {
 		return x
 	}
 	if dstDevice != cudart.CPUDevice {
@@ -58,9 +60,13 @@ func (f *Fake) prefetch(device int, p cudart.DevicePtr, n uint64, dstDevice int,
 	if n > r.end()-uint64(p) {
 		return invalid("range [%s, +%s) runs past the end of %s", p, bytesize.Format(n), r.describe())
 	}
-	r.prefetched = true
-	r.prefetchTo = dstDevice
-	return nil
+	return f.enqueue(qdev, s, cudart.CallMemPrefetchAsync, func() *failure {
+		if f.containing(uint64(p)) != r {
+			return invalid("%s was freed before the prefetch ran", p)
+		}
+		r.prefetched, r.prefetchTo = true, dstDevice
+		return nil
+	})
 }
 
 // PrefetchedTo reports where the managed memory that contains p was last

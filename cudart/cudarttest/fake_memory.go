@@ -6,12 +6,16 @@ import (
 	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
-// DeviceCount is cudaGetDeviceCount: the number of devices of WithDevices.
+// DeviceCount is cudaGetDeviceCount: the number of devices of WithDevices;
+// with none, cudaErrorNoDevice, as CUDA returns.
 func (f *Fake) DeviceCount() (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if x := f.enter(cudart.CallGetDeviceCount); x != nil {
 		return 0, x.err(cudart.CallGetDeviceCount, "()")
+	}
+	if len(f.devs) == 0 {
+		return 0, fail(100, "the fake has no device (WithDevices(0))").err(cudart.CallGetDeviceCount, "()")
 	}
 	return len(f.devs), nil
 }
@@ -40,13 +44,18 @@ func (f *Fake) Malloc(device int, size uint64) (cudart.DevicePtr, error) {
 	return p, nil
 }
 
-// Free is cudaFree of device, managed or stream-ordered memory. A zero
-// pointer is a no-op; any other pointer must be the start of a live
-// allocation of those kinds, or Free fails with cudaErrorInvalidValue.
+// Free is cudaFree of device, managed or stream-ordered memory. It
+// synchronises the device first, as CUDA does, so that no queued work
+// outlives the memory. A zero pointer frees nothing; any other pointer must
+// be the start of a live allocation of those kinds, or Free fails with
+// cudaErrorInvalidValue.
 func (f *Fake) Free(device int, p cudart.DevicePtr) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if x := f.check(cudart.CallFree, device); x != nil {
+		return x.err(cudart.CallFree, "(%s)", p)
+	}
+	if x := f.syncDevice(device); x != nil {
 		return x.err(cudart.CallFree, "(%s)", p)
 	}
 	if p == 0 {
@@ -58,8 +67,9 @@ func (f *Fake) Free(device int, p cudart.DevicePtr) error {
 	return nil
 }
 
-// DeviceSynchronize is cudaDeviceSynchronize. Work completes when it is
-// issued, so there is nothing to wait for.
+// DeviceSynchronize is cudaDeviceSynchronize: the work queued on every
+// stream of device runs, in issue order. A fault of that work is returned,
+// and sticky.
 func (f *Fake) DeviceSynchronize(device int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -67,18 +77,25 @@ func (f *Fake) DeviceSynchronize(device int) error {
 	if x == nil {
 		x = f.captureBlocksDeviceSync(device)
 	}
+	if x == nil {
+		x = f.syncDevice(device)
+	}
 	if x != nil {
 		return x.err(cudart.CallDeviceSynchronize, "(device %d)", device)
 	}
 	return nil
 }
 
-// check enters call c and checks the device ordinal it names.
+// check enters call c and checks the device ordinal it names, and that no
+// sticky error poisons the device.
 func (f *Fake) check(c cudart.Call, device int) *failure {
 	if x := f.enter(c); x != nil {
 		return x
 	}
-	return f.device(device)
+	if x := f.device(device); x != nil {
+		return x
+	}
+	return f.devs[device].sticky
 }
 
 // alloc makes a device address range of size bytes of kind k, charged to
@@ -93,9 +110,14 @@ func (f *Fake) alloc(c cudart.Call, k kind, device int, size uint64) (cudart.Dev
 	return f.newRegion(c, k, device, size)
 }
 
-// newRegion places and charges a range of size bytes of kind k on device.
+// pageSize is the unit in which CUDA takes device memory for cudaMalloc and
+// its kin: a 2 MiB page, even for one byte.
+const pageSize = 2 << 20
+
+// newRegion places a range of size bytes of kind k on device and charges it
+// in whole pages.
 func (f *Fake) newRegion(c cudart.Call, k kind, device int, size uint64) (cudart.DevicePtr, *failure) {
-	charge, err := align.Up(size, align.CUDA)
+	charge, err := align.Up(size, pageSize)
 	if err != nil {
 		return 0, fail(2, "asked for %s, more than any device holds", bytesize.Format(size))
 	}
@@ -132,6 +154,9 @@ func (f *Fake) free(p cudart.DevicePtr, allowed ...kind) *failure {
 		return invalid("%s was never allocated", p)
 	}
 	r := f.regions[i]
+	if r.freeQueued {
+		return invalid("%s is freed already by a cudaFreeAsync still queued", p)
+	}
 	for _, k := range allowed {
 		if r.kind == k {
 			f.release(r)

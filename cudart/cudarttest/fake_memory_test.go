@@ -78,17 +78,22 @@ func TestMemGetInfoCountsEveryKind(t *testing.T) {
 		charge uint64
 		alloc  func(f *cudarttest.Fake) (free func() error, err error)
 	}{
-		{"Malloc rounds to 256", 512, func(f *cudarttest.Fake) (func() error, error) {
+		{"Malloc takes whole 2 MiB pages", 2 * mib, func(f *cudarttest.Fake) (func() error, error) {
 			p, err := f.Malloc(0, 300)
 			return func() error { return f.Free(0, p) }, err
 		}},
-		{"MallocManaged", mib, func(f *cudarttest.Fake) (func() error, error) {
+		{"MallocManaged", 2 * mib, func(f *cudarttest.Fake) (func() error, error) {
 			p, err := f.MallocManaged(0, mib, cudart.MemAttachGlobal)
 			return func() error { return f.Free(0, p) }, err
 		}},
-		{"MallocAsync", mib, func(f *cudarttest.Fake) (func() error, error) {
+		{"MallocAsync", 2 * mib, func(f *cudarttest.Fake) (func() error, error) {
 			p, err := f.MallocAsync(0, mib, 0)
-			return func() error { return f.FreeAsync(0, p, 0) }, err
+			return func() error {
+				if err := f.FreeAsync(0, p, 0); err != nil {
+					return err
+				}
+				return f.StreamSynchronize(0, 0) // the free is stream-ordered
+			}, err
 		}},
 		{"MemCreate", 2 * g, func(f *cudarttest.Fake) (func() error, error) {
 			h, err := f.MemCreate(0, 2*g)
@@ -116,14 +121,14 @@ func TestMemGetInfoCountsEveryKind(t *testing.T) {
 }
 
 func TestCapacityIsPerDevice(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2), cudarttest.WithDeviceMemory(mib))
-	p, err := f.Malloc(0, mib)
+	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2), cudarttest.WithDeviceMemory(4*mib))
+	p, err := f.Malloc(0, 4*mib)
 	require.NoError(t, err)
 	_, err = f.Malloc(0, 1)
 	assert.ErrorIs(t, err, cudart.ErrMemoryAllocation)
 	assert.ErrorContains(t, err, "cudaMalloc(1 B)")
-	assert.ErrorContains(t, err, "0 B free of 1.0 MiB")
-	q, err := f.Malloc(1, mib)
+	assert.ErrorContains(t, err, "0 B free of 4.0 MiB")
+	q, err := f.Malloc(1, 4*mib)
 	require.NoError(t, err, "device 1 has its own memory")
 	require.NoError(t, f.Free(0, p))
 	require.NoError(t, f.Free(1, q))

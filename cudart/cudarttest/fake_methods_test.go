@@ -49,6 +49,8 @@ func fakeMethods(f *cudarttest.Fake) map[string]func() {
 		"RuntimeVersion":              func() { _, _ = f.RuntimeVersion() },
 		"DriverVersion":               func() { _, _ = f.DriverVersion() },
 		"DeviceName":                  func() { _, _ = f.DeviceName(0) },
+		"DeviceReset":                 func() { _ = f.DeviceReset(0) },
+		"DeviceCanAccessPeer":         func() { _, _ = f.DeviceCanAccessPeer(0, 0) },
 		"MemGetAllocationGranularity": func() { _, _ = f.MemGetAllocationGranularity(0, true) },
 		"MemCreate":                   func() { _, _ = f.MemCreate(0, 1) },
 		"MemRelease":                  func() { _ = f.MemRelease(1) },

@@ -14,6 +14,8 @@ type options struct {
 	deviceMem   uint64
 	granularity uint64
 	hostMem     uint64
+	peers       [maxDevices]uint64 // bit p of peers[d]: d can access p's memory
+	badPeers    [][2]int           // WithPeerAccess pairs that name no two devices
 }
 
 // maxDevices bounds WithDevices: access to virtual memory is kept as one bit
@@ -25,7 +27,7 @@ func defaultOptions() options {
 		devices:     1,
 		deviceMem:   80 << 30,
 		granularity: 2 << 20,
-		hostMem:     1 << 40,
+		hostMem:     64 << 30,
 	}
 }
 
@@ -51,16 +53,41 @@ func WithDeviceMemory(bytes uint64) Option { return func(o *options) { o.deviceM
 // power of two.
 func WithGranularity(bytes uint64) Option { return func(o *options) { o.granularity = bytes } }
 
-// WithHostMemory limits the pinned host memory that MallocHost and HostAlloc
-// may hold at once (default 1 TiB: it is mapped lazily, so only what is
-// touched costs memory).
+// WithHostMemory limits the host memory pinned at once, by MallocHost,
+// HostAlloc and HostRegister together (default 64 GiB): beyond it, they fail
+// with cudaErrorMemoryAllocation, as CUDA does when the host has no more
+// memory to pin. Pinned memory is mapped lazily, so only what is touched
+// costs memory.
 func WithHostMemory(bytes uint64) Option { return func(o *options) { o.hostMem = bytes } }
+
+// WithPeerAccess lets devices a and b access each other's memory
+// (DeviceCanAccessPeer, MemSetAccess). By default no device can access
+// another's, as on GPUs with neither NVLink nor PCIe peer-to-peer.
+func WithPeerAccess(a, b int) Option {
+	return func(o *options) {
+		if a >= 0 && a < maxDevices && b >= 0 && b < maxDevices && a != b {
+			o.peers[a] |= 1 << b
+			o.peers[b] |= 1 << a
+			return
+		}
+		o.badPeers = append(o.badPeers, [2]int{a, b})
+	}
+}
 
 // validate reports options no GPU could have; NewFake panics on them, since
 // they are a mistake in the test, not a condition to handle.
 func (o options) validate() error {
 	if o.devices < 0 || o.devices > maxDevices {
 		return fmt.Errorf("cudarttest: WithDevices(%d): want 0 to %d", o.devices, maxDevices)
+	}
+	if len(o.badPeers) > 0 {
+		p := o.badPeers[0]
+		return fmt.Errorf("cudarttest: WithPeerAccess(%d, %d): want two different devices of %d", p[0], p[1], o.devices)
+	}
+	for d := o.devices; d < maxDevices; d++ {
+		if o.peers[d] != 0 {
+			return fmt.Errorf("cudarttest: WithPeerAccess names device %d of %d", d, o.devices)
+		}
 	}
 	if !align.IsPowerOfTwo(o.granularity) || o.granularity < align.CUDA {
 		return fmt.Errorf("cudarttest: WithGranularity(%d): want a power of two of at least %d", o.granularity, align.CUDA)

@@ -5,11 +5,14 @@ import (
 	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
-// HostRegister is cudaHostRegister over all of b. A range that overlaps
-// memory already registered or pinned fails with
-// cudaErrorHostMemoryAlreadyRegistered (712). With HostRegisterMapped the
-// memory gets a device address from HostGetDevicePointer that aliases b.
-// The fake keeps b alive until HostUnregister.
+// HostRegister is cudaHostRegister over all of b, counted against the
+// pinning limit (WithHostMemory). cudaHostRegisterIoMemory, for the
+// memory-mapped I/O of another device, is refused: the fake has only
+// ordinary memory. A range that overlaps memory already registered or
+// pinned fails with cudaErrorHostMemoryAlreadyRegistered (712). With
+// HostRegisterMapped the memory gets a device address from
+// HostGetDevicePointer that aliases b. The fake keeps b alive until
+// HostUnregister.
 func (f *Fake) HostRegister(device int, b []byte, flags cudart.HostRegisterFlags) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -30,11 +33,17 @@ func (f *Fake) hostRegister(device int, b []byte, flags cudart.HostRegisterFlags
 	if len(b) == 0 {
 		return invalid("empty range")
 	}
+	if flags&cudart.HostRegisterIoMemory != 0 {
+		return invalid("cudaHostRegisterIoMemory is for memory-mapped I/O of a device, and this is ordinary memory")
+	}
 	a := addrOf(b)
 	if h := f.overlapsHost(a, uintptr(len(b))); h != nil {
 		return fail(712, "overlaps %s", h.describe())
 	}
-	h := &hostRange{start: a, b: b, registered: true, regFlags: flags, seq: f.seq, call: cudart.CallHostRegister}
+	if x := f.pin(uint64(len(b))); x != nil {
+		return x
+	}
+	h := &hostRange{start: a, b: b, registered: true, regFlags: flags, device: device, seq: f.seq, call: cudart.CallHostRegister}
 	if flags&cudart.HostRegisterMapped != 0 {
 		f.mapIntoDevice(h, device)
 	}
@@ -44,6 +53,8 @@ func (f *Fake) hostRegister(device int, b []byte, flags cudart.HostRegisterFlags
 
 // HostUnregister is cudaHostUnregister of the registered range that starts
 // at b[0]; anything else fails with cudaErrorHostMemoryNotRegistered (713).
+// It runs the device's queued work first, as CUDA synchronises, since that
+// work may still copy to or from the range.
 func (f *Fake) HostUnregister(device int, b []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -55,6 +66,9 @@ func (f *Fake) HostUnregister(device int, b []byte) error {
 
 func (f *Fake) hostUnregister(device int, b []byte) *failure {
 	if x := f.check(cudart.CallHostUnregister, device); x != nil {
+		return x
+	}
+	if x := f.syncDevice(device); x != nil {
 		return x
 	}
 	if len(b) == 0 {
@@ -70,6 +84,5 @@ func (f *Fake) hostUnregister(device int, b []byte) *failure {
 	case h.start != a:
 		return fail(713, "is %d B inside %s, not its start", a-h.start, h.describe())
 	}
-	f.dropHost(h)
-	return nil
+	return f.dropHost(h)
 }

@@ -43,6 +43,8 @@ type region struct {
 	mem    backing
 	store  sparse // the bytes of device, managed and async memory
 
+	freeQueued bool // async: a FreeAsync of it is queued
+
 	prefetched bool // managed: MemPrefetchAsync was called
 	prefetchTo int  // managed: its last destination
 

@@ -34,14 +34,15 @@ func (f *Fake) StreamCreate(device int) (cudart.Stream, error) {
 	return s, nil
 }
 
-// StreamSynchronize is cudaStreamSynchronize. Work on a stream completes when
-// it is issued, so it only checks s.
+// StreamSynchronize is cudaStreamSynchronize: the work queued on s runs,
+// with what it waits for (see the package documentation). A stream of
+// another device is that device's, as in CUDA.
 func (f *Fake) StreamSynchronize(device int, s cudart.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.streamCall(cudart.CallStreamSynchronize, device, s)
+	qdev, x := f.streamCall(cudart.CallStreamSynchronize, device, s)
 	if x == nil {
-		x = f.drain(device, s)
+		x = f.drain(qdev, s)
 	}
 	if x != nil {
 		return x.err(cudart.CallStreamSynchronize, "(0x%x)", uintptr(s))
@@ -64,14 +65,21 @@ func (f *Fake) StreamDestroy(device int, s cudart.Stream) error {
 	return nil
 }
 
-// MemcpyAsync is cudaMemcpyAsync: Memcpy, checked the same way, on a valid
-// stream. It completes before it returns.
+// MemcpyAsync is cudaMemcpyAsync: Memcpy's checks at once, and the copy
+// queued on s, as CUDA does with pinned host memory and device memory. With
+// pageable host memory CUDA copies at once what it can: a pageable source
+// is read before the call returns (and written to the device in stream
+// order), and a pageable destination, like any host-to-host copy, is
+// written after s's earlier work and before the call returns.
 func (f *Fake) MemcpyAsync(device int, dst, src cudart.Mem, kind cudart.MemcpyKind, s cudart.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.streamCall(cudart.CallMemcpyAsync, device, s)
+	qdev, x := f.streamCall(cudart.CallMemcpyAsync, device, s)
 	if x == nil {
-		x = f.enqueue(device, s, cudart.CallMemcpyAsync, func() *failure { return f.memcpy(device, dst, src, kind) })
+		x = f.memcpy(device, dst, src, kind, false)
+	}
+	if x == nil {
+		x = f.memcpyAsync(device, qdev, dst, src, kind, s)
 	}
 	if x != nil {
 		return x.err(cudart.CallMemcpyAsync, "(%s <- %s, %s, stream 0x%x)", dst, src, kind, uintptr(s))
@@ -79,20 +87,37 @@ func (f *Fake) MemcpyAsync(device int, dst, src cudart.Mem, kind cudart.MemcpyKi
 	return nil
 }
 
-// streamCall enters call c and checks its device and stream.
-func (f *Fake) streamCall(c cudart.Call, device int, s cudart.Stream) *failure {
-	if x := f.check(c, device); x != nil {
-		return x
+// memcpyAsync does or queues a checked copy on stream s of queue qdev:
+// pageable host memory cannot wait for the stream, so CUDA copies it at once.
+func (f *Fake) memcpyAsync(device, qdev int, dst, src cudart.Mem, kind cudart.MemcpyKind, s cudart.Stream) *failure {
+	if dst.IsHost() && (src.IsHost() || !f.pinned(dst.Host())) {
+		if x := f.drain(qdev, s); x != nil {
+			return x
+		}
+		return f.memcpy(device, dst, src, kind, true)
 	}
-	return f.stream(s)
+	if src.IsHost() && !f.pinned(src.Host()) {
+		src = cudart.HostMem(append([]byte(nil), src.Host()...))
+	}
+	return f.enqueue(qdev, s, cudart.CallMemcpyAsync, func() *failure { return f.memcpy(device, dst, src, kind, true) })
 }
 
-func (f *Fake) stream(s cudart.Stream) *failure {
+// streamCall enters call c and checks its device, that no sticky error
+// poisons it, and the stream; it returns the device whose queue the stream
+// is: its own for a created stream, device for the built-in ones.
+func (f *Fake) streamCall(c cudart.Call, device int, s cudart.Stream) (int, *failure) {
+	if x := f.check(c, device); x != nil {
+		return 0, x
+	}
 	if s == 0 || s == streamLegacyHandle || s == streamPerThreadHandle {
-		return nil
+		return device, nil
 	}
-	if _, ok := f.streams[s]; !ok {
-		return fail(400, "stream 0x%x is not live", uintptr(s))
+	info, ok := f.streams[s]
+	if !ok {
+		return 0, fail(400, "stream 0x%x is not live", uintptr(s))
 	}
-	return nil
+	if x := f.devs[info.device].sticky; x != nil {
+		return 0, x
+	}
+	return info.device, nil
 }

@@ -252,7 +252,9 @@ func (f *Fake) unmap(a, size uint64) *failure {
 // MemSetAccess is cuMemSetAccess: read-write access for each device listed
 // to [p, p+size), which must be whole mappings with no hole between, as
 // CUDA documents ("a fully mapped address range containing all
-// allocations").
+// allocations"). A device other than the memory's own must be able to
+// access it (DeviceCanAccessPeer), or the call fails with
+// cudaErrorInvalidDevice and grants nothing.
 func (f *Fake) MemSetAccess(p cudart.DevicePtr, size uint64, devices []int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -279,6 +281,13 @@ func (f *Fake) setAccess(a, size uint64, devices []int) *failure {
 	r, i, j, x := f.wholeMappings(a, size)
 	if x != nil {
 		return x
+	}
+	for _, m := range r.maps[i:j] {
+		for _, d := range devices {
+			if owner := m.phys.device; d != owner && f.opts.peers[d]&(1<<owner) == 0 {
+				return fail(101, "device %d cannot access memory of device %d in %s (cudaDeviceCanAccessPeer is false; see WithPeerAccess)", d, owner, m.describe())
+			}
+		}
 	}
 	for _, m := range r.maps[i:j] {
 		m.access |= bits

@@ -70,7 +70,7 @@ func TestVirtualMemoryArgumentsAreChecked(t *testing.T) {
 }
 
 func TestMappedMemoryNeedsAccess(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
+	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2), cudarttest.WithPeerAccess(0, 1))
 	h, err := f.MemCreate(0, g)
 	require.NoError(t, err)
 	va, err := f.MemAddressReserve(2*g, 0, 0)
@@ -84,6 +84,7 @@ func TestMappedMemoryNeedsAccess(t *testing.T) {
 	assert.ErrorIs(t, f.Memset(0, va, 1, 16), cudart.ErrIllegalAddress, "access set for another device only")
 	require.NoError(t, f.MemSetAccess(va, g, []int{0, 1}))
 	assert.NoError(t, f.Memset(0, va, 1, 16))
+	require.NoError(t, f.DeviceSynchronize(0), "the memset runs before the unmap")
 	err = f.Memset(0, va.Add(g-8), 1, 16)
 	assert.ErrorIs(t, err, cudart.ErrInvalidValue, "runs into the unmapped rest of the reservation")
 	assert.ErrorContains(t, err, "not mapped")

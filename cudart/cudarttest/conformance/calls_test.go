@@ -14,9 +14,10 @@ import (
 // TestConformanceFakeMakesEveryCallOfTheTable: the conformance suite, run on the
 // fake, makes every call of cudart's table but the binding's own, and
 // nothing else, so no name can drift between the binding, the fake and the
-// suite; and FailCall accepts every one of those names.
+// suite; and FailCall accepts every one of those names. Two devices make
+// the suite ask about peers.
 func TestConformanceFakeMakesEveryCallOfTheTable(t *testing.T) {
-	f := cudarttest.NewFakeT(t)
+	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
 	conformance.TestRuntime(t, f)
 	made := map[string]bool{}
 	for _, name := range f.Calls() {

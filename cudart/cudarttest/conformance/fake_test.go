@@ -9,13 +9,21 @@ import (
 )
 
 // TestConformanceFake runs the suite on the fake, on each of two devices so
-// that the suite's device ordinals are exercised, and fails if the suite
-// leaves anything allocated.
+// that the suite's device ordinals are exercised, with and without peer
+// access between them so that both of the suite's answers to
+// DeviceCanAccessPeer are, and fails if the suite leaves anything
+// allocated.
 func TestConformanceFake(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
-	for d := range 2 {
-		t.Run(fmt.Sprintf("device%d", d), func(t *testing.T) {
-			conformance.TestRuntime(t, f, conformance.OnDevice(d))
-		})
+	for _, peers := range []bool{false, true} {
+		opts := []cudarttest.Option{cudarttest.WithDevices(2)}
+		if peers {
+			opts = append(opts, cudarttest.WithPeerAccess(0, 1))
+		}
+		f := cudarttest.NewFakeT(t, opts...)
+		for d := range 2 {
+			t.Run(fmt.Sprintf("peers=%t/device%d", peers, d), func(t *testing.T) {
+				conformance.TestRuntime(t, f, conformance.OnDevice(d))
+			})
+		}
 	}
 }

@@ -26,10 +26,12 @@ type suite struct {
 // capability: device info, malloc and free, every copy kind, memset, the
 // errors CUDA reports, pinned host memory, host registration, streams,
 // managed memory, stream-ordered allocation, device limits and versions,
-// virtual memory, kernels launched from PTX, events, stream capture into
-// graphs, and the device-side malloc heap. On a runtime that implements
-// RegisterKernel, as the fake does, the suite registers Go implementations
-// of its PTX kernels first. A group whose interface rt does not implement is skipped.
+// virtual memory and peer access, kernels launched from PTX, events, stream
+// capture into graphs, the device-side malloc heap, and device reset, which
+// comes last as it destroys what the device holds. On a runtime that
+// implements RegisterKernel, as the fake does, the suite registers Go
+// implementations of its PTX kernels first. A group whose interface rt does
+// not implement is skipped.
 //
 // It asserts only documented CUDA behaviour, so it holds for real CUDA on a
 // GPU and for the fake alike. It uses a few MiB of device memory and frees
@@ -45,6 +47,7 @@ func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...Option) {
 	require.Less(t, s.dev, count, "the suite's device must exist")
 
 	t.Run("DeviceInfo", s.testDeviceInfo)
+	t.Run("MallocGranularity", s.testMallocGranularity)
 	t.Run("MallocFree", s.testMallocFree)
 	t.Run("Memcpy", s.testMemcpy)
 	t.Run("Memset", s.testMemset)
@@ -62,6 +65,7 @@ func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...Option) {
 	t.Run("Graphs", s.testGraphs)
 	t.Run("CapturedEvent", s.testCapturedEvent)
 	t.Run("MallocHeap", s.testMallocHeap)
+	t.Run("Reset", s.testReset)
 }
 
 // once runs free, which makes call c, at cleanup unless the returned function

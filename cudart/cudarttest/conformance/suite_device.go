@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -44,4 +45,32 @@ func (s *suite) testDevice(t *testing.T) {
 		require.NoError(t, err)
 		assert.GreaterOrEqual(t, got, want, "CUDA may round the heap up, never down")
 	})
+	t.Run("UnknownLimit", func(t *testing.T) {
+		err := d.DeviceSetLimit(s.dev, cudart.Limit(0x7fff), mib)
+		assert.ErrorIs(t, err, cudart.ErrInvalidValue, "a value that is no cudaLimit")
+		_, err = d.DeviceGetLimit(s.dev, cudart.Limit(0x7fff))
+		assert.ErrorIs(t, err, cudart.ErrInvalidValue, "a value that is no cudaLimit")
+	})
+}
+
+// testReset: cudaDeviceReset destroys what the device holds, its memory
+// included, and the device works after it.
+func (s *suite) testReset(t *testing.T) {
+	d, ok := s.rt.(cudart.Device)
+	if !ok {
+		t.Skip("runtime does not implement cudart.Device")
+	}
+	const n = 64 * mib
+	_, err := s.rt.Malloc(s.dev, n)
+	require.NoError(t, err, "memory the reset frees")
+	during, _, err := s.rt.MemGetInfo(s.dev)
+	require.NoError(t, err)
+	require.NoError(t, d.DeviceReset(s.dev))
+	after, _, err := s.rt.MemGetInfo(s.dev)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, after, during+n/2, "the reset returned the memory")
+	p := s.malloc(t, mib)
+	want := pattern(90, mib)
+	s.write(t, p, want)
+	assert.True(t, bytes.Equal(want, s.read(t, p, mib)), "the device works after the reset")
 }

@@ -53,6 +53,7 @@ func (s *suite) testHostAlloc(t *testing.T) {
 		}
 		_, err = ha.GetDeviceFlags(s.dev)
 		assert.NoError(t, err)
+		assert.ErrorIs(t, ha.SetDeviceFlags(s.dev, 0x100), cudart.ErrInvalidValue, "a bit outside cudaDeviceMask")
 	})
 	const n = 64*kib + 1
 	for flags := cudart.HostAllocFlags(0); flags <= cudart.HostAllocPortable|cudart.HostAllocMapped|cudart.HostAllocWriteCombined; flags++ {
@@ -127,6 +128,21 @@ func (s *suite) testHostRegister(t *testing.T) {
 		once(t, cudart.CallHostUnregister, func() error { return hr.HostUnregister(s.dev, b) })
 		copy(b, pattern(41, n))
 		s.checkMappedAliases(t, ha, b)
+	})
+	t.Run("IoMemoryOnOrdinaryMemory", func(t *testing.T) {
+		err := hr.HostRegister(s.dev, b, cudart.HostRegisterIoMemory)
+		if err == nil {
+			require.NoError(t, hr.HostUnregister(s.dev, b))
+		}
+		assert.ErrorIs(t, err, cudart.ErrInvalidValue, "cudaHostRegisterIoMemory on memory that is no device's I/O")
+	})
+	t.Run("ReadOnly", func(t *testing.T) {
+		err := hr.HostRegister(s.dev, b, cudart.HostRegisterReadOnly)
+		if err == nil {
+			require.NoError(t, hr.HostUnregister(s.dev, b))
+			return
+		}
+		assert.ErrorIs(t, err, cudart.ErrNotSupported, "read-only registration works or is not supported")
 	})
 	t.Run("AgainAfterUnregister", func(t *testing.T) {
 		for i := range 2 {

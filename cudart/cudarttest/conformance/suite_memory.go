@@ -26,6 +26,21 @@ func (s *suite) testDeviceInfo(t *testing.T) {
 	assert.LessOrEqual(t, free, total)
 }
 
+// testMallocGranularity runs before anything else is allocated, so that
+// cudaMalloc(1) takes a page of its own: CUDA takes device memory in 2 MiB
+// pages.
+func (s *suite) testMallocGranularity(t *testing.T) {
+	const page = 2 * mib
+	before, _, err := s.rt.MemGetInfo(s.dev)
+	require.NoError(t, err)
+	s.malloc(t, 1)
+	after, _, err := s.rt.MemGetInfo(s.dev)
+	require.NoError(t, err)
+	require.Greater(t, before, after, "cudaMalloc(1) takes device memory")
+	drop := before - after
+	assert.Zero(t, drop%page, "cudaMalloc(1) took %d B, not a multiple of 2 MiB", drop)
+}
+
 func (s *suite) testMallocFree(t *testing.T) {
 	t.Run("AlignedAndDistinct", func(t *testing.T) {
 		sizes := []uint64{1, 255, 256, 257, 4 * kib, mib + 1}
@@ -126,6 +141,13 @@ func (s *suite) testErrors(t *testing.T) {
 		assert.ErrorIs(t, err, cudart.ErrMemoryAllocation)
 		var ce *cudart.Error
 		assert.ErrorAs(t, err, &ce)
+	})
+	t.Run("HugeMallocHostIsOutOfMemory", func(t *testing.T) {
+		b, err := s.rt.MallocHost(s.dev, 1<<50)
+		if err == nil {
+			require.NoError(t, s.rt.FreeHost(b))
+		}
+		assert.ErrorIs(t, err, cudart.ErrMemoryAllocation, "pinning 1 PiB")
 	})
 	t.Run("InvalidDevice", func(t *testing.T) {
 		count, err := s.rt.DeviceCount()

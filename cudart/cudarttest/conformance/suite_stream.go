@@ -30,6 +30,40 @@ func (s *suite) testStreams(t *testing.T) {
 		require.NoError(t, st.StreamSynchronize(s.dev, stream))
 		assert.True(t, bytes.Equal(in, out), "async round trip on one stream changed the bytes")
 	})
+	t.Run("OrderWithTheLegacyStream", func(t *testing.T) {
+		// The legacy default stream waits for earlier work of blocking
+		// streams, and they for its earlier work.
+		stream, err := st.StreamCreate(s.dev)
+		require.NoError(t, err)
+		once(t, cudart.CallStreamDestroy, func() error { return st.StreamDestroy(s.dev, stream) })
+		require.NoError(t, s.rt.Memset(s.dev, d, 0x6b, n), "on the legacy stream")
+		clear(out)
+		require.NoError(t, st.MemcpyAsync(s.dev, cudart.HostMem(out), cudart.DeviceMem(d, n), cudart.DeviceToHost, stream))
+		require.NoError(t, st.StreamSynchronize(s.dev, stream))
+		assert.Equal(t, -1, filled(out, 0x6b), "a copy on a stream sees a memset issued before it on the legacy stream")
+		copy(in, pattern(52, n))
+		require.NoError(t, st.MemcpyAsync(s.dev, cudart.DeviceMem(d, n), cudart.HostMem(in), cudart.HostToDevice, stream))
+		assert.True(t, bytes.Equal(in, s.read(t, d, n)), "cudaMemcpy sees a copy issued before it on a stream")
+	})
+	t.Run("OtherDevicesStream", func(t *testing.T) {
+		// CUDA runs a copy on the stream it is given, even one of a device
+		// other than the current one.
+		count, err := s.rt.DeviceCount()
+		require.NoError(t, err)
+		if count < 2 {
+			t.Skip("one device")
+		}
+		other := (s.dev + 1) % count
+		stream, err := st.StreamCreate(other)
+		require.NoError(t, err)
+		once(t, cudart.CallStreamDestroy, func() error { return st.StreamDestroy(other, stream) })
+		copy(in, pattern(53, n))
+		clear(out)
+		require.NoError(t, st.MemcpyAsync(s.dev, cudart.DeviceMem(d, n), cudart.HostMem(in), cudart.HostToDevice, stream))
+		require.NoError(t, st.MemcpyAsync(s.dev, cudart.HostMem(out), cudart.DeviceMem(d, n), cudart.DeviceToHost, stream))
+		require.NoError(t, st.StreamSynchronize(other, stream))
+		assert.True(t, bytes.Equal(in, out), "a round trip on device %d's stream", other)
+	})
 	t.Run("DefaultStream", func(t *testing.T) {
 		copy(in, pattern(51, n))
 		clear(out)

@@ -38,6 +38,37 @@ func (s *suite) testVirtualMemory(t *testing.T) {
 	t.Run("ReleaseWhileMapped", v.testReleaseWhileMapped)
 	t.Run("CopyAcrossMappings", v.testCopyAcrossMappings)
 	t.Run("ReserveHint", v.testReserveHint)
+	t.Run("PeerAccess", v.testPeerAccess)
+}
+
+// testPeerAccess: MemSetAccess grants another device access where
+// DeviceCanAccessPeer says it can, and fails where it says it cannot.
+func (v *vmm) testPeerAccess(t *testing.T) {
+	d, ok := v.rt.(cudart.Device)
+	if !ok {
+		t.Skip("runtime does not implement cudart.Device")
+	}
+	count, err := v.rt.DeviceCount()
+	require.NoError(t, err)
+	if count < 2 {
+		t.Skip("one device")
+	}
+	h, _ := v.create(t, v.g)
+	va := v.reserve(t, v.g, 0)
+	v.mapAt(t, va, v.g, h)
+	for peer := range count {
+		if peer == v.dev {
+			continue
+		}
+		can, err := d.DeviceCanAccessPeer(peer, v.dev)
+		require.NoError(t, err)
+		err = v.vm.MemSetAccess(va, v.g, []int{v.dev, peer})
+		if can {
+			assert.NoError(t, err, "device %d can access device %d", peer, v.dev)
+		} else {
+			assert.Error(t, err, "device %d cannot access device %d", peer, v.dev)
+		}
+	}
 }
 
 // create makes physical memory released at cleanup unless released first.
