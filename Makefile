@@ -40,7 +40,9 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadTrace$$' -fuzztime $(FUZZTIME) ./plan
 	$(GO) test -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) ./plan
+	$(GO) test -run '^$$' -fuzz '^FuzzReadCSV$$' -fuzztime $(FUZZTIME) ./plan
 	$(GO) test -run '^$$' -fuzz '^FuzzPool$$' -fuzztime $(FUZZTIME) ./pool
+	$(GO) test -run '^$$' -fuzz '^FuzzParsePTX$$' -fuzztime $(FUZZTIME) ./cudart
 
 ## nocgo: the library builds and vets without cgo
 nocgo:

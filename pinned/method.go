@@ -13,9 +13,10 @@ const (
 	// MethodRegister maps anonymous memory with mmap, asks for transparent
 	// huge pages (madvise MADV_HUGEPAGE), touches every page from several
 	// goroutines at once, then pins the range with cudaHostRegister. It is
-	// the default: on a 16-core H200 host it readied 4 GiB in a twelfth of
-	// cudaMallocHost's time, with the same copy bandwidth, because the page
-	// faults run in parallel and most are for 2 MiB pages.
+	// the default: on a 16-core H200 host it readied 4 GiB 7.8 times faster
+	// than cudaMallocHost (211 ms against 1.64 s), with the same copy
+	// bandwidth, because the page faults run in parallel and most are for
+	// 2 MiB pages.
 	MethodRegister Method = iota
 	// MethodRegisterNoHugePages is MethodRegister with huge pages refused
 	// (madvise MADV_NOHUGEPAGE): touched in parallel, but in 4 KiB pages.
