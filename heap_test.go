@@ -115,7 +115,8 @@ func TestDeviceMallocHeap(t *testing.T) {
 	if os.Getenv(defaultHeapChild) != "" {
 		lib, err := cudart.Open()
 		require.NoError(t, err)
-		defer lib.Close()
+		// Registered first, so it runs after the pool's Close.
+		t.Cleanup(func() { assert.NoError(t, lib.Close()) })
 		assert.False(t, deviceMalloc(t, lib, newHeapPool(t, lib), 16<<20), "16 MiB is beyond the default heap")
 		return
 	}

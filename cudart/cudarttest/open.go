@@ -145,8 +145,8 @@ func watchCUDA(t TB, rt *Runtime) cudart.Full {
 		}
 		tol := cudaTolerance(rt)
 		if after+tol < before {
-			t.Errorf("cudarttest: device 0 has %s free at cleanup, %s at Open (tolerance %s): something was not freed",
-				bytesize.Format(after), bytesize.Format(before), bytesize.Format(tol))
+			t.Errorf("cudarttest: device 0 has %s (%d B) free at cleanup, %s (%d B) at Open (tolerance %s): something was not freed",
+				bytesize.Format(after), after, bytesize.Format(before), before, bytesize.Format(tol))
 		}
 	})
 	return rt

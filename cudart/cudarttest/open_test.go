@@ -93,21 +93,21 @@ func TestOpenFailsATestThatLeaks(t *testing.T) {
 	rec := &recordTB{}
 	t.Setenv(cudarttest.EnvRuntime, "auto")
 	rt := cudarttest.Open(rec)
-	p, err := rt.Malloc(0, 64<<20)
+	// On CUDA, allocate through a library of the test's own: Open's cleanup
+	// closes the one it opened.
+	var alloc cudart.Runtime = rt
+	if _, ok := rt.(*cudarttest.Fake); !ok {
+		lib, err := cudart.Open()
+		require.NoError(t, err)
+		defer lib.Close()
+		alloc = lib
+	}
+	p, err := alloc.Malloc(0, 64<<20)
 	require.NoError(t, err)
 	rec.cleanup()
-	assert.NotEmpty(t, rec.errs, "64 MiB left allocated is reported at cleanup")
-	if f, ok := rt.(*cudarttest.Fake); ok {
-		require.NoError(t, f.Free(0, p))
-		return
-	}
-	// Open closed the library at cleanup; free through a fresh one.
-	lib, err := cudart.Open()
-	require.NoError(t, err)
-	defer lib.Close()
+	require.NotEmpty(t, rec.errs, "64 MiB left allocated is reported at cleanup")
 	t.Logf("reported: %v", rec.errs)
-	assert.Contains(t, rec.errs[0], "something was not freed")
-	assert.NoError(t, lib.Free(0, p))
+	assert.NoError(t, alloc.Free(0, p))
 }
 
 func TestOpenModeForPrograms(t *testing.T) {
