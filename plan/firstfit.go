@@ -10,13 +10,18 @@ import (
 )
 
 // firstFitByClass plans inputs too large for conflict lists. Items are
-// taken by size class (powers of two), largest class first, and within a
-// class in order of first step; each goes to the lowest offset where it fits
-// among the placed items it meets. Large classes first keeps the big items
-// low and lets the small ones fill the gaps between them; within a class,
-// step order lays items of similar size side by side in time, in rows, as
-// a sweep would, which wastes less than pure size order (on a random trace
-// of 100,000 buffers, about 4% above the lower bound against 6%).
+// taken by size class (powers of two), largest class first; within a class,
+// grouped by the heaviest step of their lifetime, heaviest first (as greedy
+// by breadth visits the steps), and within a group in order of first step.
+// Each goes to the lowest offset where it fits among the placed items it
+// meets. Large classes first keeps the big items low and lets the small
+// ones fill the gaps between them. Within a class, the items at the
+// heaviest steps, where the arena's top is decided, take the low offsets
+// before the items of lighter steps can scatter across them, and step order
+// within a group lays items of similar size side by side in time, in rows,
+// as a sweep would. On a random trace of 100,000 buffers this ends about
+// 2.6% above the lower bound, against 4.4% with step order alone and 6%
+// with pure size order.
 //
 // The placed items are found through an index over time: the steps are cut
 // into blocks about as long as a typical lifetime, and each block keeps the
@@ -28,7 +33,7 @@ func firstFitByClass(items []item, busy [][]interval) ([]uint64, uint64, bool) {
 	ix := newTimeIndex(items)
 	off := make([]uint64, len(items))
 	var top uint64
-	for _, i := range byClassThenStart(items) {
+	for _, i := range byClassThenHeaviest(items) {
 		o, ok := ix.lowestFit(i, busy[i])
 		if !ok {
 			return nil, 0, false
@@ -40,12 +45,14 @@ func firstFitByClass(items []item, busy [][]interval) ([]uint64, uint64, bool) {
 	return off, top, true
 }
 
-// byClassThenStart orders items by power-of-two size class, largest first,
-// then by first step.
-func byClassThenStart(items []item) []int32 {
+// byClassThenHeaviest orders items by power-of-two size class, largest
+// first, then by the rank of the heaviest step of their lifetime, then by
+// first step.
+func byClassThenHeaviest(items []item) []int32 {
+	heavy := heaviestStep(items)
 	return sortedOrder(len(items), func(a, b int32) int {
 		return cmp.Or(cmp.Compare(bits.Len64(items[b].size), bits.Len64(items[a].size)),
-			cmp.Compare(items[a].first, items[b].first))
+			cmp.Compare(heavy[a], heavy[b]), cmp.Compare(items[a].first, items[b].first))
 	})
 }
 

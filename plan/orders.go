@@ -51,11 +51,19 @@ func byStart(items []item) []int32 {
 
 // byBreadth is TensorFlow Lite's greedy-by-breadth order: visit the steps
 // from the one with the most bytes alive down, and at each place the items
-// alive there that have no offset yet, largest first. An item is therefore
-// placed at the heaviest step of its lifetime, so the key of an item is that
-// step's rank, found by a range-minimum query over the steps where some item
-// starts (the bytes alive only grow at those).
+// alive there that have no offset yet, largest first.
 func byBreadth(items []item) []int32 {
+	key := heaviestStep(items)
+	return sortedOrder(len(items), func(a, b int32) int {
+		return cmp.Or(cmp.Compare(key[a], key[b]), cmp.Compare(items[b].size, items[a].size))
+	})
+}
+
+// heaviestStep returns, for each item, the rank of the heaviest step of its
+// lifetime among all steps, heaviest first: the step greedy by breadth
+// places it at. It is found by a range-minimum query over the steps where
+// some item starts (the bytes alive only grow at those).
+func heaviestStep(items []item) []int32 {
 	starts := make([]int, len(items))
 	for i, it := range items {
 		starts[i] = it.first
@@ -79,9 +87,7 @@ func byBreadth(items []item) []int32 {
 		hi := sort.Search(len(starts), func(k int) bool { return starts[k] > it.last })
 		key[i] = rmq.min(lo, hi)
 	}
-	return sortedOrder(len(items), func(a, b int32) int {
-		return cmp.Or(cmp.Compare(key[a], key[b]), cmp.Compare(items[b].size, items[a].size))
-	})
+	return key
 }
 
 // breadths returns the bytes alive at each of the given sorted steps, from
