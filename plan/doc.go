@@ -46,8 +46,8 @@
 // Inputs so large or so dense that a single decode would take milliseconds
 // (a hundred thousand buffers, or thousands all alive together) are planned
 // instead by two fast passes, run side by side, the better of which is
-// kept: first fit by
-// power-of-two size class, largest first and in step order within a class,
+// kept: first fit by power-of-two size class, largest first, and within a
+// class the buffers of the heaviest steps first, each group in step order,
 // over an index of the placed buffers by blocks of steps; and one sweep over
 // the steps, best fit among the gaps of a free list, in O(n log n).
 //
