@@ -39,16 +39,29 @@ type Lib struct {
 }
 
 // Path is the file of the CUDA runtime Open loaded.
-func (l *Lib) Path() string { return l.path }
+func (l *Lib) Path() string {
+	if l == nil {
+		return ""
+	}
+	return l.path
+}
 
 // DriverPath is the file of the CUDA driver Open loaded, or "" when it could
 // not be loaded and the virtual memory calls are unavailable.
-func (l *Lib) DriverPath() string { return l.driverPath }
+func (l *Lib) DriverPath() string {
+	if l == nil {
+		return ""
+	}
+	return l.driverPath
+}
 
 // Close unloads the libraries. It frees nothing: free what was allocated
 // first. Close is idempotent; every other method returns an error wrapping
-// ErrClosed after it.
+// ErrClosed after it, as on a nil *Lib.
 func (l *Lib) Close() error {
+	if l == nil {
+		return fmt.Errorf("cudart: nil *Lib: %w", ErrClosed)
+	}
 	if l.closed.CompareAndSwap(false, true) {
 		l.be.close()
 	}
@@ -67,6 +80,9 @@ func (l *Lib) fail(c Call, r ret, format string, args ...any) error {
 	}
 	return &Error{Code: r.code, Name: name, Message: msg, Call: c.String() + fmt.Sprintf(format, args...)}
 }
+
+// unusable reports whether l is nil or closed: no call may be made.
+func (l *Lib) unusable() bool { return l == nil || l.closed.Load() }
 
 // closedError is the error of a method that makes call c, called after Close.
 func closedError(c Call) error { return fmt.Errorf("%s: %w", c, ErrClosed) }

@@ -8,7 +8,7 @@ import (
 
 // MallocAsync is cudaMallocAsync on device and stream s.
 func (l *Lib) MallocAsync(device int, size uint64, s Stream) (DevicePtr, error) {
-	if l.closed.Load() {
+	if l.unusable() {
 		return 0, closedError(CallMallocAsync)
 	}
 	r := l.call(CallMallocAsync, device, uintptr(size), uintptr(s))
@@ -20,7 +20,7 @@ func (l *Lib) MallocAsync(device int, size uint64, s Stream) (DevicePtr, error) 
 
 // FreeAsync is cudaFreeAsync on device and stream s.
 func (l *Lib) FreeAsync(device int, p DevicePtr, s Stream) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallFreeAsync)
 	}
 	if r := l.call(CallFreeAsync, device, uintptr(p), uintptr(s)); r.code != 0 {
@@ -32,7 +32,7 @@ func (l *Lib) FreeAsync(device int, p DevicePtr, s Stream) error {
 // MemPoolReleaseThreshold reads cudaMemPoolAttrReleaseThreshold of device's
 // default memory pool (cudaDeviceGetDefaultMemPool, cudaMemPoolGetAttribute).
 func (l *Lib) MemPoolReleaseThreshold(device int) (uint64, error) {
-	if l.closed.Load() {
+	if l.unusable() {
 		return 0, closedError(CallMemPoolGetAttribute)
 	}
 	pool, err := l.defaultMemPool(device)
@@ -49,7 +49,7 @@ func (l *Lib) MemPoolReleaseThreshold(device int) (uint64, error) {
 // SetMemPoolReleaseThreshold sets cudaMemPoolAttrReleaseThreshold of device's
 // default memory pool (cudaDeviceGetDefaultMemPool, cudaMemPoolSetAttribute).
 func (l *Lib) SetMemPoolReleaseThreshold(device int, bytes uint64) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallMemPoolSetAttribute)
 	}
 	pool, err := l.defaultMemPool(device)

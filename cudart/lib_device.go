@@ -11,7 +11,7 @@ import (
 // may leave at any time: it is for code that calls CUDA itself after locking
 // its thread (runtime.LockOSThread). Every other method selects its device.
 func (l *Lib) SetDevice(device int) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallSetDevice)
 	}
 	if r := l.call(CallSetDevice, device, cint(device)); r.code != 0 {
@@ -22,7 +22,7 @@ func (l *Lib) SetDevice(device int) error {
 
 // DeviceGetLimit is cudaDeviceGetLimit on device.
 func (l *Lib) DeviceGetLimit(device int, lim Limit) (uint64, error) {
-	if l.closed.Load() {
+	if l.unusable() {
 		return 0, closedError(CallDeviceGetLimit)
 	}
 	r := l.call(CallDeviceGetLimit, device, cint(lim))
@@ -34,7 +34,7 @@ func (l *Lib) DeviceGetLimit(device int, lim Limit) (uint64, error) {
 
 // DeviceSetLimit is cudaDeviceSetLimit on device.
 func (l *Lib) DeviceSetLimit(device int, lim Limit, value uint64) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallDeviceSetLimit)
 	}
 	if r := l.call(CallDeviceSetLimit, device, cint(lim), uintptr(value)); r.code != 0 {
@@ -45,7 +45,7 @@ func (l *Lib) DeviceSetLimit(device int, lim Limit, value uint64) error {
 
 // RuntimeVersion is cudaRuntimeGetVersion: 1000*major + 10*minor, e.g. 13000.
 func (l *Lib) RuntimeVersion() (int, error) {
-	if l.closed.Load() {
+	if l.unusable() {
 		return 0, closedError(CallRuntimeGetVersion)
 	}
 	r := l.call(CallRuntimeGetVersion, -1)
@@ -58,7 +58,7 @@ func (l *Lib) RuntimeVersion() (int, error) {
 // DriverVersion is cudaDriverGetVersion: the newest CUDA version the driver
 // supports, 0 when no driver is installed.
 func (l *Lib) DriverVersion() (int, error) {
-	if l.closed.Load() {
+	if l.unusable() {
 		return 0, closedError(CallDriverGetVersion)
 	}
 	r := l.call(CallDriverGetVersion, -1)
@@ -93,7 +93,7 @@ func (l *Lib) DeviceName(device int) (string, error) {
 // setting of the device in this process is destroyed, and a sticky error
 // cleared. Memory from before is invalid after.
 func (l *Lib) DeviceReset(device int) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallDeviceReset)
 	}
 	if r := l.call(CallDeviceReset, device); r.code != 0 {
@@ -105,7 +105,7 @@ func (l *Lib) DeviceReset(device int) error {
 // DeviceCanAccessPeer is cudaDeviceCanAccessPeer: whether device can access
 // memory on peer.
 func (l *Lib) DeviceCanAccessPeer(device, peer int) (bool, error) {
-	if l.closed.Load() {
+	if l.unusable() {
 		return false, closedError(CallDeviceCanAccessPeer)
 	}
 	r := l.call(CallDeviceCanAccessPeer, -1, cint(device), cint(peer))

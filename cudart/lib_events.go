@@ -7,7 +7,7 @@ import (
 
 // EventCreate is cudaEventCreate on device: an event with timing enabled.
 func (l *Lib) EventCreate(device int) (Event, error) {
-	if l.closed.Load() {
+	if l.unusable() {
 		return 0, closedError(CallEventCreate)
 	}
 	r := l.call(CallEventCreate, device)
@@ -20,7 +20,7 @@ func (l *Lib) EventCreate(device int) (Event, error) {
 // EventRecord is cudaEventRecord of e on stream s: e completes when the
 // work issued to s before it has.
 func (l *Lib) EventRecord(device int, e Event, s Stream) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallEventRecord)
 	}
 	if x := l.handles.staleStream(s); x != nil {
@@ -35,7 +35,7 @@ func (l *Lib) EventRecord(device int, e Event, s Stream) error {
 // StreamWaitEvent is cudaStreamWaitEvent: work issued to s after it waits
 // until e, as last recorded, completes. The host does not wait.
 func (l *Lib) StreamWaitEvent(device int, s Stream, e Event) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallStreamWaitEvent)
 	}
 	if x := l.handles.staleStream(s); x != nil {
@@ -50,7 +50,7 @@ func (l *Lib) StreamWaitEvent(device int, s Stream, e Event) error {
 // EventSynchronize is cudaEventSynchronize: the host waits until e, as last
 // recorded, completes; at once for an event never recorded.
 func (l *Lib) EventSynchronize(device int, e Event) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallEventSynchronize)
 	}
 	if r := l.call(CallEventSynchronize, device, uintptr(e)); r.code != 0 {
@@ -63,7 +63,7 @@ func (l *Lib) EventSynchronize(device int, e Event) error {
 // (true for an event never recorded). cudaErrorNotReady is the answer
 // false, not an error.
 func (l *Lib) EventQuery(device int, e Event) (bool, error) {
-	if l.closed.Load() {
+	if l.unusable() {
 		return false, closedError(CallEventQuery)
 	}
 	r := l.call(CallEventQuery, device, uintptr(e))
@@ -82,7 +82,7 @@ func (l *Lib) EventQuery(device int, e Event) (bool, error) {
 // events, which CUDA measures in milliseconds with a resolution of about
 // half a microsecond.
 func (l *Lib) EventElapsedTime(device int, start, end Event) (time.Duration, error) {
-	if l.closed.Load() {
+	if l.unusable() {
 		return 0, closedError(CallEventElapsedTime)
 	}
 	r := l.call(CallEventElapsedTime, device, uintptr(start), uintptr(end))
@@ -95,7 +95,7 @@ func (l *Lib) EventElapsedTime(device int, start, end Event) (time.Duration, err
 
 // EventDestroy is cudaEventDestroy.
 func (l *Lib) EventDestroy(device int, e Event) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallEventDestroy)
 	}
 	if r := l.call(CallEventDestroy, device, uintptr(e)); r.code != 0 {

@@ -14,7 +14,7 @@ package cudart
 // cudaErrorStreamCaptureInvalidated, returns no graph and ends the capture,
 // and s runs work again as before.
 func (l *Lib) StreamBeginCapture(device int, s Stream, mode CaptureMode) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallStreamBeginCapture)
 	}
 	if x := l.handles.staleStream(s); x != nil {
@@ -29,7 +29,7 @@ func (l *Lib) StreamBeginCapture(device int, s Stream, mode CaptureMode) error {
 // StreamEndCapture is cudaStreamEndCapture: the graph of the work s
 // recorded since StreamBeginCapture. Destroy it with GraphDestroy.
 func (l *Lib) StreamEndCapture(device int, s Stream) (Graph, error) {
-	if l.closed.Load() {
+	if l.unusable() {
 		return 0, closedError(CallStreamEndCapture)
 	}
 	r := l.call(CallStreamEndCapture, device, uintptr(s))
@@ -42,7 +42,7 @@ func (l *Lib) StreamEndCapture(device int, s Stream) (Graph, error) {
 // GraphInstantiate is cudaGraphInstantiate of g with no flags. The graph
 // may be destroyed after; the GraphExec keeps its own copy of the work.
 func (l *Lib) GraphInstantiate(device int, g Graph) (GraphExec, error) {
-	if l.closed.Load() {
+	if l.unusable() {
 		return 0, closedError(CallGraphInstantiate)
 	}
 	r := l.call(CallGraphInstantiate, device, uintptr(g), 0)
@@ -55,7 +55,7 @@ func (l *Lib) GraphInstantiate(device int, g Graph) (GraphExec, error) {
 // GraphLaunch is cudaGraphLaunch of x on stream s: the recorded work runs
 // again, in its order, on s.
 func (l *Lib) GraphLaunch(device int, x GraphExec, s Stream) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallGraphLaunch)
 	}
 	if y := l.handles.staleStream(s); y != nil {
@@ -69,7 +69,7 @@ func (l *Lib) GraphLaunch(device int, x GraphExec, s Stream) error {
 
 // GraphExecDestroy is cudaGraphExecDestroy.
 func (l *Lib) GraphExecDestroy(device int, x GraphExec) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallGraphExecDestroy)
 	}
 	if r := l.call(CallGraphExecDestroy, device, uintptr(x)); r.code != 0 {
@@ -80,7 +80,7 @@ func (l *Lib) GraphExecDestroy(device int, x GraphExec) error {
 
 // GraphDestroy is cudaGraphDestroy.
 func (l *Lib) GraphDestroy(device int, g Graph) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallGraphDestroy)
 	}
 	if r := l.call(CallGraphDestroy, device, uintptr(g)); r.code != 0 {

@@ -5,7 +5,7 @@ import "github.com/cudapool/cudapool/internal/bytesize"
 // HostAlloc is cudaHostAlloc with device current: size bytes of pinned host
 // memory, valid until FreeHost. Size 0 returns nil.
 func (l *Lib) HostAlloc(device int, size uint64, flags HostAllocFlags) ([]byte, error) {
-	if l.closed.Load() {
+	if l.unusable() {
 		return nil, closedError(CallHostAlloc)
 	}
 	r := l.call(CallHostAlloc, device, uintptr(size), uintptr(flags))
@@ -18,7 +18,7 @@ func (l *Lib) HostAlloc(device int, size uint64, flags HostAllocFlags) ([]byte, 
 // HostGetDevicePointer is cudaHostGetDevicePointer on device: the device
 // address of b[0], in mapped host memory.
 func (l *Lib) HostGetDevicePointer(device int, b []byte) (DevicePtr, error) {
-	if l.closed.Load() {
+	if l.unusable() {
 		return 0, closedError(CallHostGetDevicePointer)
 	}
 	if len(b) == 0 {
@@ -33,7 +33,7 @@ func (l *Lib) HostGetDevicePointer(device int, b []byte) (DevicePtr, error) {
 
 // GetDeviceFlags is cudaGetDeviceFlags on device.
 func (l *Lib) GetDeviceFlags(device int) (DeviceFlags, error) {
-	if l.closed.Load() {
+	if l.unusable() {
 		return 0, closedError(CallGetDeviceFlags)
 	}
 	r := l.call(CallGetDeviceFlags, device)
@@ -45,7 +45,7 @@ func (l *Lib) GetDeviceFlags(device int) (DeviceFlags, error) {
 
 // SetDeviceFlags is cudaSetDeviceFlags on device.
 func (l *Lib) SetDeviceFlags(device int, flags DeviceFlags) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallSetDeviceFlags)
 	}
 	if r := l.call(CallSetDeviceFlags, device, uintptr(flags)); r.code != 0 {
@@ -58,7 +58,7 @@ func (l *Lib) SetDeviceFlags(device int, flags DeviceFlags) error {
 // using b after the call: b must stay alive until HostUnregister, so register
 // memory Go does not manage (an mmap) or keep the slice reachable.
 func (l *Lib) HostRegister(device int, b []byte, flags HostRegisterFlags) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallHostRegister)
 	}
 	if len(b) == 0 {
@@ -72,7 +72,7 @@ func (l *Lib) HostRegister(device int, b []byte, flags HostRegisterFlags) error 
 
 // HostUnregister is cudaHostUnregister of the range that starts at b[0].
 func (l *Lib) HostUnregister(device int, b []byte) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallHostUnregister)
 	}
 	if len(b) == 0 {

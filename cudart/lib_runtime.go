@@ -8,7 +8,7 @@ import (
 
 // DeviceCount is cudaGetDeviceCount.
 func (l *Lib) DeviceCount() (int, error) {
-	if l.closed.Load() {
+	if l.unusable() {
 		return 0, closedError(CallGetDeviceCount)
 	}
 	r := l.call(CallGetDeviceCount, -1)
@@ -20,7 +20,7 @@ func (l *Lib) DeviceCount() (int, error) {
 
 // MemGetInfo is cudaMemGetInfo on device.
 func (l *Lib) MemGetInfo(device int) (free, total uint64, err error) {
-	if l.closed.Load() {
+	if l.unusable() {
 		return 0, 0, closedError(CallMemGetInfo)
 	}
 	r := l.call(CallMemGetInfo, device)
@@ -32,7 +32,7 @@ func (l *Lib) MemGetInfo(device int) (free, total uint64, err error) {
 
 // Malloc is cudaMalloc on device.
 func (l *Lib) Malloc(device int, size uint64) (DevicePtr, error) {
-	if l.closed.Load() {
+	if l.unusable() {
 		return 0, closedError(CallMalloc)
 	}
 	r := l.call(CallMalloc, device, uintptr(size))
@@ -44,7 +44,7 @@ func (l *Lib) Malloc(device int, size uint64) (DevicePtr, error) {
 
 // Free is cudaFree on device.
 func (l *Lib) Free(device int, p DevicePtr) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallFree)
 	}
 	if r := l.call(CallFree, device, uintptr(p)); r.code != 0 {
@@ -56,7 +56,7 @@ func (l *Lib) Free(device int, p DevicePtr) error {
 // MallocHost is cudaMallocHost with device current: size bytes of pinned host
 // memory, valid until FreeHost. Size 0 returns nil.
 func (l *Lib) MallocHost(device int, size uint64) ([]byte, error) {
-	if l.closed.Load() {
+	if l.unusable() {
 		return nil, closedError(CallMallocHost)
 	}
 	r := l.call(CallMallocHost, device, uintptr(size))
@@ -69,7 +69,7 @@ func (l *Lib) MallocHost(device int, size uint64) ([]byte, error) {
 // FreeHost is cudaFreeHost of memory from MallocHost or HostAlloc, named by
 // its first byte; an empty b frees nothing, as cudaFreeHost(NULL) does.
 func (l *Lib) FreeHost(b []byte) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallFreeHost)
 	}
 	if len(b) == 0 {
@@ -85,7 +85,7 @@ func (l *Lib) FreeHost(b []byte) error {
 // sit on the sides kind names (Default accepts either); a copy of zero bytes
 // does nothing.
 func (l *Lib) Memcpy(device int, dst, src Mem, kind MemcpyKind) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallMemcpy)
 	}
 	if dst.n != src.n || dst.n == 0 || !kindFits(dst, src, kind) {
@@ -99,7 +99,7 @@ func (l *Lib) Memcpy(device int, dst, src Mem, kind MemcpyKind) error {
 
 // Memset is cudaMemset on device: n bytes at p set to value.
 func (l *Lib) Memset(device int, p DevicePtr, value byte, n uint64) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallMemset)
 	}
 	if r := l.call(CallMemset, device, uintptr(p), uintptr(value), uintptr(n)); r.code != 0 {
@@ -110,7 +110,7 @@ func (l *Lib) Memset(device int, p DevicePtr, value byte, n uint64) error {
 
 // DeviceSynchronize is cudaDeviceSynchronize on device.
 func (l *Lib) DeviceSynchronize(device int) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallDeviceSynchronize)
 	}
 	if r := l.call(CallDeviceSynchronize, device); r.code != 0 {

@@ -4,7 +4,7 @@ import "github.com/cudapool/cudapool/internal/bytesize"
 
 // StreamCreate is cudaStreamCreate on device.
 func (l *Lib) StreamCreate(device int) (Stream, error) {
-	if l.closed.Load() {
+	if l.unusable() {
 		return 0, closedError(CallStreamCreate)
 	}
 	r := l.call(CallStreamCreate, device)
@@ -17,7 +17,7 @@ func (l *Lib) StreamCreate(device int) (Stream, error) {
 
 // StreamSynchronize is cudaStreamSynchronize on device.
 func (l *Lib) StreamSynchronize(device int, s Stream) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallStreamSynchronize)
 	}
 	if r := l.call(CallStreamSynchronize, device, uintptr(s)); r.code != 0 {
@@ -28,7 +28,7 @@ func (l *Lib) StreamSynchronize(device int, s Stream) error {
 
 // StreamDestroy is cudaStreamDestroy on device.
 func (l *Lib) StreamDestroy(device int, s Stream) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallStreamDestroy)
 	}
 	if x := l.handles.staleStream(s); x != nil {
@@ -47,7 +47,7 @@ func (l *Lib) StreamDestroy(device int, s Stream) error {
 // memory must stay allocated, and a registered Go slice alive, until s is
 // synchronised.
 func (l *Lib) MemcpyAsync(device int, dst, src Mem, kind MemcpyKind, s Stream) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(CallMemcpyAsync)
 	}
 	if dst.n != src.n || dst.n == 0 || !kindFits(dst, src, kind) {

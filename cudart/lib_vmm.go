@@ -112,7 +112,7 @@ func (l *Lib) MemSetAccess(p DevicePtr, size uint64, devices []int) error {
 
 // driverReady is the error of driver call c made now, if it cannot be.
 func (l *Lib) driverReady(c Call) error {
-	if l.closed.Load() {
+	if l.unusable() {
 		return closedError(c)
 	}
 	if l.driverErr != nil {

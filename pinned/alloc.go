@@ -25,8 +25,14 @@ var errLeftPinned = errors.New("pinned: cleanup failed; memory is left pinned")
 // leaves nothing pinned or mapped, unless its cleanup failed too, which the
 // error then says.
 func Alloc(rt cudart.Runtime, device int, size uint64, opts ...Option) (*Region, error) {
+	if rt == nil {
+		return nil, fmt.Errorf("%w: nil runtime; pass cudart.Open's *Lib or a cudarttest fake", ErrInvalidOption)
+	}
 	c := defaults()
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: option %d of %d is nil", ErrInvalidOption, i+1, len(opts))
+		}
 		o(&c)
 	}
 	if err := c.method.validate(); err != nil {
@@ -43,6 +49,13 @@ func Alloc(rt cudart.Runtime, device int, size uint64, opts ...Option) (*Region,
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		// A logger that panics must not leak the pinned memory.
+		if p := recover(); p != nil {
+			_ = r.Free()
+			panic(p)
+		}
+	}()
 	if ce := c.logger.Check(zap.DebugLevel, "pinned: allocated"); ce != nil {
 		ce.Write(zap.Stringer("method", r.method), zap.Stringer("flags", r.flags),
 			zap.String("size", bytesize.Format(size)), zap.Duration("took", time.Since(start)))

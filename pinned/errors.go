@@ -1,6 +1,9 @@
 package pinned
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // ErrInvalidSize is returned by Alloc for a size of zero or one that does not
 // fit in the address space, and by Register for an empty slice.
@@ -33,6 +36,11 @@ var ErrNotRegistered = errors.New("pinned: memory not registered")
 // ErrNotMapped is returned by DevicePtr on memory pinned without Mapped: it
 // has no device address.
 var ErrNotMapped = errors.New("pinned: memory not mapped into the device address space; pin it with Mapped")
+
+var (
+	errNilRegion       = fmt.Errorf("%w: nil *Region; use the one Alloc returned", ErrFreed)
+	errNilRegistration = fmt.Errorf("%w: nil *Registration; use the one Register returned", ErrNotRegistered)
+)
 
 // ErrFreed is returned by DevicePtr on a Region after Free.
 var ErrFreed = errors.New("pinned: region freed")

@@ -30,6 +30,9 @@ type Region struct {
 // until Free and nil after: the memory is unmapped then, and touching the
 // slice kept from before crashes the program.
 func (r *Region) Bytes() []byte {
+	if r == nil {
+		return nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.b
@@ -39,6 +42,9 @@ func (r *Region) Bytes() []byte {
 // reads and writes the same bytes (zero-copy). Only a region allocated with
 // Mapped has one: others get ErrNotMapped, and a freed region ErrFreed.
 func (r *Region) DevicePtr() (cudart.DevicePtr, error) {
+	if r == nil {
+		return 0, errNilRegion
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
@@ -52,15 +58,28 @@ func (r *Region) DevicePtr() (cudart.DevicePtr, error) {
 
 // Method is the method that pinned the memory: the one asked for, or
 // MethodHostAlloc after a fallback.
-func (r *Region) Method() Method { return r.method }
+func (r *Region) Method() Method {
+	if r == nil {
+		return MethodRegister
+	}
+	return r.method
+}
 
 // Flags are the flags the memory was pinned with.
-func (r *Region) Flags() Flags { return r.flags }
+func (r *Region) Flags() Flags {
+	if r == nil {
+		return 0
+	}
+	return r.flags
+}
 
 // Free unpins the memory and returns it to the system. It is idempotent.
 // When CUDA refuses, the error says so and the region keeps what it could
 // not release, so that calling Free again retries only that.
 func (r *Region) Free() error {
+	if r == nil {
+		return errNilRegion
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.release()

@@ -41,6 +41,9 @@ type Registration struct {
 // collector cannot free a Go slice that CUDA still has pinned. See the
 // package's Caveats.
 func Register(rt cudart.Runtime, device int, b []byte, flags Flags) (*Registration, error) {
+	if rt == nil {
+		return nil, fmt.Errorf("%w: nil runtime; pass cudart.Open's *Lib or a cudarttest fake", ErrInvalidOption)
+	}
 	if err := flags.validate(); err != nil {
 		return nil, err
 	}
@@ -84,6 +87,9 @@ func Register(rt cudart.Runtime, device int, b []byte, flags Flags) (*Registrati
 // a kernel reads and writes the same bytes. Only a registration with Mapped
 // has one: others get ErrNotMapped, and one unregistered ErrNotRegistered.
 func (g *Registration) DevicePtr() (cudart.DevicePtr, error) {
+	if g == nil {
+		return 0, errNilRegistration
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
@@ -100,6 +106,9 @@ func (g *Registration) DevicePtr() (cudart.DevicePtr, error) {
 // and the registration keeps what is still pinned, so that calling
 // Unregister again retries only that.
 func (g *Registration) Unregister() error {
+	if g == nil {
+		return errNilRegistration
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.chunks == nil {

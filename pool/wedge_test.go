@@ -1,6 +1,7 @@
 package pool_test
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -158,4 +159,24 @@ func TestAPanicInNewTakesBackWhatItTook(t *testing.T) {
 			pool.WithManagedBytes(mib))
 	})
 	assert.Empty(t, f.Live(), "the device and host arenas were freed")
+}
+
+// Every method of a nil *Pool and a nil *Buffer returns instead of panicking.
+func TestNoMethodOfANilHandlePanics(t *testing.T) {
+	for _, v := range []reflect.Value{reflect.ValueOf((*pool.Pool)(nil)), reflect.ValueOf((*pool.Buffer)(nil))} {
+		for i := range v.NumMethod() {
+			m, name := v.Method(i), v.Type().String()+"."+v.Type().Method(i).Name
+			args := make([]reflect.Value, m.Type().NumIn())
+			for j := range args {
+				args[j] = reflect.Zero(m.Type().In(j))
+			}
+			assert.NotPanics(t, func() {
+				if m.Type().IsVariadic() {
+					m.CallSlice(args)
+				} else {
+					m.Call(args)
+				}
+			}, name)
+		}
+	}
 }
