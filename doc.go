@@ -27,7 +27,7 @@
 //
 // A minimal program:
 //
-//	rt, err := cudart.Open()          // or cudarttest.NewFake() in tests
+//	rt, err := cudart.Open()          // in tests: rt := cudarttest.Open(t)
 //	p, err := pool.New(rt, pool.WithDeviceBytes(1<<30), pool.WithHostBytes(256<<20))
 //	defer p.Close()
 //	in, err := p.WantHost(4<<20, pool.Name("input"))
