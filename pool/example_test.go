@@ -142,3 +142,29 @@ func ExamplePool_Layout() {
 	// device  "y"     0x0     0x1000  4.0 KiB  steps 2..3
 	// device  "bias"  0x1000  0x1200  512 B    all steps
 }
+
+// Guards after every buffer catch a write past its end, with no tool
+// attached.
+func ExampleWithGuards() {
+	rt := cudarttest.NewFake()
+	p, err := pool.New(rt, pool.WithDeviceBytes(1<<20), pool.WithHostBytes(0), pool.WithGuards(256))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	b, _ := p.WantDevice(1000, pool.Name("logits"))
+	if err := p.Satisfy(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	ptr, _ := b.Ptr()
+	_ = rt.Memset(p.Device(), ptr, 0, 1001) // one byte too many
+	_ = rt.DeviceSynchronize(p.Device())
+	err = p.Check()
+	fmt.Println(errors.Is(err, pool.ErrCorrupted))
+	fmt.Println(err)
+	// Output:
+	// true
+	// pool: guard corrupted after 1 buffer(s): device "logits" (1000 B): byte 0 past its end is 0x00, not 0xcb
+}

@@ -10,6 +10,7 @@ type ledger struct {
 	kind     Arena
 	mem      arena
 	capacity uint64 // mem.capacity(), read on every request
+	guard    uint64 // bytes of guard after each buffer's aligned end (WithGuards)
 
 	placed  []*Buffer
 	pending []*Buffer
@@ -20,8 +21,8 @@ type ledger struct {
 	unshared  uint64 // sum of the placed buffers' aligned sizes: what no sharing would need
 }
 
-func newLedger(kind Arena, mem arena) *ledger {
-	return &ledger{kind: kind, mem: mem, capacity: mem.capacity()}
+func newLedger(kind Arena, mem arena, guard uint64) *ledger {
+	return &ledger{kind: kind, mem: mem, capacity: mem.capacity(), guard: guard}
 }
 
 // layout is where Satisfy would put an arena's pending buffers.
@@ -39,6 +40,12 @@ func alignedSize(size uint64) uint64 {
 	return n
 }
 
+// span is the bytes a buffer of size takes in the arena: its size aligned,
+// then its guard. It cannot wrap: Want refuses sizes above the arena's
+// capacity, which is memory CUDA gave, and WithGuards caps the guard at
+// 1 TiB.
+func (l *ledger) span(size uint64) uint64 { return alignedSize(size) + l.guard }
+
 // plan computes where the pending buffers go without changing anything, so
 // that Satisfy can refuse the whole batch when one arena does not fit.
 // Requests without lifetimes are bumped, in order, above everything placed,
@@ -55,7 +62,7 @@ func (l *ledger) plan() (layout, error) {
 	}
 	out := layout{end: start}
 	for _, b := range l.pending {
-		sz := alignedSize(b.size)
+		sz := l.span(b.size)
 		if out.end+sz < out.end {
 			return layout{}, l.exhausted(^uint64(0))
 		}
@@ -77,7 +84,7 @@ func (l *ledger) apply(out layout) {
 			b.offset = out.offsets[i]
 		} else {
 			b.offset = next
-			next += alignedSize(b.size)
+			next += l.span(b.size)
 		}
 		b.placed = true
 	}
@@ -102,7 +109,7 @@ func (l *ledger) reset() {
 func (l *ledger) pendingBytes() uint64 {
 	var n uint64
 	for _, b := range l.pending {
-		n += alignedSize(b.size)
+		n += l.span(b.size)
 	}
 	return n
 }
@@ -131,7 +138,8 @@ func (l *ledger) stats() ArenaStats {
 		Peak:      l.peak,
 		Pending:   l.pendingBytes(),
 		Requested: l.requested,
-		Padding:   l.unshared - l.requested,
+		Padding:   l.unshared - l.requested - l.guard*uint64(len(l.placed)),
+		Guards:    l.guard * uint64(len(l.placed)),
 		Unshared:  l.unshared,
 		Placed:    len(l.placed),
 		Queued:    len(l.pending),

@@ -7,13 +7,17 @@ import (
 	"github.com/cudapool/cudapool/plan"
 )
 
-// request is the buffer as the planner sees it; a buffer without Live
-// conflicts with every other.
-func (b *Buffer) request() plan.Request {
-	if !b.hasLife {
-		return plan.Request{Size: b.size, First: wholeFirst, Last: wholeLast}
+// request is the buffer as the planner sees it, its guard included; a buffer
+// without Live conflicts with every other.
+func (l *ledger) request(b *Buffer) plan.Request {
+	size := b.size
+	if l.guard > 0 {
+		size = l.span(b.size)
 	}
-	return plan.Request{Size: b.size, First: int(b.first), Last: int(b.last)}
+	if !b.hasLife {
+		return plan.Request{Size: size, First: wholeFirst, Last: wholeLast}
+	}
+	return plan.Request{Size: size, First: int(b.first), Last: int(b.last)}
 }
 
 func (l *ledger) pendingHasLifetimes() bool {
@@ -31,13 +35,13 @@ func (l *ledger) planLifetimes() (layout, error) {
 	reqs := make([]plan.Request, len(l.pending))
 	out := layout{}
 	for i, b := range l.pending {
-		reqs[i] = b.request()
+		reqs[i] = l.request(b)
 		out.sizes += b.size
-		out.aligned += alignedSize(b.size)
+		out.aligned += l.span(b.size)
 	}
 	placed := make([]plan.Placed, len(l.placed))
 	for i, b := range l.placed {
-		placed[i] = plan.Placed{Request: b.request(), Offset: b.offset}
+		placed[i] = plan.Placed{Request: l.request(b), Offset: b.offset}
 	}
 	res, err := plan.Plan(reqs, plan.WithPlaced(placed))
 	if errors.Is(err, plan.ErrOverflow) {

@@ -44,6 +44,7 @@ type config struct {
 	trimOnRelease bool
 	peers         []int
 	streams       []cudart.Stream
+	guard         uint64 // bytes of guard after each buffer, a multiple of 256
 }
 
 // defaults are the C++ pool's sizes, a 4 GiB device arena and an 8 GiB host

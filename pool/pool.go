@@ -115,7 +115,7 @@ func (p *Pool) reserve(cfg *config, undo *undoList) error {
 			return err
 		}
 		undo.push(a.close)
-		p.arenas[kind] = newLedger(kind, a)
+		p.arenas[kind] = newLedger(kind, a, cfg.guard)
 		return nil
 	}
 	switch {

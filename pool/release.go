@@ -13,7 +13,10 @@ import (
 // WithStreams and UseStreams, or else the whole device. If that wait fails,
 // nothing is reset. Every handle from before is stale afterwards (ErrReleased). With
 // WithTrimOnRelease it then gives the growable arena's memory back; if that
-// fails, the pool is released all the same and the error says so.
+// fails, the pool is released all the same and the error says so. With
+// WithGuards it first checks every guard and fills the arenas with
+// ReleasedPoison; a damaged guard is reported as a *CorruptedError, and the
+// pool is released all the same.
 func (p *Pool) ReleaseAll() error {
 	if err := p.valid(); err != nil {
 		return err
@@ -34,6 +37,13 @@ func (p *Pool) release() (placed int, err error) {
 	if err := p.wait(false); err != nil {
 		return 0, fmt.Errorf("pool: before release: %w", err)
 	}
+	var errs []error
+	if err := p.checkGuards(); err != nil && !errors.Is(err, ErrNoGuards) {
+		errs = append(errs, fmt.Errorf("pool: released, but: %w", err))
+	}
+	if err := p.poison(); err != nil {
+		errs = append(errs, err)
+	}
 	for _, l := range p.arenas {
 		if l != nil {
 			placed += len(l.placed)
@@ -42,7 +52,6 @@ func (p *Pool) release() (placed int, err error) {
 	}
 	p.gen++
 	p.committed = false
-	var errs []error
 	for _, l := range p.arenas {
 		if l != nil {
 			if err := l.mem.release(); err != nil {

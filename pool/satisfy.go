@@ -12,7 +12,8 @@ import (
 // Satisfy places every queued request. It first checks that every arena can
 // hold everything already placed plus everything queued; if one cannot, it
 // places nothing, keeps the queue, and returns an *ExhaustedError. Placed
-// buffers never move.
+// buffers never move. With WithGuards it then fills their guards; if CUDA
+// refuses that, the buffers stay placed and the error says so.
 func (p *Pool) Satisfy() error {
 	if err := p.valid(); err != nil {
 		return err
@@ -73,13 +74,18 @@ func (p *Pool) satisfy(commit bool) error {
 			}
 		}
 	}
+	var errs []error
 	for k, l := range p.arenas {
 		if l != nil && len(l.pending) > 0 {
+			n := len(l.pending)
 			l.apply(plans[k])
+			if l.guard > 0 {
+				errs = append(errs, l.fillGuards(p, n))
+			}
 		}
 	}
 	p.committed = p.committed || commit
-	return nil
+	return errors.Join(errs...)
 }
 
 func (p *Pool) logExhausted(err error) {

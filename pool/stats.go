@@ -12,6 +12,7 @@ type ArenaStats struct {
 	Pending   uint64 // bytes queued, each rounded up to 256
 	Requested uint64 // sum of the placed buffers' sizes as requested
 	Padding   uint64 // bytes added to placed buffers by rounding up to 256
+	Guards    uint64 // bytes of guard after the placed buffers (WithGuards), padding not included
 	Unshared  uint64 // bytes the placed buffers would need if none shared memory
 	Saved     uint64 // Unshared - Used: what lifetime sharing saved
 	Placed    int    // buffers placed

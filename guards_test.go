@@ -1,0 +1,45 @@
+package cudapool_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/pinned"
+	"github.com/cudapool/cudapool/pool"
+)
+
+// A copy one byte too long into a device buffer is caught by the guards,
+// with no sanitizer, on the fake and on a GPU.
+func TestGuardsCatchAOneByteOverflow(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, rt cudart.Full) {
+		p, err := pool.New(rt, pool.WithDeviceBytes(16<<20), pool.WithHostBytes(1<<20),
+			pool.WithHostPinning(pinned.MethodHostAlloc), pool.WithGuards(256))
+		require.NoError(t, err)
+		defer func() { assert.NoError(t, p.Close()) }()
+		src, err := p.WantDevice(4096, pool.Name("src"))
+		require.NoError(t, err)
+		dst, err := p.WantDevice(4000, pool.Name("dst"))
+		require.NoError(t, err)
+		require.NoError(t, p.Satisfy())
+		sp, err := src.Ptr()
+		require.NoError(t, err)
+		dp, err := dst.Ptr()
+		require.NoError(t, err)
+		require.NoError(t, rt.Memset(0, sp, 0x5a, 4096))
+		require.NoError(t, rt.Memcpy(0, cudart.DeviceMem(dp, 4000), cudart.DeviceMem(sp, 4000), cudart.DeviceToDevice))
+		require.NoError(t, rt.DeviceSynchronize(0))
+		require.NoError(t, p.Check(), "a copy of exactly the buffer's size")
+
+		require.NoError(t, rt.Memcpy(0, cudart.DeviceMem(dp, 4001), cudart.DeviceMem(sp, 4001), cudart.DeviceToDevice))
+		require.NoError(t, rt.DeviceSynchronize(0))
+		err = p.Check()
+		require.ErrorIs(t, err, pool.ErrCorrupted)
+		var ce *pool.CorruptedError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, []pool.Corruption{{Arena: pool.Device, Name: "dst", Size: 4000, Past: 0, Found: 0x5a}}, ce.Damaged)
+		t.Log(err)
+	})
+}
