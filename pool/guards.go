@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -147,18 +148,26 @@ func (l *ledger) guards(bufs []*Buffer) []guardRange {
 	for _, b := range l.placed {
 		data = append(data, [2]uint64{b.offset, b.offset + b.size})
 	}
-	slices.SortFunc(data, func(x, y [2]uint64) int { return compare(x[0], y[0]) })
+	slices.SortFunc(data, func(x, y [2]uint64) int { return cmp.Compare(x[0], y[0]) })
+	// reach[i] is the furthest end of data[:i+1]: it never falls, so the
+	// first range that can reach a guard is found by binary search rather
+	// than by walking every range before it.
+	reach := make([]uint64, len(data))
+	for i, d := range data {
+		reach[i] = d[1]
+		if i > 0 {
+			reach[i] = max(reach[i], reach[i-1])
+		}
+	}
 	var out []guardRange
 	for _, b := range bufs {
 		from, to := b.offset+b.size, b.offset+l.span(b.size)
-		// Walk the data ranges that start before the guard ends, cutting
-		// the guard into the pieces they leave free.
-		end := len(data)
-		if i, _ := slices.BinarySearchFunc(data, to, func(d [2]uint64, t uint64) int { return compare(d[0], t) }); i < end {
-			end = i
-		}
+		// Walk the data ranges that reach past the guard's start and start
+		// before its end, cutting the guard into the pieces they leave free.
+		start, _ := slices.BinarySearch(reach, from+1)
+		end, _ := slices.BinarySearchFunc(data, to, func(d [2]uint64, t uint64) int { return cmp.Compare(d[0], t) })
 		cur := from
-		for _, d := range data[:end] {
+		for _, d := range data[start:max(start, end)] {
 			if d[1] <= cur {
 				continue
 			}
@@ -175,16 +184,6 @@ func (l *ledger) guards(bufs []*Buffer) []guardRange {
 		}
 	}
 	return out
-}
-
-func compare(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // fillGuards writes GuardCanary over the checkable guards of the buffers

@@ -73,11 +73,12 @@ func New(rt cudart.Runtime, opts ...Option) (*Pool, error) {
 		done = true
 		return nil, errors.Join(err, undo.run())
 	}
+	devBytes := p.Stats().Device.Capacity
 	p.log.Info("cudapool: arenas reserved",
 		zap.Int("device", p.dev),
-		zap.Uint64("device_bytes", p.Stats().Device.Capacity),
+		zap.Uint64("device_bytes", devBytes),
 		zap.Uint64("host_bytes", cfg.hostBytes),
-		zap.String("device_size", bytesize.Format(p.Stats().Device.Capacity)),
+		zap.String("device_size", bytesize.Format(devBytes)),
 		zap.String("host_size", bytesize.Format(cfg.hostBytes)))
 	done = true
 	return p, nil
