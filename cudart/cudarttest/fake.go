@@ -40,6 +40,7 @@ type Fake struct {
 	kern  kernelState  // modules, functions and the Go kernels behind them
 	evs   eventState   // events
 	graph captureState // stream captures, graphs and their instantiations
+	annot annotState   // memory annotations: heaps and regions
 }
 
 // deviceState is what the fake keeps per device: what DeviceReset resets.

@@ -64,6 +64,9 @@ func (f *Fake) memset(device int, p cudart.DevicePtr, value byte, n uint64, perf
 	if n == 0 {
 		return nil
 	}
+	if x := f.memcheck(uint64(p), n, "memset"); x != nil {
+		return x
+	}
 	spans, x := f.resolve(f.scratch[:0], p, n, device)
 	f.scratch = spans[:0]
 	if x == nil && perform {
@@ -84,6 +87,9 @@ func (f *Fake) memcpy(device int, dst, src cudart.Mem, kind cudart.MemcpyKind, p
 	n := src.Len()
 	if n == 0 {
 		return nil
+	}
+	if x := f.memcheckCopy(dst, src); x != nil {
+		return x
 	}
 	switch {
 	case dst.IsHost() && src.IsHost():

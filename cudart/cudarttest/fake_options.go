@@ -16,6 +16,7 @@ type options struct {
 	hostMem     uint64
 	peers       [maxDevices]uint64 // bit p of peers[d]: d can access p's memory
 	badPeers    [][2]int           // WithPeerAccess pairs that name no two devices
+	memcheck    bool
 }
 
 // maxDevices bounds WithDevices: access to virtual memory is kept as one bit
@@ -73,6 +74,17 @@ func WithPeerAccess(a, b int) Option {
 		o.badPeers = append(o.badPeers, [2]int{a, b})
 	}
 }
+
+// WithMemcheck makes the fake enforce the memory annotations
+// (cudart.Annotations), as compute-sanitizer's memcheck does: a copy, memset,
+// asynchronous copy or kernel access that touches a byte of a registered heap
+// that no registered region covers fails with cudaErrorIllegalAddress (700),
+// and the error names the nearest region (its name and size) and how far
+// outside it the byte is. Synchronous calls return the error; work run from
+// a stream (a kernel, a device-to-device copy) faults the device, as a
+// kernel's illegal access does, and a later synchronisation reports it.
+// Memory outside every heap is checked as without the option.
+func WithMemcheck() Option { return func(o *options) { o.memcheck = true } }
 
 // validate reports options no GPU could have; NewFake panics on them, since
 // they are a mistake in the test, not a condition to handle.

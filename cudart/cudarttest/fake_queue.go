@@ -51,6 +51,9 @@ func (f *Fake) enqueue(dev int, s cudart.Stream, name cudart.Call, op func() *fa
 	if f.graph.record(s, name, op) {
 		return nil
 	}
+	if f.opts.memcheck {
+		op = f.annot.checkedAsOf(op)
+	}
 	ds.queue = append(ds.queue, pending{stream: canonical(s), name: name, op: op})
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 // Usage counts what is live in a Fake, by kind. Bytes are the sizes asked
@@ -36,6 +38,7 @@ type Usage struct {
 	Events        int // cudaEventCreate
 	Graphs        int // cudaStreamEndCapture
 	GraphExecs    int // cudaGraphInstantiate
+	MemHeaps      int // nvtxMemHeapRegister
 }
 
 // Empty reports whether nothing is live.
@@ -91,6 +94,7 @@ func (f *Fake) Live() Usage {
 	u.Streams = len(f.streams)
 	u.Modules, u.Events = len(f.kern.modules), len(f.evs.live)
 	u.Graphs, u.GraphExecs = len(f.graph.graphs), len(f.graph.execs)
+	u.MemHeaps = len(f.annot.heaps)
 	return u
 }
 
@@ -127,6 +131,9 @@ func (f *Fake) CheckLeaks() error {
 		leaks = append(leaks, leak{info.seq, fmt.Sprintf("stream 0x%x on device %d from cudaStreamCreate (call #%d)", uintptr(s), info.device, info.seq)})
 	}
 	f.handleLeaks(func(seq int, text string) { leaks = append(leaks, leak{seq, text}) })
+	for _, h := range f.annot.heaps {
+		leaks = append(leaks, leak{h.seq, fmt.Sprintf("memory heap %q at %s (%s) from nvtxMemHeapRegister (after call #%d)", h.name, h.base, bytesize.Format(h.size), h.seq)})
+	}
 	if len(leaks) == 0 {
 		return nil
 	}

@@ -47,22 +47,37 @@ func (h *heap) index(addr uint64) (int, bool) {
 	return slices.BinarySearchFunc(h.regions, addr, func(r Region, a uint64) int { return cmp.Compare(r.Addr, a) })
 }
 
-func (h *heap) rebuild() {
-	h.reach = h.reach[:0]
-	for i, r := range h.regions {
+// with is a copy of h with regions as its regions.
+func (h *heap) with(regions []Region) *heap {
+	c := *h
+	c.regions = regions
+	c.reach = make([]uint64, 0, len(regions))
+	for i, r := range regions {
 		e := r.End()
 		if i > 0 {
-			e = max(e, h.reach[i-1])
+			e = max(e, c.reach[i-1])
 		}
-		h.reach = append(h.reach, e)
+		c.reach = append(c.reach, e)
 	}
+	return &c
 }
 
 // Registry is the live heaps and their regions. It is not safe for
-// concurrent use.
+// concurrent use. A change never modifies a heap in place but replaces it, so
+// that a Snapshot stays as it was.
 type Registry struct {
 	heaps []*heap // sorted by base; heaps never overlap
 	next  uint64
+}
+
+// Snapshot is the registry as it is now, unaffected by later changes: what
+// work queued now is checked against when it runs later.
+func (r *Registry) Snapshot() *Registry { return &Registry{heaps: r.heaps, next: r.next} }
+
+// replace puts h in place of the heap at i.
+func (r *Registry) replace(i int, h *heap) {
+	r.heaps = slices.Clone(r.heaps)
+	r.heaps[i] = h
 }
 
 // AddHeap registers [base, base+size) as a heap and returns its id, never 0.
@@ -83,7 +98,7 @@ func (r *Registry) AddHeap(base, size uint64, name string) (uint64, error) {
 		}
 	}
 	r.next++
-	r.heaps = slices.Insert(r.heaps, i, &heap{id: r.next, base: base, size: size, name: name})
+	r.heaps = slices.Insert(slices.Clone(r.heaps), i, &heap{id: r.next, base: base, size: size, name: name})
 	return r.next, nil
 }
 
@@ -102,24 +117,24 @@ func (r *Registry) RemoveHeap(id uint64) error {
 	if err != nil {
 		return err
 	}
-	r.heaps = slices.Delete(r.heaps, i, i+1)
+	r.heaps = slices.Delete(slices.Clone(r.heaps), i, i+1)
 	return nil
 }
 
 // ResetHeap forgets every region of heap id.
 func (r *Registry) ResetHeap(id uint64) error {
-	_, h, err := r.heap(id)
+	i, h, err := r.heap(id)
 	if err != nil {
 		return err
 	}
-	h.regions, h.reach = h.regions[:0], h.reach[:0]
+	r.replace(i, h.with(nil))
 	return nil
 }
 
 // Add registers regions in heap id: each must be non-empty, inside the heap
 // and start where no other region of the heap does. On error none is added.
 func (r *Registry) Add(id uint64, regions []Region) error {
-	_, h, err := r.heap(id)
+	i, h, err := r.heap(id)
 	if err != nil {
 		return err
 	}
@@ -139,9 +154,9 @@ func (r *Registry) Add(id uint64, regions []Region) error {
 		}
 		seen[g.Addr] = struct{}{}
 	}
-	h.regions = append(h.regions, regions...)
-	slices.SortFunc(h.regions, func(a, b Region) int { return cmp.Compare(a.Addr, b.Addr) })
-	h.rebuild()
+	all := append(slices.Clone(h.regions), regions...)
+	slices.SortFunc(all, func(a, b Region) int { return cmp.Compare(a.Addr, b.Addr) })
+	r.replace(i, h.with(all))
 	return nil
 }
 
@@ -150,7 +165,7 @@ func must(i int, _ bool) int { return i }
 // Remove unregisters the regions of heap id that start at addrs. On error
 // none is removed.
 func (r *Registry) Remove(id uint64, addrs []uint64) error {
-	_, h, err := r.heap(id)
+	i, h, err := r.heap(id)
 	if err != nil {
 		return err
 	}
@@ -164,15 +179,14 @@ func (r *Registry) Remove(id uint64, addrs []uint64) error {
 		}
 		drop[a] = struct{}{}
 	}
-	h.regions = slices.DeleteFunc(h.regions, func(g Region) bool { _, ok := drop[g.Addr]; return ok })
-	h.rebuild()
+	r.replace(i, h.with(slices.DeleteFunc(slices.Clone(h.regions), func(g Region) bool { _, ok := drop[g.Addr]; return ok })))
 	return nil
 }
 
 // Name renames the regions of heap id that start at each region's Addr. On
 // error none is renamed.
 func (r *Registry) Name(id uint64, regions []Region) error {
-	_, h, err := r.heap(id)
+	i, h, err := r.heap(id)
 	if err != nil {
 		return err
 	}
@@ -181,9 +195,11 @@ func (r *Registry) Name(id uint64, regions []Region) error {
 			return fmt.Errorf("no region of heap %q starts at 0x%x", h.name, g.Addr)
 		}
 	}
+	renamed := slices.Clone(h.regions)
 	for _, g := range regions {
-		h.regions[must(h.index(g.Addr))].Name = g.Name
+		renamed[must(h.index(g.Addr))].Name = g.Name
 	}
+	r.replace(i, h.with(renamed))
 	return nil
 }
 

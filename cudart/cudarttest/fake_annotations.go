@@ -1,0 +1,185 @@
+package cudarttest
+
+import (
+	"fmt"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/memregions"
+)
+
+// annotState is what the fake keeps of the memory annotations: the heaps and
+// their regions, checked by the rules the CUDA binding checks them by, and
+// the call that registered each heap, for leak reports.
+type annotState struct {
+	reg   memregions.Registry
+	heaps map[cudart.MemHeap]heapInfo
+	// asOf, while queued work runs, is the registry as it was when the work
+	// was queued: a program may annotate ahead of the device (Step while a
+	// kernel is queued), and the tool judges a launch by the annotations it
+	// was launched under.
+	asOf *memregions.Registry
+}
+
+// checkedAsOf makes op check its accesses against the annotations as they
+// are now.
+func (a *annotState) checkedAsOf(op func() *failure) func() *failure {
+	snap := a.reg.Snapshot()
+	return func() *failure {
+		prev := a.asOf
+		a.asOf = snap
+		defer func() { a.asOf = prev }()
+		return op()
+	}
+}
+
+type heapInfo struct {
+	base cudart.DevicePtr
+	size uint64
+	name string
+	seq  int
+}
+
+// AnnotationsEnabled is always true: the fake records every annotation, and
+// enforces them WithMemcheck.
+func (f *Fake) AnnotationsEnabled() bool { return true }
+
+// MemHeapRegister is nvtxMemHeapRegister. A heap left registered is reported
+// by CheckLeaks.
+func (f *Fake) MemHeapRegister(base cudart.DevicePtr, size uint64, name string) (cudart.MemHeap, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id, err := f.annot.reg.AddHeap(uint64(base), size, name)
+	if err != nil {
+		return 0, annotErr("nvtxMemHeapRegister", err)
+	}
+	if f.annot.heaps == nil {
+		f.annot.heaps = make(map[cudart.MemHeap]heapInfo)
+	}
+	h := cudart.MemHeap(id)
+	f.annot.heaps[h] = heapInfo{base: base, size: size, name: name, seq: f.seq}
+	return h, nil
+}
+
+// MemHeapUnregister is nvtxMemHeapUnregister.
+func (f *Fake) MemHeapUnregister(h cudart.MemHeap) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.annot.reg.RemoveHeap(uint64(h)); err != nil {
+		return annotErr("nvtxMemHeapUnregister", err)
+	}
+	delete(f.annot.heaps, h)
+	return nil
+}
+
+// MemHeapReset is nvtxMemHeapReset.
+func (f *Fake) MemHeapReset(h cudart.MemHeap) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return annotErr("nvtxMemHeapReset", f.annot.reg.ResetHeap(uint64(h)))
+}
+
+// MemRegionsRegister is nvtxMemRegionsRegister and nvtxMemRegionsName.
+func (f *Fake) MemRegionsRegister(h cudart.MemHeap, regions []cudart.MemRegion) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return annotErr("nvtxMemRegionsRegister", f.annot.reg.Add(uint64(h), toRegions(regions)))
+}
+
+// MemRegionsUnregister is nvtxMemRegionsUnregister.
+func (f *Fake) MemRegionsUnregister(h cudart.MemHeap, addrs []cudart.DevicePtr) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	as := make([]uint64, len(addrs))
+	for i, a := range addrs {
+		as[i] = uint64(a)
+	}
+	return annotErr("nvtxMemRegionsUnregister", f.annot.reg.Remove(uint64(h), as))
+}
+
+// MemRegionsName is nvtxMemRegionsName.
+func (f *Fake) MemRegionsName(h cudart.MemHeap, regions []cudart.MemRegion) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return annotErr("nvtxMemRegionsName", f.annot.reg.Name(uint64(h), toRegions(regions)))
+}
+
+// MemRegions is a copy of the regions registered in h, by address: what a
+// test asserts its annotations by.
+func (f *Fake) MemRegions(h cudart.MemHeap) ([]cudart.MemRegion, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rs, err := f.annot.reg.Regions(uint64(h))
+	if err != nil {
+		return nil, annotErr("MemRegions", err)
+	}
+	out := make([]cudart.MemRegion, len(rs))
+	for i, r := range rs {
+		out[i] = cudart.MemRegion{Addr: cudart.DevicePtr(r.Addr), Size: r.Size, Name: r.Name}
+	}
+	return out, nil
+}
+
+// MemHeaps are the heaps registered now, by address of their first byte.
+func (f *Fake) MemHeaps() map[cudart.DevicePtr]cudart.MemHeap {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[cudart.DevicePtr]cudart.MemHeap, len(f.annot.heaps))
+	for h, info := range f.annot.heaps {
+		out[info.base] = h
+	}
+	return out
+}
+
+func toRegions(regions []cudart.MemRegion) []memregions.Region {
+	out := make([]memregions.Region, len(regions))
+	for i, r := range regions {
+		out[i] = memregions.Region{Addr: uint64(r.Addr), Size: r.Size, Name: r.Name}
+	}
+	return out
+}
+
+// annotErr is the error of NVTX function fn refused by the registry: the
+// same words as the CUDA binding's.
+func annotErr(fn string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("cudart: %s: %w: %v", fn, cudart.ErrInvalidValue, err)
+}
+
+// memcheck fails an access to [a, a+n) that lies in a registered heap but in
+// none of its regions, when the fake was made WithMemcheck. A device address
+// that maps host memory is checked as the host address it maps, which is how
+// the host arena is registered.
+func (f *Fake) memcheck(a, n uint64, verb string) *failure {
+	if !f.opts.memcheck {
+		return nil
+	}
+	if r := f.containing(a); r != nil && r.kind == kindHostAlias {
+		a = uint64(r.host.start) + (a - r.base)
+	}
+	reg := &f.annot.reg
+	if f.annot.asOf != nil {
+		reg = f.annot.asOf
+	}
+	if m := reg.Check(a, n); m != nil {
+		return fail(700, "memcheck: %s of %s at %s: %v", verb, bytesize.Format(n), cudart.DevicePtr(a), m)
+	}
+	return nil
+}
+
+// memcheckCopy is memcheck of both ends of a copy.
+func (f *Fake) memcheckCopy(dst, src cudart.Mem) *failure {
+	if x := f.memcheck(memAddr(dst), dst.Len(), "write"); x != nil {
+		return x
+	}
+	return f.memcheck(memAddr(src), src.Len(), "read")
+}
+
+func memAddr(m cudart.Mem) uint64 {
+	if m.IsHost() {
+		return uint64(addrOf(m.Host()))
+	}
+	return uint64(m.Device())
+}
