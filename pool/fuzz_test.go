@@ -721,6 +721,11 @@ func requireHeld(t testing.TB, f *cudarttest.Fake, st pool.Stats, shape heldShap
 	if st.Managed.Reserved {
 		want.ManagedAllocs, want.ManagedBytes = 1, st.Managed.Capacity
 	}
+	for _, a := range []pool.ArenaStats{st.Device, st.Host, st.Managed} {
+		if a.Reserved && !st.Closed {
+			want.MemHeaps++ // each arena is annotated until Close
+		}
+	}
 	require.Equal(t, want, live, "the fake must hold exactly what the pool says it holds (%+v)", st)
 }
 

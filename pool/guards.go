@@ -112,8 +112,11 @@ func (p *Pool) checkGuards() error {
 		if len(l.placed) == 0 {
 			continue
 		}
-		mem, err := l.read(p)
-		if err != nil {
+		var mem []byte
+		if err := p.maintain(l, func() (err error) {
+			mem, err = l.read(p)
+			return err
+		}); err != nil {
 			return err
 		}
 		for _, g := range l.guards(l.placed) {
@@ -144,46 +147,65 @@ type guardRange struct {
 // guard, less what any placed buffer's data covers. A buffer's guard can
 // overlap only buffers never alive with it, whose writes are legitimate.
 func (l *ledger) guards(bufs []*Buffer) []guardRange {
-	data := make([][2]uint64, 0, len(l.placed))
-	for _, b := range l.placed {
-		data = append(data, [2]uint64{b.offset, b.offset + b.size})
-	}
-	slices.SortFunc(data, func(x, y [2]uint64) int { return cmp.Compare(x[0], y[0]) })
-	// reach[i] is the furthest end of data[:i+1]: it never falls, so the
-	// first range that can reach a guard is found by binary search rather
-	// than by walking every range before it.
-	reach := make([]uint64, len(data))
-	for i, d := range data {
-		reach[i] = d[1]
-		if i > 0 {
-			reach[i] = max(reach[i], reach[i-1])
-		}
-	}
+	c := newCover(l.placed, func(*Buffer) bool { return true })
 	var out []guardRange
 	for _, b := range bufs {
-		from, to := b.offset+b.size, b.offset+l.span(b.size)
-		// Walk the data ranges that reach past the guard's start and start
-		// before its end, cutting the guard into the pieces they leave free.
-		start, _ := slices.BinarySearch(reach, from+1)
-		end, _ := slices.BinarySearchFunc(data, to, func(d [2]uint64, t uint64) int { return cmp.Compare(d[0], t) })
-		cur := from
-		for _, d := range data[start:max(start, end)] {
-			if d[1] <= cur {
-				continue
-			}
-			if d[0] > cur {
-				out = append(out, guardRange{b, cur, min(d[0], to)})
-			}
-			cur = max(cur, d[1])
-			if cur >= to {
-				break
-			}
-		}
-		if cur < to {
-			out = append(out, guardRange{b, cur, to})
-		}
+		c.gaps(b.offset+b.size, b.offset+l.span(b.size), func(from, to uint64) {
+			out = append(out, guardRange{b, from, to})
+		})
 	}
 	return out
+}
+
+// cover is the data of a set of buffers, as ranges by start.
+type cover struct {
+	data [][2]uint64
+	// reach[i] is the furthest end of data[:i+1]: it never falls, so the
+	// first range that can reach a point is found by binary search rather
+	// than by walking every range before it.
+	reach []uint64
+}
+
+// newCover is the data of the buffers of bufs that keep selects.
+func newCover(bufs []*Buffer, keep func(*Buffer) bool) cover {
+	var c cover
+	for _, b := range bufs {
+		if keep(b) {
+			c.data = append(c.data, [2]uint64{b.offset, b.offset + b.size})
+		}
+	}
+	slices.SortFunc(c.data, func(x, y [2]uint64) int { return cmp.Compare(x[0], y[0]) })
+	c.reach = make([]uint64, len(c.data))
+	for i, d := range c.data {
+		c.reach[i] = d[1]
+		if i > 0 {
+			c.reach[i] = max(c.reach[i], c.reach[i-1])
+		}
+	}
+	return c
+}
+
+// gaps calls fn with each piece of [from, to) that no range covers, in
+// order.
+func (c cover) gaps(from, to uint64, fn func(from, to uint64)) {
+	start, _ := slices.BinarySearch(c.reach, from+1)
+	end, _ := slices.BinarySearchFunc(c.data, to, func(d [2]uint64, t uint64) int { return cmp.Compare(d[0], t) })
+	cur := from
+	for _, d := range c.data[start:max(start, end)] {
+		if d[1] <= cur {
+			continue
+		}
+		if d[0] > cur {
+			fn(cur, min(d[0], to))
+		}
+		cur = max(cur, d[1])
+		if cur >= to {
+			return
+		}
+	}
+	if cur < to {
+		fn(cur, to)
+	}
 }
 
 // fillGuards writes GuardCanary over the checkable guards of the buffers
@@ -225,7 +247,7 @@ func (l *ledger) read(p *Pool) ([]byte, error) {
 func (p *Pool) poison() error {
 	for _, l := range p.arenas {
 		if l != nil && l.guard > 0 && l.used > 0 {
-			if err := l.fill(p, 0, l.used, ReleasedPoison); err != nil {
+			if err := p.maintain(l, func() error { return l.fill(p, 0, l.used, ReleasedPoison) }); err != nil {
 				return fmt.Errorf("pool: poison the released %s arena: %w", l.kind, err)
 			}
 		}

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"github.com/cudapool/cudapool/align"
+	"github.com/cudapool/cudapool/cudart"
 )
 
 // ledger is one arena and the buffers placed in it, the same for every kind of
@@ -11,6 +12,9 @@ type ledger struct {
 	mem      arena
 	capacity uint64 // mem.capacity(), read on every request
 	guard    uint64 // bytes of guard after each buffer's aligned end (WithGuards)
+
+	heap    cudart.MemHeap              // the arena's annotation heap; 0 without annotations
+	regions map[uint64]cudart.MemRegion // the regions registered in heap, by offset
 
 	placed  []*Buffer
 	pending []*Buffer

@@ -36,8 +36,11 @@ type Pool struct {
 	closed    bool
 	slab      []Buffer // handles are taken from here, slabNext onwards, to allocate them in bulk
 	slabNext  int
-	streams   []cudart.Stream // the streams ReleaseAll and Close wait for; none: the whole device
-	events    []cudart.Event  // one per stream, recorded to wait for it
+	streams   []cudart.Stream    // the streams ReleaseAll and Close wait for; none: the whole device
+	events    []cudart.Event     // one per stream, recorded to wait for it
+	annot     cudart.Annotations // the runtime's annotations when a tool listens, else nil
+	step      int32              // the step Step last set...
+	stepSet   bool               // ...once Step was called since New or ReleaseAll
 }
 
 // New reserves the arenas, once: the device arena with cudaMalloc (or CUDA
@@ -154,7 +157,8 @@ func (p *Pool) reserve(cfg *config, undo *undoList) error {
 		}
 		p.heapBytes = granted
 	}
-	return nil
+	p.annot = annotationsOf(p.rt)
+	return p.registerHeaps(undo)
 }
 
 // valid refuses a nil or zero Pool, which New did not make.
@@ -192,6 +196,7 @@ func (p *Pool) close() error {
 		errs = append(errs, p.dropEvents())
 	}
 	p.closed = true
+	errs = append(errs, p.unregisterHeaps())
 	for _, l := range p.arenas {
 		if l != nil {
 			if err := l.mem.close(); err != nil {

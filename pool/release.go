@@ -44,6 +44,10 @@ func (p *Pool) release() (placed int, err error) {
 	if err := p.poison(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := p.resetHeaps(); err != nil {
+		errs = append(errs, fmt.Errorf("pool: released, but: %w", err))
+	}
+	p.stepSet = false
 	for _, l := range p.arenas {
 		if l != nil {
 			placed += len(l.placed)

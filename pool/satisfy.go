@@ -80,7 +80,9 @@ func (p *Pool) satisfy(commit bool) error {
 			n := len(l.pending)
 			l.apply(plans[k])
 			if l.guard > 0 {
-				errs = append(errs, l.fillGuards(p, n))
+				errs = append(errs, p.maintain(l, func() error { return l.fillGuards(p, n) }))
+			} else {
+				errs = append(errs, p.annotate(l))
 			}
 		}
 	}
