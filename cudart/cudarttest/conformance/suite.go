@@ -27,11 +27,11 @@ type suite struct {
 // errors CUDA reports, pinned host memory, host registration, streams,
 // managed memory, stream-ordered allocation, device limits and versions,
 // virtual memory and peer access, kernels launched from PTX, events, stream
-// capture into graphs, the device-side malloc heap, and device reset, which
-// comes last as it destroys what the device holds. On a runtime that
-// implements RegisterKernel, as the fake does, the suite registers Go
-// implementations of its PTX kernels first. A group whose interface rt does
-// not implement is skipped.
+// capture into graphs, the device-side malloc heap, memory annotations, and
+// device reset, which comes last as it destroys what the device holds. On a
+// runtime that implements RegisterKernel, as the fake does, the suite
+// registers Go implementations of its PTX kernels first. A group whose
+// interface rt does not implement is skipped.
 //
 // It asserts only documented CUDA behaviour, so it holds for real CUDA on a
 // GPU and for the fake alike. It uses a few MiB of device memory and frees
@@ -65,6 +65,7 @@ func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...Option) {
 	t.Run("Graphs", s.testGraphs)
 	t.Run("CapturedEvent", s.testCapturedEvent)
 	t.Run("MallocHeap", s.testMallocHeap)
+	t.Run("Annotations", s.testAnnotations)
 	t.Run("Reset", s.testReset)
 }
 
