@@ -168,3 +168,37 @@ func ExampleWithGuards() {
 	// true
 	// pool: guard corrupted after 1 buffer(s): device "logits" (1000 B): byte 0 past its end is 0x00, not 0xcb
 }
+
+// Step makes lifetimes checkable: under a memory tool (here the fake's
+// memcheck; compute-sanitizer on a GPU) only the buffers alive at the step
+// are allocated, so touching one outside its Live range is reported.
+func ExamplePool_Step() {
+	rt := cudarttest.NewFake(cudarttest.WithMemcheck())
+	p, err := pool.New(rt, pool.WithDeviceBytes(1<<20), pool.WithHostBytes(0))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	act, _ := p.WantDevice(8192, pool.Name("activations"), pool.Live(0, 0))
+	logits, _ := p.WantDevice(4096, pool.Name("logits"), pool.Live(1, 1))
+	if err := p.Satisfy(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	a, _ := act.Ptr()
+	l, _ := logits.Ptr()
+	fmt.Println("shared:", a == l)
+
+	_ = p.Step(0)
+	fmt.Println("activations at step 0:", rt.Memset(0, a, 0, 8192))
+	_ = p.Step(1)
+	fmt.Println("logits at step 1:", rt.Memset(0, l, 0, 4096))
+	err = rt.Memset(0, a, 0, 8192) // activations are dead at step 1: a bug
+	fmt.Println("activations at step 1 fail:", errors.Is(err, cudart.ErrIllegalAddress))
+	// Output:
+	// shared: true
+	// activations at step 0: <nil>
+	// logits at step 1: <nil>
+	// activations at step 1 fail: true
+}

@@ -24,7 +24,9 @@ import (
 //
 // Call Step on the host in program order, after queueing the previous
 // step's work: the tool judges queued work by the annotations it was queued
-// under.
+// under. A tool sees addresses, not buffers: a dead buffer's bytes that a
+// buffer alive at the step also holds are allocated memory to it, so only
+// an access beyond them is reported (guards' poison shows the rest).
 func (p *Pool) Step(step int) error {
 	if err := p.valid(); err != nil {
 		return err
