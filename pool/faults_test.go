@@ -220,7 +220,7 @@ func (c faultCase) run(f *cudarttest.Fake, p *pool.Pool) (*pool.Pool, error) {
 
 // probe runs the lifecycle with no fault and returns the calls of its step.
 func (c faultCase) probe(t *testing.T) []string {
-	f := cudarttest.NewFakeT(t, c.fake...)
+	f := cudarttest.NewFakeT(t, append(c.fake, cudarttest.WithMemcheck())...)
 	var p *pool.Pool
 	if c.step != stepNew {
 		p, _ = c.start(t, f)
@@ -235,7 +235,7 @@ func (c faultCase) probe(t *testing.T) []string {
 
 // failAt runs the lifecycle with the nth call of its step failing.
 func (c faultCase) failAt(t *testing.T, n int, call string) {
-	f := cudarttest.NewFakeT(t, c.fake...)
+	f := cudarttest.NewFakeT(t, append(c.fake, cudarttest.WithMemcheck())...)
 	var p *pool.Pool
 	var bufs []*pool.Buffer
 	if c.step != stepNew {

@@ -40,9 +40,11 @@ type heapInfo struct {
 	seq  int
 }
 
-// AnnotationsEnabled is always true: the fake records every annotation, and
-// enforces them WithMemcheck.
-func (f *Fake) AnnotationsEnabled() bool { return true }
+// AnnotationsEnabled reports whether the fake was made WithMemcheck: then it
+// is the tool that listens, as compute-sanitizer is on a GPU. Without it the
+// annotation calls still check their arguments, as CUDA's binding does with
+// no tool attached.
+func (f *Fake) AnnotationsEnabled() bool { return f.opts.memcheck }
 
 // MemHeapRegister is nvtxMemHeapRegister. A heap left registered is reported
 // by CheckLeaks.
