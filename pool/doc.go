@@ -24,6 +24,14 @@
 // adds a unified-memory arena with Buffer.Prefetch; WithMallocHeap sizes the
 // device-side malloc heap.
 //
+// Memory bugs inside the arenas are made visible three ways. When a memory
+// tool listens (cudart.Annotations: compute-sanitizer through NVTX, or the
+// fake WithMemcheck), each arena is a heap and each placed buffer a named
+// region, so an access past a buffer or to a released one is reported as for
+// a cudaMalloc'd buffer; Step narrows the regions to the buffers alive at a
+// step of the plan. WithGuards follows every buffer with a canary that Check
+// reads back, with no tool at all, and fills dead buffers with poison.
+//
 // # Caveats
 //
 // A Buffer's address (Ptr) and view (Bytes) are valid from the Satisfy that

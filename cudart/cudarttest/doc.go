@@ -106,6 +106,14 @@
 // launch replays it. Events complete in stream order; EventElapsedTime
 // counts FakeEventTick per call made between the two completions.
 //
+// Memory annotations (cudart.Annotations) are checked by the binding's rules
+// always and enforced WithMemcheck: then the fake is the tool, as
+// compute-sanitizer is on a GPU, and an access that touches bytes of a
+// registered heap no registered region covers fails with
+// cudaErrorIllegalAddress, naming the nearest region. Queued work is judged
+// by the annotations it was queued under. A heap still registered is a leak
+// to CheckLeaks.
+//
 // conformance.TestRuntime asserts only what real CUDA does, so it passes on
 // the fake and on a GPU; the fake's refusals of what CUDA leaves undefined
 // are tested in this package's own tests.
