@@ -151,15 +151,17 @@ type env struct {
 // run on the device.
 var errFaulted = errors.New("the bad access faulted")
 
-// onClose queues fn for close, in reverse order.
+// onClose queues fn for close, which gives back what a bug took whether or
+// not its bad access faulted.
 func (e *env) onClose(fn func() error) { e.undo = append(e.undo, fn) }
 
 // close runs what was deferred, newest first. After a fault every call
-// fails with it, so errors that repeat it are expected and dropped.
+// fails with it (it is sticky), so errors that repeat it are expected and
+// dropped.
 func (e *env) close() error {
 	var errs []error
 	for i := len(e.undo) - 1; i >= 0; i-- {
-		if err := e.undo[i](); err != nil && (e.fault == nil || !errors.Is(err, cudart.ErrIllegalAddress)) {
+		if err := e.undo[i](); err != nil && (e.fault == nil || !isFault(err)) {
 			errs = append(errs, err)
 		}
 	}
@@ -167,13 +169,20 @@ func (e *env) close() error {
 }
 
 // bad records err, the result of the bug's own access, as a detection when
-// it is an illegal address.
+// it is a fault.
 func (e *env) bad(err error) error {
-	if errors.Is(err, cudart.ErrIllegalAddress) {
+	if isFault(err) {
 		e.fault = err
 		return errFaulted
 	}
 	return err
+}
+
+// isFault is true for the errors a bad access ends a kernel with: an
+// illegal address from the fake's memcheck, and either that or a launch
+// failure when compute-sanitizer stops the kernel.
+func isFault(err error) bool {
+	return errors.Is(err, cudart.ErrIllegalAddress) || errors.Is(err, cudart.ErrLaunchFailure)
 }
 
 // place satisfies the pool's requests and returns b's address.
@@ -256,6 +265,11 @@ func try(rt cudart.Full, b bug, d string) (r result, err error) {
 	case e.fault != nil && d == "memcheck":
 		r.caught, r.how = true, e.fault.Error()
 		return r, nil
+	case e.fault != nil && d == "none":
+		r.how = "faulted, so a tool outside the program stopped it (see its report): " + e.fault.Error()
+		return r, nil
+	case e.fault != nil:
+		return r, fmt.Errorf("%s: %w", b.name, e.fault)
 	case err != nil:
 		return r, fmt.Errorf("%s: %w", b.name, err)
 	}

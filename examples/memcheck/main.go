@@ -19,7 +19,8 @@
 //	          makes of its buffers (the fake only; each bug on a fresh fake,
 //	          as a fault is sticky)
 //	none      no checks: the bug runs silently, for compute-sanitizer to
-//	          find through the same annotations, made with NVTX on CUDA:
+//	          find through the same annotations, made with NVTX on CUDA;
+//	          one bug a process, as the fault it reports ends the context:
 //	          compute-sanitizer --tool memcheck memcheck -runtime cuda -detector none -bug overflow
 //
 // -detector all is guards and memcheck on the fake, guards on CUDA. The

@@ -59,6 +59,16 @@ func TestNoDetectorRunsTheBugsSilently(t *testing.T) {
 	assert.NotContains(t, out.String(), " yes ")
 }
 
+// Under compute-sanitizer the bad access faults even with -detector none;
+// the fake's memcheck stands in for it.
+func TestNoDetectorReportsAFaultFromOutside(t *testing.T) {
+	r, err := try(cudarttest.NewFake(cudarttest.WithMemcheck()), bugs[0], "none")
+	require.NoError(t, err)
+	assert.False(t, r.missed())
+	assert.Contains(t, r.how, "faulted, so a tool outside the program stopped it")
+	assert.Contains(t, r.how, `past the end of "weights" (4.0 KiB)`)
+}
+
 func TestOneBugOneDetector(t *testing.T) {
 	var out, errOut bytes.Buffer
 	require.Equal(t, 0, run([]string{"-runtime=fake", "-bug=padding", "-detector=memcheck"}, &out, &errOut), errOut.String())
