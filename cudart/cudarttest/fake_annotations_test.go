@@ -37,19 +37,19 @@ func TestMemcheckCalls(t *testing.T) {
 		want string
 	}{
 		{"memset one past", func(f *cudarttest.Fake, b cudart.DevicePtr) error { return f.Memset(0, b+256, 0, 4097) },
-			`memset of 4.0 KiB at 0x200000000100: byte 0x200000001100 in heap "arena" is in no registered buffer: it is byte 0 past the end of "weights" (4.0 KiB)`},
+			`memset of 4097 bytes at 0x200000000100: byte 0x200000001100 in heap "arena" is in no registered buffer: it is byte 0 past the end of "weights" (4.0 KiB)`},
 		{"copy in before", func(f *cudarttest.Fake, b cudart.DevicePtr) error {
 			return f.Memcpy(0, cudart.DeviceMem(b+255, 8), cudart.HostMem(host), cudart.HostToDevice)
-		}, `write of 8 B at 0x2000000000ff: byte 0x2000000000ff in heap "arena" is in no registered buffer: it is 1 byte(s) before the start of "weights" (4.0 KiB)`},
+		}, `write of 8 bytes at 0x2000000000ff: byte 0x2000000000ff in heap "arena" is in no registered buffer: it is 1 byte(s) before the start of "weights" (4.0 KiB)`},
 		{"copy out past", func(f *cudarttest.Fake, b cudart.DevicePtr) error {
 			return f.Memcpy(0, cudart.HostMem(host), cudart.DeviceMem(b+256+4096+16, 8), cudart.DeviceToHost)
-		}, `read of 8 B at 0x200000001110: byte 0x200000001110 in heap "arena" is in no registered buffer: it is byte 16 past the end of "weights" (4.0 KiB)`},
+		}, `read of 8 bytes at 0x200000001110: byte 0x200000001110 in heap "arena" is in no registered buffer: it is byte 16 past the end of "weights" (4.0 KiB)`},
 		{"async copy", func(f *cudarttest.Fake, b cudart.DevicePtr) error {
 			return f.MemcpyAsync(0, cudart.DeviceMem(b+256+4090, 8), cudart.HostMem(host), cudart.HostToDevice, 0)
-		}, `write of 8 B at 0x2000000010fa: byte 0x200000001100 in heap "arena" is in no registered buffer: it is byte 0 past the end of "weights"`},
+		}, `write of 8 bytes at 0x2000000010fa: byte 0x200000001100 in heap "arena" is in no registered buffer: it is byte 0 past the end of "weights"`},
 		{"device to device", func(f *cudarttest.Fake, b cudart.DevicePtr) error {
 			return f.Memcpy(0, cudart.DeviceMem(b+256, 8), cudart.DeviceMem(b+8192, 8), cudart.DeviceToDevice)
-		}, `read of 8 B at 0x200000002000`},
+		}, `read of 8 bytes at 0x200000002000`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,7 +103,7 @@ func TestMemcheckKernel(t *testing.T) {
 	require.NoError(t, launch(f, k, base+256, 4097))
 	err = f.DeviceSynchronize(0)
 	require.ErrorIs(t, err, cudart.ErrIllegalAddress)
-	assert.ErrorContains(t, err, `kernel probe writes 4097 bytes at 0x200000000100: memcheck: write of 4.0 KiB at 0x200000000100: byte 0x200000001100 in heap "arena" is in no registered buffer: it is byte 0 past the end of "weights" (4.0 KiB)`)
+	assert.ErrorContains(t, err, `kernel probe writes 4097 bytes at 0x200000000100: memcheck: write of 4097 bytes at 0x200000000100: byte 0x200000001100 in heap "arena" is in no registered buffer: it is byte 0 past the end of "weights" (4.0 KiB)`)
 	require.NoError(t, f.DeviceReset(0), "the reset frees the arena")
 }
 
