@@ -388,3 +388,38 @@ func TestAnnotationsConcurrently(t *testing.T) {
 	assert.Equal(t, workers*rounds, count["regions-unregister"])
 	assert.Equal(t, workers, count["heap-unregister"])
 }
+
+// BenchmarkAnnotationsOff is what an annotated buffer costs a pool when no
+// tool listens: one region registered and unregistered.
+func BenchmarkAnnotationsOff(b *testing.B) {
+	l := newRecorderLib(newRecorder(), nil)
+	l.ann.once.Do(func() { l.ann.tool = loadNVTX("") })
+	h, err := l.MemHeapRegister(arena, 1<<20, "arena")
+	require.NoError(b, err)
+	region := []MemRegion{{Addr: arena + 4096, Size: 256, Name: "buffer"}}
+	addr := []DevicePtr{region[0].Addr}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := l.MemRegionsRegister(h, region); err != nil {
+			b.Fatal(err)
+		}
+		if err := l.MemRegionsUnregister(h, addr); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestAnnotationsOffAllocateNothing: with no tool, the calls a pool makes
+// per buffer allocate nothing.
+func TestAnnotationsOffAllocateNothing(t *testing.T) {
+	l := annotatedLib(t, "")
+	h, err := l.MemHeapRegister(arena, 1<<20, "arena")
+	require.NoError(t, err)
+	region := []MemRegion{{Addr: arena + 4096, Size: 256, Name: "buffer"}}
+	addr := []DevicePtr{region[0].Addr}
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		_ = l.MemRegionsRegister(h, region)
+		_ = l.MemRegionsName(h, region)
+		_ = l.MemRegionsUnregister(h, addr)
+	}))
+}
