@@ -46,8 +46,12 @@ const (
 	extCompatIDMem = 0x0102
 	memSlotCount   = 63
 
-	// The memory extension's callback ids: the index of each function in
-	// the slots after the module state.
+	// The memory extension's callback ids. The function of id k is in the
+	// segment's slot k-1, which is memSlots[k]: so compute-sanitizer fills
+	// them (2025.3, seen on a GPU), as the extension's first C
+	// implementation and nvtxExtImplMemCudaRt_v1.h read them. The
+	// nvtxExtImplMem_v1.h of NVTX 3.2 reads slot k instead, where that tool
+	// has put the function of id k+1.
 	cbHeapRegister      = 1
 	cbHeapUnregister    = 2
 	cbHeapReset         = 3
@@ -312,7 +316,7 @@ func loadNVTX(path string) *nvtxTool {
 		return nil
 	}
 	for cb := 1; cb < len(t.fns); cb++ {
-		if s := memSlots[1+cb]; s != extFresh && s != extDisabled {
+		if s := memSlots[cb]; s != extFresh && s != extDisabled {
 			t.fns[cb] = s
 		}
 	}

@@ -226,7 +226,9 @@ int InitializeInjectionNvtxExtension(module_info_t *m) {
 	say("ext-init version=%u size=%u module=%u compat=0x%x segments=%zu id=%zu slots=%zu export=%s info=%s", m->nvtx_ver,
 	    m->struct_size, m->module_id, m->compat_id, m->segments_count, m->segments[0].segment_id, m->segments[0].slot_count,
 	    m->get_export_function ? "set" : "null", m->ext_info ? "set" : "null");
-	intptr_t *slots = m->segments[0].function_slots;
+	// The function of callback id k goes in slot k-1, as compute-sanitizer
+	// puts it.
+	intptr_t *slots = m->segments[0].function_slots - 1;
 	slots[1] = (intptr_t)heap_register;
 	slots[2] = (intptr_t)heap_unregister;
 #ifndef NO_OPTIONAL
