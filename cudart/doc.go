@@ -44,10 +44,11 @@
 // tables, then the memory extension, in a "cudapool" domain), so no NVTX
 // header or C compiler is needed. Under compute-sanitizer's memcheck, an
 // access past a registered buffer, or to one unregistered, is then reported
-// as it would be for a cudaMalloc of its own. Without the variable nothing
-// is loaded: the methods only check their arguments (about 0.1 µs to
-// register and unregister a buffer, BenchmarkAnnotationsOff) and allocate
-// nothing; AnnotationsEnabled says which it is.
+// as it would be for a cudaMalloc of its own; the sanitizer wants the CUDA
+// runtime initialised (a first Malloc) before the first annotation. Without
+// the variable nothing is loaded: the methods only check their arguments
+// (about 0.1 µs to register and unregister a buffer, BenchmarkAnnotationsOff)
+// and allocate nothing; AnnotationsEnabled says which it is.
 //
 // # Caveats
 //

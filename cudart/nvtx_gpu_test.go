@@ -17,10 +17,12 @@ func TestGPUNVTXProbe(t *testing.T) {
 		t.Skip("set CUDAPOOL_NVTX_PROBE=1, under compute-sanitizer")
 	}
 	l := gpuDriver(t)
-	t.Logf("%s=%q, annotations enabled: %v", injectionEnv(), os.Getenv(injectionEnv()), l.AnnotationsEnabled())
 	const heapSize, regionSize = 64 << 10, 4 << 10
 	p, err := l.Malloc(0, heapSize)
 	require.NoError(t, err)
+	// compute-sanitizer wants the CUDA runtime initialised before the
+	// first NVTX call, which asking whether annotations are on is.
+	t.Logf("%s=%q, annotations enabled: %v", injectionEnv(), os.Getenv(injectionEnv()), l.AnnotationsEnabled())
 	// A sanitizer's report ends the kernel with a sticky error, which the
 	// clean-up then meets: it is logged, not failed.
 	defer func() { t.Logf("free: %v", l.Free(0, p)) }()
