@@ -38,7 +38,7 @@ func (b *library) open(lib Library, paths []string, flags int) (string, error) {
 		le.Err = ErrNoDriverLibrary
 	}
 	for _, p := range paths {
-		h, err := dlopen(p, flags)
+		h, err := dlopen(p, purego.RTLD_NOW|purego.RTLD_LOCAL|flags)
 		if err != nil {
 			le.Tried = append(le.Tried, p+": "+strings.TrimPrefix(err.Error(), p+": "))
 			continue
@@ -77,25 +77,39 @@ func (b *library) open(lib Library, paths []string, flags int) (string, error) {
 
 // dlopen is purego.Dlopen on one OS thread, so that the message dlerror
 // reports is this dlopen's: dlerror is per thread.
-func dlopen(path string, flags int) (uintptr, error) {
+func dlopen(path string, mode int) (uintptr, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	return purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL|flags)
+	return purego.Dlopen(path, mode)
 }
+
+// openInjection loads an NVTX tool's injection library with the mode NVTX's
+// own loader uses: a tool may leave symbols to be bound on first call.
+func openInjection(path string) (uintptr, error) {
+	return dlopen(path, purego.RTLD_LAZY|purego.RTLD_LOCAL)
+}
+
+// dlsym is the address of name in the library h; 0 when it is not exported.
+func dlsym(h uintptr, name string) uintptr {
+	fn, err := purego.Dlsym(h, name)
+	if err != nil {
+		return 0
+	}
+	return fn
+}
+
+// dlclose unloads h, which nothing will call into.
+func dlclose(h uintptr) { _ = purego.Dlclose(h) }
 
 // lookup is the address of c's function in the library h, its alt name
 // first; 0 when neither is exported.
 func lookup(h uintptr, c callInfo) uintptr {
 	if c.alt != "" {
-		if fn, err := purego.Dlsym(h, c.alt); err == nil {
+		if fn := dlsym(h, c.alt); fn != 0 {
 			return fn
 		}
 	}
-	fn, err := purego.Dlsym(h, c.name)
-	if err != nil {
-		return 0
-	}
-	return fn
+	return dlsym(h, c.name)
 }
 
 // firstOf is the first Call of lib in the table.

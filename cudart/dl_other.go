@@ -2,7 +2,10 @@
 
 package cudart
 
-import "runtime"
+import (
+	"errors"
+	"runtime"
+)
 
 // load fails where purego has no dlopen (Windows): the binding loads CUDA on
 // Unix only, and the fake in cudarttest works everywhere.
@@ -16,3 +19,14 @@ func load(runtimes, _ []string) (loaded, error) {
 
 // close has nothing to unload.
 func (b *library) close() {}
+
+// openInjection fails for the same reason as load: no NVTX tool attaches.
+func openInjection(path string) (uintptr, error) {
+	return 0, errors.New(path + ": no dlopen on " + runtime.GOOS)
+}
+
+// dlsym finds nothing, as nothing loads.
+func dlsym(uintptr, string) uintptr { return 0 }
+
+// dlclose has nothing to unload.
+func dlclose(uintptr) {}

@@ -10,7 +10,9 @@ var _ Full = (*Lib)(nil)
 // Lib is the CUDA runtime and driver loaded by Open. It implements Full: every
 // method makes one CUDA call (DeviceName and the memory pool thresholds a few,
 // in turn), selecting the device it is given first on the same locked OS
-// thread where the call depends on it, and is safe for concurrent use.
+// thread where the call depends on it, and is safe for concurrent use. It
+// also implements Annotations, whose methods call no CUDA but the NVTX tool
+// the process runs under, if any (see the package documentation).
 //
 // A call leaves its device current on the OS thread that ran it; code that
 // makes CUDA calls of its own must select its device itself (SetDevice).
@@ -36,6 +38,8 @@ type Lib struct {
 	vmmDevice atomic.Int64 // the device of the last MemCreate
 
 	handles registry // modules, functions and destroyed streams, for refusals
+
+	ann annotations // heaps and regions, and the NVTX tool told of them
 }
 
 // Path is the file of the CUDA runtime Open loaded.

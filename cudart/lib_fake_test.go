@@ -35,9 +35,15 @@ func TestMain(m *testing.M) {
 // host). The binding itself needs none: these tests pass with CGO_ENABLED=0.
 func buildFake(t testing.TB, defs ...string) string {
 	t.Helper()
+	return buildTestLibrary(t, "fakecuda.c", defs...)
+}
+
+// buildTestLibrary is buildFake for any C file of testdata.
+func buildTestLibrary(t testing.TB, source string, defs ...string) string {
+	t.Helper()
 	fakes.Lock()
 	defer fakes.Unlock()
-	key := strings.Join(defs, " ")
+	key := strings.Join(append([]string{source}, defs...), " ")
 	built, ok := fakes.built[key]
 	if !ok {
 		cc := os.Getenv("CC")
@@ -46,7 +52,7 @@ func buildFake(t testing.TB, defs ...string) string {
 		}
 		path, err := exec.LookPath(cc)
 		if err != nil {
-			t.Skipf("no C compiler to build the fake CUDA library: %v", err)
+			t.Skipf("no C compiler to build %s: %v", source, err)
 		}
 		if fakes.dir == "" {
 			fakes.dir, err = os.MkdirTemp("", "cudart-fake-")
@@ -54,14 +60,14 @@ func buildFake(t testing.TB, defs ...string) string {
 			fakes.built = map[string]string{}
 		}
 		built = filepath.Join(fakes.dir, fmt.Sprintf("fake%d.so", len(fakes.built)))
-		args := append([]string{"-shared", "-fPIC", "-o", built, filepath.Join("testdata", "fakecuda.c")}, defs...)
+		args := append([]string{"-shared", "-fPIC", "-o", built, filepath.Join("testdata", source)}, defs...)
 		out, err := exec.Command(path, args...).CombinedOutput()
-		require.NoError(t, err, "building the fake: %s", out)
+		require.NoError(t, err, "building %s: %s", source, out)
 		fakes.built[key] = built
 	}
 	b, err := os.ReadFile(built)
 	require.NoError(t, err)
-	so := filepath.Join(t.TempDir(), "libfakecuda.so")
+	so := filepath.Join(t.TempDir(), "lib"+strings.TrimSuffix(source, ".c")+".so")
 	require.NoError(t, os.WriteFile(so, b, 0o755))
 	return so
 }

@@ -1,0 +1,510 @@
+package cudart
+
+import (
+	"math/bits"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// This file attaches an NVTX tool the way NVTX's C code does (nvtxInit.h,
+// nvtxExtInit.h) and hands it the memory extension's structs laid out as
+// nvToolsExtMem.h declares them, so that compute-sanitizer or Nsight Systems
+// hear the binding's annotations as they would a C program's, with no NVTX
+// header or C compiler at build time. With call.go and dl.go, it is the only
+// file of the package that uses unsafe.
+//
+// A tool may keep what it is given at initialisation (the export tables, the
+// function tables, the slots it fills, the module description) until the
+// process ends, so all of it is package-level variables, which never move
+// and are never freed. What one call hands over (descriptors, batches, names)
+// is one heap object, kept alive until the call returns.
+
+// NVTX's numbers (nvToolsExt.h, nvtxTypes.h, nvToolsExtMem.h).
+const (
+	nvtxVersion = 3
+
+	// getExportTable's table ids.
+	etidCallbacks   = 1
+	etidVersionInfo = 3
+
+	// The core modules a tool may ask GetModuleFunctionTable for, and the
+	// entries of their tables (NVTX_CBID_*_SIZE). Entry 0 is unused.
+	moduleCore  = 1
+	moduleCore2 = 5
+	moduleSync  = 6
+	coreSize    = 16
+	core2Size   = 16
+	syncSize    = 7
+	// cbidDomainCreateA is nvtxDomainCreateA's entry in the CORE2 table.
+	cbidDomainCreateA = 12
+
+	// The memory extension, as its module describes itself.
+	extModuleIDMem = 1
+	extCompatIDMem = 0x0102
+	memSlotCount   = 63
+
+	// The memory extension's callback ids. The function of id k is in the
+	// segment's slot k-1, which is memSlots[k]: so compute-sanitizer fills
+	// them (2025.3, seen on a GPU), as the extension's first C
+	// implementation and nvtxExtImplMemCudaRt_v1.h read them. The
+	// nvtxExtImplMem_v1.h of NVTX 3.2 reads slot k instead, where that tool
+	// has put the function of id k+1.
+	cbHeapRegister      = 1
+	cbHeapUnregister    = 2
+	cbHeapReset         = 3
+	cbRegionsRegister   = 4
+	cbRegionsUnregister = 6
+	cbRegionsName       = 7
+
+	// What memSlots[0] says of the module, and what an empty function slot
+	// becomes once the tool's init has returned.
+	extFresh    = 0
+	extDisabled = 1
+	extStarting = 2
+	extLoaded   = 3
+
+	heapUsageSubAllocator = 1 // NVTX_MEM_HEAP_USAGE_TYPE_SUB_ALLOCATOR
+	memTypeVirtualAddress = 1 // NVTX_MEM_TYPE_VIRTUAL_ADDRESS
+	messageTypeASCII      = 1 // NVTX_MESSAGE_TYPE_ASCII
+	regionRefPointer      = 1 // NVTX_MEM_REGION_REF_TYPE_POINTER
+)
+
+// injectionEnv is the variable a tool sets to the path of its injection
+// library; NVTX reads the one of the process's pointer size.
+func injectionEnv() string {
+	if bits.UintSize == 32 {
+		return "NVTX_INJECTION32_PATH"
+	}
+	return "NVTX_INJECTION64_PATH"
+}
+
+// exportCallbacks is NvtxExportTableCallbacks.
+type exportCallbacks struct {
+	structSize             uintptr
+	getModuleFunctionTable uintptr
+}
+
+// exportVersionInfo is NvtxExportTableVersionInfo.
+type exportVersionInfo struct {
+	structSize              uintptr
+	version                 uint32
+	_                       uint32
+	setInjectionNvtxVersion uintptr
+}
+
+// extModuleSegment is nvtxExtModuleSegment_t.
+type extModuleSegment struct {
+	segmentID     uintptr
+	slotCount     uintptr
+	functionSlots uintptr
+}
+
+// extModuleInfo is nvtxExtModuleInfo_t.
+type extModuleInfo struct {
+	nvtxVer           uint16
+	structSize        uint16
+	moduleID          uint16
+	compatID          uint16
+	segmentsCount     uintptr
+	segments          uintptr
+	getExportFunction uintptr
+	extInfo           uintptr
+}
+
+// memVirtualRangeDesc is nvtxMemVirtualRangeDesc_t: the size comes first.
+type memVirtualRangeDesc struct {
+	size uintptr
+	ptr  uintptr
+}
+
+// memHeapDesc is nvtxMemHeapDesc_t.
+type memHeapDesc struct {
+	extCompatID          uint16
+	structSize           uint16
+	_                    uint32
+	usage                uint32
+	typ                  uint32
+	typeSpecificDescSize uintptr
+	typeSpecificDesc     uintptr
+	category             uint32
+	messageType          uint32
+	message              uintptr // nvtxMessageValue_t: the ASCII member
+}
+
+// memRegionsRegisterBatch is nvtxMemRegionsRegisterBatch_t.
+type memRegionsRegisterBatch struct {
+	extCompatID             uint16
+	structSize              uint16
+	regionType              uint32
+	heap                    uintptr
+	regionCount             uintptr
+	regionDescElementSize   uintptr
+	regionDescElements      uintptr
+	regionHandleElementsOut uintptr
+}
+
+// memRegionsUnregisterBatch is nvtxMemRegionsUnregisterBatch_t.
+type memRegionsUnregisterBatch struct {
+	extCompatID    uint16
+	structSize     uint16
+	refType        uint32
+	refCount       uintptr
+	refElementSize uintptr
+	refElements    uintptr // nvtxMemRegionRef_t: the pointer member
+}
+
+// memRegionNameDesc is nvtxMemRegionNameDesc_t.
+type memRegionNameDesc struct {
+	regionRefType uint32
+	nameType      uint32
+	region        uintptr
+	name          uintptr
+	category      uint32
+	_             uint32
+}
+
+// memRegionsNameBatch is nvtxMemRegionsNameBatch_t.
+type memRegionsNameBatch struct {
+	extCompatID       uint16
+	structSize        uint16
+	_                 uint32
+	regionCount       uintptr
+	regionElementSize uintptr
+	regionElements    uintptr
+	_                 uintptr
+}
+
+// What tools are given to keep. The function tables hold the address of
+// each slot by callback id, entry 0 empty and one more NULL after the last,
+// as NVTX's own tables do, so that a tool reading one entry too far finds
+// NULL rather than the next table.
+var (
+	callbacksTable   exportCallbacks
+	versionInfoTable exportVersionInfo
+	// getExportTable is the C function pointer of exportTable.
+	getExportTable uintptr
+	exportOnce     sync.Once
+
+	coreSlots  [coreSize]uintptr
+	core2Slots [core2Size]uintptr
+	syncSlots  [syncSize]uintptr
+	coreTable  [coreSize + 1]uintptr
+	core2Table [core2Size + 1]uintptr
+	syncTable  [syncSize + 1]uintptr
+
+	// memSlots[0] is the memory module's state, the rest its functions.
+	memSlots   [1 + memSlotCount]uintptr
+	memSegment extModuleSegment
+	memModule  extModuleInfo
+
+	domainName = [...]byte{'c', 'u', 'd', 'a', 'p', 'o', 'o', 'l', 0}
+
+	// loads serialises loadNVTX, since every load uses the variables above.
+	loads sync.Mutex
+)
+
+// makeExportTables fills the export tables once: purego's callbacks are
+// few and never freed, and a tool may still call those it was given.
+func makeExportTables() {
+	callbacksTable = exportCallbacks{
+		structSize:             unsafe.Sizeof(callbacksTable),
+		getModuleFunctionTable: purego.NewCallback(moduleFunctionTable),
+	}
+	versionInfoTable = exportVersionInfo{
+		structSize:              unsafe.Sizeof(versionInfoTable),
+		version:                 nvtxVersion,
+		setInjectionNvtxVersion: purego.NewCallback(setInjectionNvtxVersion),
+	}
+	for i := 1; i < coreSize; i++ {
+		coreTable[i] = uintptr(unsafe.Pointer(&coreSlots[i]))
+	}
+	for i := 1; i < core2Size; i++ {
+		core2Table[i] = uintptr(unsafe.Pointer(&core2Slots[i]))
+	}
+	for i := 1; i < syncSize; i++ {
+		syncTable[i] = uintptr(unsafe.Pointer(&syncSlots[i]))
+	}
+	getExportTable = purego.NewCallback(exportTable)
+}
+
+// exportTable is nvtxGetExportTable: the table a tool asks for by id, or
+// NULL.
+func exportTable(id uint32) uintptr {
+	switch id {
+	case etidCallbacks:
+		return uintptr(unsafe.Pointer(&callbacksTable))
+	case etidVersionInfo:
+		return uintptr(unsafe.Pointer(&versionInfoTable))
+	}
+	return 0
+}
+
+// moduleFunctionTable is GetModuleFunctionTable: the table of a core
+// module and its number of entries, or 0 for a module the binding does not
+// offer (the CUDA, CUDA runtime and OpenCL naming calls).
+func moduleFunctionTable(module uint32, table *uintptr, size *uint32) int32 {
+	var t []uintptr
+	switch module {
+	case moduleCore:
+		t = coreTable[:]
+	case moduleCore2:
+		t = core2Table[:]
+	case moduleSync:
+		t = syncTable[:]
+	default:
+		return 0
+	}
+	if size != nil {
+		*size = uint32(len(t) - 1)
+	}
+	if table != nil {
+		*table = uintptr(unsafe.Pointer(&t[0]))
+	}
+	return 1
+}
+
+// setInjectionNvtxVersion is what a tool calls to say which NVTX it
+// speaks; NVTX reserves it and so does the binding.
+func setInjectionNvtxVersion(uint32) {}
+
+// nvtxTool is an attached tool: the domain the binding annotates in and the
+// memory functions the tool filled in, by callback id.
+type nvtxTool struct {
+	domain uintptr
+	fns    [cbRegionsName + 1]uintptr // 0 where the tool has none
+}
+
+// loadNVTX attaches the tool whose injection library is path, as NVTX's C
+// code does on the first call of a program: the core init, then the memory
+// extension's. It returns nil, and annotations are off, when path is empty,
+// does not load, lacks the extension's entry point, or the tool fails its
+// init or leaves one of the four functions a sub-allocator cannot do
+// without (heap and regions, register and unregister).
+func loadNVTX(path string) *nvtxTool {
+	if path == "" {
+		return nil
+	}
+	loads.Lock()
+	defer loads.Unlock()
+	h, err := openInjection(path)
+	if err != nil {
+		return nil
+	}
+	coreOK := false
+	if fn := dlsym(h, "InitializeInjectionNvtx2"); fn != 0 {
+		coreOK = initCore(fn)
+	}
+	extInit := dlsym(h, "InitializeInjectionNvtxExtension")
+	if extInit == 0 {
+		// NVTX unloads a library whose code is not in use; once a core
+		// init has succeeded, the tool may call into the process at any time.
+		if !coreOK {
+			dlclose(h)
+		}
+		return nil
+	}
+	t := &nvtxTool{}
+	// A C program names its domain before its first memory call, which is
+	// what makes NVTX initialise the extension; the tool sees the same order.
+	if create := core2Slots[cbidDomainCreateA]; coreOK && create != 0 {
+		t.domain, _, _ = purego.SyscallN(create, uintptr(unsafe.Pointer(&domainName[0])))
+	}
+	if !initMem(extInit) {
+		return nil
+	}
+	for cb := 1; cb < len(t.fns); cb++ {
+		if s := memSlots[cb]; s != extFresh && s != extDisabled {
+			t.fns[cb] = s
+		}
+	}
+	for _, cb := range []int{cbHeapRegister, cbHeapUnregister, cbRegionsRegister, cbRegionsUnregister} {
+		if t.fns[cb] == 0 {
+			return nil
+		}
+	}
+	return t
+}
+
+// initCore calls the tool's InitializeInjectionNvtx2 with the export
+// tables, and reports whether it succeeded; when not, the core slots are
+// emptied, as NVTX makes every core function a no-op.
+func initCore(init uintptr) bool {
+	exportOnce.Do(makeExportTables)
+	clear(coreSlots[:])
+	clear(core2Slots[:])
+	clear(syncSlots[:])
+	r, _, _ := purego.SyscallN(init, getExportTable)
+	if int32(r) == 0 {
+		clear(coreSlots[:])
+		clear(core2Slots[:])
+		clear(syncSlots[:])
+		return false
+	}
+	return true
+}
+
+// initMem calls the tool's InitializeInjectionNvtxExtension with the
+// memory module, and reports whether it succeeded. Afterwards every slot
+// the tool left empty, or all of them when it failed, is disabled, as NVTX
+// leaves them.
+func initMem(init uintptr) bool {
+	clear(memSlots[:])
+	memSlots[0] = extStarting
+	memSegment = extModuleSegment{segmentID: 1, slotCount: memSlotCount, functionSlots: uintptr(unsafe.Pointer(&memSlots[1]))}
+	memModule = extModuleInfo{
+		nvtxVer:       nvtxVersion,
+		structSize:    uint16(unsafe.Sizeof(memModule)),
+		moduleID:      extModuleIDMem,
+		compatID:      extCompatIDMem,
+		segmentsCount: 1,
+		segments:      uintptr(unsafe.Pointer(&memSegment)),
+	}
+	r, _, _ := purego.SyscallN(init, uintptr(unsafe.Pointer(&memModule)))
+	ok := int32(r) != 0
+	for i := 1; i < len(memSlots); i++ {
+		if !ok || memSlots[i] == extFresh {
+			memSlots[i] = extDisabled
+		}
+	}
+	memSlots[0] = extLoaded
+	return ok
+}
+
+// cString is s as a NUL-terminated C string, in memory the caller keeps.
+func cString(s string) []byte {
+	b := make([]byte, len(s)+1)
+	copy(b, s)
+	return b
+}
+
+// heapCall is what nvtxMemHeapRegister reads.
+type heapCall struct {
+	desc  memHeapDesc
+	rng   memVirtualRangeDesc
+	cname []byte
+}
+
+// heapRegister is nvtxMemHeapRegister of a sub-allocator heap over
+// [base, base+size) named name; it returns the tool's handle.
+func (t *nvtxTool) heapRegister(base DevicePtr, size uint64, name string) uintptr {
+	c := &heapCall{rng: memVirtualRangeDesc{size: uintptr(size), ptr: uintptr(base)}}
+	c.desc = memHeapDesc{
+		extCompatID:          extCompatIDMem,
+		structSize:           uint16(unsafe.Sizeof(c.desc)),
+		usage:                heapUsageSubAllocator,
+		typ:                  memTypeVirtualAddress,
+		typeSpecificDescSize: unsafe.Sizeof(c.rng),
+		typeSpecificDesc:     uintptr(unsafe.Pointer(&c.rng)),
+	}
+	if name != "" {
+		c.cname = cString(name)
+		c.desc.messageType = messageTypeASCII
+		c.desc.message = uintptr(unsafe.Pointer(&c.cname[0]))
+	}
+	h, _, _ := purego.SyscallN(t.fns[cbHeapRegister], t.domain, uintptr(unsafe.Pointer(&c.desc)))
+	runtime.KeepAlive(c)
+	return h
+}
+
+// heapUnregister is nvtxMemHeapUnregister.
+func (t *nvtxTool) heapUnregister(heap uintptr) {
+	purego.SyscallN(t.fns[cbHeapUnregister], t.domain, heap)
+}
+
+// heapReset is nvtxMemHeapReset, where the tool has it.
+func (t *nvtxTool) heapReset(heap uintptr) {
+	if t.fns[cbHeapReset] != 0 {
+		purego.SyscallN(t.fns[cbHeapReset], t.domain, heap)
+	}
+}
+
+// regionsCall is what nvtxMemRegionsRegister reads.
+type regionsCall struct {
+	batch  memRegionsRegisterBatch
+	ranges []memVirtualRangeDesc
+}
+
+// regionsRegister is nvtxMemRegionsRegister of regions, by address, in
+// heap; there must be at least one.
+func (t *nvtxTool) regionsRegister(heap uintptr, regions []MemRegion) {
+	c := &regionsCall{ranges: make([]memVirtualRangeDesc, len(regions))}
+	for i, r := range regions {
+		c.ranges[i] = memVirtualRangeDesc{size: uintptr(r.Size), ptr: uintptr(r.Addr)}
+	}
+	c.batch = memRegionsRegisterBatch{
+		extCompatID:           extCompatIDMem,
+		structSize:            uint16(unsafe.Sizeof(c.batch)),
+		regionType:            memTypeVirtualAddress,
+		heap:                  heap,
+		regionCount:           uintptr(len(c.ranges)),
+		regionDescElementSize: unsafe.Sizeof(c.ranges[0]),
+		regionDescElements:    uintptr(unsafe.Pointer(&c.ranges[0])),
+	}
+	purego.SyscallN(t.fns[cbRegionsRegister], t.domain, uintptr(unsafe.Pointer(&c.batch)))
+	runtime.KeepAlive(c)
+}
+
+// unregisterCall is what nvtxMemRegionsUnregister reads.
+type unregisterCall struct {
+	batch memRegionsUnregisterBatch
+	refs  []uintptr
+}
+
+// regionsUnregister is nvtxMemRegionsUnregister of the regions that start
+// at addrs; there must be at least one.
+func (t *nvtxTool) regionsUnregister(addrs []DevicePtr) {
+	c := &unregisterCall{refs: make([]uintptr, len(addrs))}
+	for i, a := range addrs {
+		c.refs[i] = uintptr(a)
+	}
+	c.batch = memRegionsUnregisterBatch{
+		extCompatID:    extCompatIDMem,
+		structSize:     uint16(unsafe.Sizeof(c.batch)),
+		refType:        regionRefPointer,
+		refCount:       uintptr(len(c.refs)),
+		refElementSize: unsafe.Sizeof(c.refs[0]),
+		refElements:    uintptr(unsafe.Pointer(&c.refs[0])),
+	}
+	purego.SyscallN(t.fns[cbRegionsUnregister], t.domain, uintptr(unsafe.Pointer(&c.batch)))
+	runtime.KeepAlive(c)
+}
+
+// nameCall is what nvtxMemRegionsName reads.
+type nameCall struct {
+	batch memRegionsNameBatch
+	descs []memRegionNameDesc
+	names []byte // every name, each NUL-terminated
+}
+
+// regionsName is nvtxMemRegionsName of each region, found by its address,
+// where the tool has it; there must be at least one.
+func (t *nvtxTool) regionsName(regions []MemRegion) {
+	if t.fns[cbRegionsName] == 0 {
+		return
+	}
+	n := 0
+	for _, r := range regions {
+		n += len(r.Name) + 1
+	}
+	c := &nameCall{descs: make([]memRegionNameDesc, len(regions)), names: make([]byte, 0, n)}
+	for i, r := range regions {
+		// The offset of the name for now: names may still move.
+		c.descs[i] = memRegionNameDesc{regionRefType: regionRefPointer, nameType: messageTypeASCII, region: uintptr(r.Addr), name: uintptr(len(c.names))}
+		c.names = append(append(c.names, r.Name...), 0)
+	}
+	for i := range c.descs {
+		c.descs[i].name += uintptr(unsafe.Pointer(&c.names[0]))
+	}
+	c.batch = memRegionsNameBatch{
+		extCompatID:       extCompatIDMem,
+		structSize:        uint16(unsafe.Sizeof(c.batch)),
+		regionCount:       uintptr(len(c.descs)),
+		regionElementSize: unsafe.Sizeof(c.descs[0]),
+		regionElements:    uintptr(unsafe.Pointer(&c.descs[0])),
+	}
+	purego.SyscallN(t.fns[cbRegionsName], t.domain, uintptr(unsafe.Pointer(&c.batch)))
+	runtime.KeepAlive(c)
+}

@@ -1,0 +1,59 @@
+package cudart
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestGPUNVTXProbe writes one byte past a 4 KiB region annotated inside a
+// 64 KiB cudaMalloc heap. Run under compute-sanitizer --tool memcheck with
+// CUDAPOOL_NVTX_PROBE=1, the sanitizer reports the write as one byte after
+// an allocation of 4,096 bytes: it heard the annotations. Without them the
+// write is inside the cudaMalloc and nothing is reported.
+func TestGPUNVTXProbe(t *testing.T) {
+	if os.Getenv("CUDAPOOL_NVTX_PROBE") != "1" {
+		t.Skip("set CUDAPOOL_NVTX_PROBE=1, under compute-sanitizer")
+	}
+	l := gpuDriver(t)
+	const heapSize, regionSize = 64 << 10, 4 << 10
+	p, err := l.Malloc(0, heapSize)
+	require.NoError(t, err)
+	// compute-sanitizer wants the CUDA runtime initialised before the
+	// first NVTX call, which asking whether annotations are on is.
+	t.Logf("%s=%q, annotations enabled: %v", injectionEnv(), os.Getenv(injectionEnv()), l.AnnotationsEnabled())
+	// A sanitizer's report ends the kernel with a sticky error, which the
+	// clean-up then meets: it is logged, not failed.
+	defer func() { t.Logf("free: %v", l.Free(0, p)) }()
+	h, err := l.MemHeapRegister(p, heapSize, "probe heap")
+	require.NoError(t, err)
+	defer func() { t.Logf("heap unregister: %v", l.MemHeapUnregister(h)) }()
+	require.NoError(t, l.MemRegionsRegister(h, []MemRegion{{Addr: p, Size: regionSize, Name: "probe buffer"}}))
+
+	m, err := l.ModuleLoadData(0, probePTX)
+	require.NoError(t, err)
+	defer func() { t.Logf("unload: %v", l.ModuleUnload(0, m)) }()
+	poke, err := l.ModuleGetFunction(0, m, "poke")
+	require.NoError(t, err)
+	require.NoError(t, l.LaunchKernel(0, poke, Dim1(1), Dim1(1), 0, 0, ArgPtr(p.Add(regionSize))))
+	t.Logf("wrote 1 byte at %s, %d bytes into the heap at %s; synchronize: %v", p.Add(regionSize), regionSize, p, l.DeviceSynchronize(0))
+}
+
+// probePTX stores 7 at the byte p points at.
+const probePTX = `
+.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry poke(.param .u64 poke_p)
+{
+	.reg .b16 %rs<2>;
+	.reg .b64 %rd<3>;
+	ld.param.u64 %rd1, [poke_p];
+	cvta.to.global.u64 %rd2, %rd1;
+	mov.u16 %rs1, 7;
+	st.global.u8 [%rd2], %rs1;
+	ret;
+}
+`
