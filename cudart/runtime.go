@@ -213,4 +213,5 @@ type Full interface {
 	Kernels
 	Events
 	Graphs
+	Annotations
 }

@@ -31,6 +31,7 @@ func (r Region) label() string {
 }
 
 type heap struct {
+	frozen     bool // shared with a snapshot: copy before changing
 	id         uint64
 	base, size uint64
 	name       string
@@ -47,37 +48,56 @@ func (h *heap) index(addr uint64) (int, bool) {
 	return slices.BinarySearchFunc(h.regions, addr, func(r Region, a uint64) int { return cmp.Compare(r.Addr, a) })
 }
 
-// with is a copy of h with regions as its regions.
-func (h *heap) with(regions []Region) *heap {
-	c := *h
-	c.regions = regions
-	c.reach = make([]uint64, 0, len(regions))
-	for i, r := range regions {
+// rebuild recomputes reach after regions changed.
+func (h *heap) rebuild() {
+	h.reach = h.reach[:0]
+	for i, r := range h.regions {
 		e := r.End()
 		if i > 0 {
-			e = max(e, c.reach[i-1])
+			e = max(e, h.reach[i-1])
 		}
-		c.reach = append(c.reach, e)
+		h.reach = append(h.reach, e)
 	}
-	return &c
 }
 
 // Registry is the live heaps and their regions. It is not safe for
-// concurrent use. A change never modifies a heap in place but replaces it, so
-// that a Snapshot stays as it was.
+// concurrent use. A change modifies the registry in place, except what a
+// Snapshot shares, which it copies first.
 type Registry struct {
 	heaps []*heap // sorted by base; heaps never overlap
 	next  uint64
+	// frozen: heaps is shared with a snapshot. A heap shared with one is
+	// marked frozen itself.
+	frozen bool
 }
 
 // Snapshot is the registry as it is now, unaffected by later changes: what
 // work queued now is checked against when it runs later.
-func (r *Registry) Snapshot() *Registry { return &Registry{heaps: r.heaps, next: r.next} }
+func (r *Registry) Snapshot() *Registry {
+	for _, h := range r.heaps {
+		h.frozen = true
+	}
+	r.frozen = true
+	return &Registry{heaps: r.heaps, next: r.next, frozen: true}
+}
 
-// replace puts h in place of the heap at i.
-func (r *Registry) replace(i int, h *heap) {
-	r.heaps = slices.Clone(r.heaps)
-	r.heaps[i] = h
+// thaw makes heaps r's own to change.
+func (r *Registry) thaw() {
+	if r.frozen {
+		r.heaps = slices.Clone(r.heaps)
+		r.frozen = false
+	}
+}
+
+// own returns the heap at i, copied first if a snapshot shares it.
+func (r *Registry) own(i int) *heap {
+	r.thaw()
+	if h := r.heaps[i]; h.frozen {
+		c := *h
+		c.regions, c.reach, c.frozen = slices.Clone(h.regions), slices.Clone(h.reach), false
+		r.heaps[i] = &c
+	}
+	return r.heaps[i]
 }
 
 // AddHeap registers [base, base+size) as a heap and returns its id, never 0.
@@ -98,7 +118,8 @@ func (r *Registry) AddHeap(base, size uint64, name string) (uint64, error) {
 		}
 	}
 	r.next++
-	r.heaps = slices.Insert(slices.Clone(r.heaps), i, &heap{id: r.next, base: base, size: size, name: name})
+	r.thaw()
+	r.heaps = slices.Insert(r.heaps, i, &heap{id: r.next, base: base, size: size, name: name})
 	return r.next, nil
 }
 
@@ -117,17 +138,19 @@ func (r *Registry) RemoveHeap(id uint64) error {
 	if err != nil {
 		return err
 	}
-	r.heaps = slices.Delete(slices.Clone(r.heaps), i, i+1)
+	r.thaw()
+	r.heaps = slices.Delete(r.heaps, i, i+1)
 	return nil
 }
 
 // ResetHeap forgets every region of heap id.
 func (r *Registry) ResetHeap(id uint64) error {
-	i, h, err := r.heap(id)
+	i, _, err := r.heap(id)
 	if err != nil {
 		return err
 	}
-	r.replace(i, h.with(nil))
+	h := r.own(i)
+	h.regions, h.reach = h.regions[:0], h.reach[:0]
 	return nil
 }
 
@@ -154,9 +177,10 @@ func (r *Registry) Add(id uint64, regions []Region) error {
 		}
 		seen[g.Addr] = struct{}{}
 	}
-	all := append(slices.Clone(h.regions), regions...)
-	slices.SortFunc(all, func(a, b Region) int { return cmp.Compare(a.Addr, b.Addr) })
-	r.replace(i, h.with(all))
+	h = r.own(i)
+	h.regions = append(h.regions, regions...)
+	slices.SortFunc(h.regions, func(a, b Region) int { return cmp.Compare(a.Addr, b.Addr) })
+	h.rebuild()
 	return nil
 }
 
@@ -179,7 +203,9 @@ func (r *Registry) Remove(id uint64, addrs []uint64) error {
 		}
 		drop[a] = struct{}{}
 	}
-	r.replace(i, h.with(slices.DeleteFunc(slices.Clone(h.regions), func(g Region) bool { _, ok := drop[g.Addr]; return ok })))
+	h = r.own(i)
+	h.regions = slices.DeleteFunc(h.regions, func(g Region) bool { _, ok := drop[g.Addr]; return ok })
+	h.rebuild()
 	return nil
 }
 
@@ -195,11 +221,10 @@ func (r *Registry) Name(id uint64, regions []Region) error {
 			return fmt.Errorf("no region of heap %q starts at 0x%x", h.name, g.Addr)
 		}
 	}
-	renamed := slices.Clone(h.regions)
+	h = r.own(i)
 	for _, g := range regions {
-		renamed[must(h.index(g.Addr))].Name = g.Name
+		h.regions[must(h.index(g.Addr))].Name = g.Name
 	}
-	r.replace(i, h.with(renamed))
 	return nil
 }
 
