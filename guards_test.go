@@ -32,6 +32,9 @@ func TestGuardsCatchAOneByteOverflow(t *testing.T) {
 		require.NoError(t, rt.Memcpy(0, cudart.DeviceMem(dp, 4000), cudart.DeviceMem(sp, 4000), cudart.DeviceToDevice))
 		require.NoError(t, rt.DeviceSynchronize(0))
 		require.NoError(t, p.Check(), "a copy of exactly the buffer's size")
+		if rt.AnnotationsEnabled() {
+			t.Skip("a memory tool listens and reports this deliberate overflow itself; guards are for runs without one")
+		}
 
 		require.NoError(t, rt.Memcpy(0, cudart.DeviceMem(dp, 4001), cudart.DeviceMem(sp, 4001), cudart.DeviceToDevice))
 		require.NoError(t, rt.DeviceSynchronize(0))
