@@ -54,6 +54,9 @@ func buildTestLibrary(t testing.TB, source string, defs ...string) string {
 		if err != nil {
 			t.Skipf("no C compiler to build %s: %v", source, err)
 		}
+		if _, err := os.Stat(filepath.Join("testdata", source)); err != nil {
+			t.Skipf("no testdata/%s: the test binary runs away from its sources (%v)", source, err)
+		}
 		if fakes.dir == "" {
 			fakes.dir, err = os.MkdirTemp("", "cudart-fake-")
 			require.NoError(t, err)

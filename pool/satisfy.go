@@ -81,8 +81,8 @@ func (p *Pool) satisfy(commit bool) error {
 			l.apply(plans[k])
 			if l.guard > 0 {
 				errs = append(errs, p.maintain(l, func() error { return l.fillGuards(p, n) }))
-			} else {
-				errs = append(errs, p.annotate(l))
+			} else if err := p.annotate(l); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}
