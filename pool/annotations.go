@@ -45,14 +45,43 @@ func (p *Pool) registerHeaps(undo *undoList) error {
 		if l == nil {
 			continue
 		}
-		name := fmt.Sprintf("cudapool %s arena (device %d)", l.kind, p.dev)
-		h, err := p.annot.MemHeapRegister(l.annotBase(), l.capacity, name)
-		if err != nil {
-			return fmt.Errorf("pool: annotate the %s arena: %w", l.kind, err)
+		if err := p.heapFor(l); err != nil {
+			return err
 		}
-		l.heap = h
-		undo.push(func() error { return p.annot.MemHeapUnregister(h) })
+		undo.push(func() error {
+			if l.heap == 0 {
+				return nil
+			}
+			return p.annot.MemHeapUnregister(l.heap)
+		})
 	}
+	return nil
+}
+
+// heapFor keeps l's heap over the bytes the arena has: all of a fixed
+// arena, and the mapped part of a growable one, which tools refuse to take
+// as a heap while unmapped. When that changes, the heap is registered again
+// and its regions with it, by annotate.
+func (p *Pool) heapFor(l *ledger) error {
+	size := l.mem.stats(ArenaStats{Mapped: l.capacity}).Mapped
+	if size == l.heapSize && (l.heap != 0 || size == 0) {
+		return nil
+	}
+	if l.heap != 0 {
+		if err := p.annot.MemHeapUnregister(l.heap); err != nil {
+			return fmt.Errorf("pool: unannotate the %s arena to resize it: %w", l.kind, err)
+		}
+		l.heap, l.heapSize, l.regions = 0, 0, nil
+	}
+	if size == 0 {
+		return nil
+	}
+	name := fmt.Sprintf("cudapool %s arena (device %d)", l.kind, p.dev)
+	h, err := p.annot.MemHeapRegister(l.annotBase(), size, name)
+	if err != nil {
+		return fmt.Errorf("pool: annotate the %s arena: %w", l.kind, err)
+	}
+	l.heap, l.heapSize = h, size
 	return nil
 }
 
@@ -68,7 +97,7 @@ func (p *Pool) unregisterHeaps() error {
 				errs = append(errs, fmt.Errorf("pool: unannotate the %s arena: %w", l.kind, err))
 				continue
 			}
-			l.heap, l.regions = 0, nil
+			l.heap, l.heapSize, l.regions = 0, 0, nil
 		}
 	}
 	return errors.Join(errs...)
@@ -98,8 +127,11 @@ func (p *Pool) resetHeaps() error {
 // together) are one region then, as large as the largest, named after them
 // all: without a step the pool cannot tell which is in use.
 func (p *Pool) annotate(l *ledger) error {
-	if p.annot == nil || l.heap == 0 {
+	if p.annot == nil {
 		return nil
+	}
+	if err := p.heapFor(l); err != nil || l.heap == 0 {
+		return err
 	}
 	base := l.annotBase()
 	want := make(map[uint64]cudart.MemRegion)
@@ -172,15 +204,18 @@ func names(rs []cudart.MemRegion) string {
 // regions are registered again after. Device work fn queued is waited for
 // first, as a tool may judge it by the annotations when it runs.
 func (p *Pool) maintain(l *ledger, fn func() error) error {
-	if p.annot == nil || l.heap == 0 || l.mem.host() != nil {
+	if p.annot == nil || l.mem.host() != nil {
 		// Host arenas are kept by Go code, which no tool watches.
 		return fn()
+	}
+	if err := p.heapFor(l); err != nil || l.heap == 0 {
+		return errors.Join(err, fn())
 	}
 	if err := p.annot.MemHeapReset(l.heap); err != nil {
 		return fmt.Errorf("pool: unannotate the %s arena's buffers: %w", l.kind, err)
 	}
 	l.regions = nil
-	whole := cudart.MemRegion{Addr: l.annotBase(), Size: l.capacity, Name: "cudapool upkeep"}
+	whole := cudart.MemRegion{Addr: l.annotBase(), Size: l.heapSize, Name: "cudapool upkeep"}
 	if err := p.annot.MemRegionsRegister(l.heap, []cudart.MemRegion{whole}); err != nil {
 		return fmt.Errorf("pool: annotate the %s arena for upkeep: %w", l.kind, err)
 	}

@@ -13,8 +13,9 @@ type ledger struct {
 	capacity uint64 // mem.capacity(), read on every request
 	guard    uint64 // bytes of guard after each buffer's aligned end (WithGuards)
 
-	heap    cudart.MemHeap              // the arena's annotation heap; 0 without annotations
-	regions map[uint64]cudart.MemRegion // the regions registered in heap, by offset
+	heap     cudart.MemHeap              // the arena's annotation heap; 0 without annotations
+	heapSize uint64                      // the bytes heap covers
+	regions  map[uint64]cudart.MemRegion // the regions registered in heap, by offset
 
 	placed  []*Buffer
 	pending []*Buffer

@@ -61,6 +61,12 @@ func (p *Pool) release() (placed int, err error) {
 			if err := l.mem.release(); err != nil {
 				errs = append(errs, fmt.Errorf("pool: released, but: %w", err))
 			}
+			if p.annot != nil {
+				// A trimmed arena's heap shrinks with its mapping.
+				if err := p.heapFor(l); err != nil {
+					errs = append(errs, fmt.Errorf("pool: released, but: %w", err))
+				}
+			}
 		}
 	}
 	return placed, errors.Join(errs...)
