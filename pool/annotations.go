@@ -63,6 +63,9 @@ func (p *Pool) registerHeaps(undo *undoList) error {
 // as a heap while unmapped. When that changes, the heap is registered again
 // and its regions with it, by annotate.
 func (p *Pool) heapFor(l *ledger) error {
+	if !l.mem.annotatable() {
+		return nil
+	}
 	size := l.mem.stats(ArenaStats{Mapped: l.capacity}).Mapped
 	if size == l.heapSize && (l.heap != 0 || size == 0) {
 		return nil

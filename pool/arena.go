@@ -25,6 +25,9 @@ type arena interface {
 	// close frees the memory. If it fails, what could not be freed is kept
 	// and the next close tries again; once it succeeds it does nothing.
 	close() error
+	// annotatable reports whether memory tools accept the arena as a heap
+	// (cudart.Annotations).
+	annotatable() bool
 	// stats returns s with what only the arena knows filled in: the memory
 	// behind it. By value, as a pointer through an interface call escapes.
 	stats(s ArenaStats) ArenaStats

@@ -32,6 +32,8 @@ func (a *fixedDevice) host() []byte                  { return nil }
 func (a *fixedDevice) release() error                { return nil }
 func (a *fixedDevice) stats(s ArenaStats) ArenaStats { return s }
 
+func (a *fixedDevice) annotatable() bool { return true }
+
 func (a *fixedDevice) close() error {
 	if a.closed {
 		return nil

@@ -55,6 +55,13 @@ func reserveGrowableDevice(rt cudart.Runtime, dev int, maxBytes uint64, peers []
 func (a *growableDevice) capacity() uint64         { return a.va.Max() }
 func (a *growableDevice) device() cudart.DevicePtr { return a.va.Base() }
 func (a *growableDevice) host() []byte             { return nil }
+
+// annotatable is false: compute-sanitizer (2025.3) refuses a heap over
+// virtual memory mappings, whether over the reservation or over what is
+// mapped, so a growable arena's buffers are not annotated; guards still
+// work.
+func (a *growableDevice) annotatable() bool { return false }
+
 func (a *growableDevice) stats(s ArenaStats) ArenaStats {
 	s.Mapped = a.va.Mapped()
 	return s

@@ -58,6 +58,8 @@ func (a *managedArena) host() []byte                  { return nil }
 func (a *managedArena) release() error                { return nil }
 func (a *managedArena) stats(s ArenaStats) ArenaStats { return s }
 
+func (a *managedArena) annotatable() bool { return true }
+
 func (a *managedArena) close() error {
 	if a.closed {
 		return nil

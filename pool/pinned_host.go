@@ -59,6 +59,8 @@ func (a *pinnedHost) host() []byte                  { return a.bytes }
 func (a *pinnedHost) release() error                { return nil }
 func (a *pinnedHost) stats(s ArenaStats) ArenaStats { return s }
 
+func (a *pinnedHost) annotatable() bool { return true }
+
 func (a *pinnedHost) close() error {
 	if a.freed {
 		return nil
