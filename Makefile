@@ -14,9 +14,10 @@ GPU_TESTS := cudapool:. cudart:./cudart cudarttest:./cudart/cudarttest conforman
 
 .PHONY: test race bench lint fuzz gpu nocgo quickstart clean
 
-## test: what CI runs: go vet, every test plain, under the race detector and
+## test: what CI runs: gofmt, go vet, every test plain, under the race detector and
 ## without cgo, and staticcheck
 test:
+	@out=$$("$$($(GO) env GOROOT)/bin/gofmt" -l .); test -z "$$out" || { echo "gofmt would change:"; echo "$$out"; exit 1; }
 	$(GO) vet ./...
 	$(GO) test ./...
 	$(GO) test -race ./...

@@ -150,9 +150,11 @@ func (p *Pool) annotate(l *ledger) error {
 		want[b.offset] = cudart.MemRegion{Addr: base.Add(b.offset), Size: max(r.Size, b.size), Name: name}
 	}
 	var drop []cudart.DevicePtr
+	var dropOffs []uint64
 	for off, r := range l.regions {
 		if w, ok := want[off]; !ok || w != r {
 			drop = append(drop, r.Addr)
+			dropOffs = append(dropOffs, off)
 		}
 	}
 	var add []cudart.MemRegion
@@ -166,10 +168,8 @@ func (p *Pool) annotate(l *ledger) error {
 		if err := p.annot.MemRegionsUnregister(l.heap, drop); err != nil {
 			return fmt.Errorf("pool: unannotate %d buffer(s) of the %s arena: %w", len(drop), l.kind, err)
 		}
-		for off, r := range l.regions {
-			if w, ok := want[off]; !ok || w != r {
-				delete(l.regions, off)
-			}
+		for _, off := range dropOffs {
+			delete(l.regions, off)
 		}
 	}
 	if len(add) > 0 {

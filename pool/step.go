@@ -69,8 +69,11 @@ func (p *Pool) Step(step int) error {
 // aliveNow reports whether b is in use at the pool's step: always before the
 // first Step.
 func (p *Pool) aliveNow(b *Buffer) bool {
-	return !p.stepSet || !b.hasLife || (b.first <= p.step && p.step <= b.last)
+	return !p.stepSet || b.aliveAt(p.step)
 }
+
+// aliveAt reports whether b is in use at step s.
+func (b *Buffer) aliveAt(s int32) bool { return !b.hasLife || (b.first <= s && s <= b.last) }
 
 // poisonEnded fills with ReleasedPoison the data of l's buffers that were
 // alive at the previous step (every buffer, before the first) and are not at
@@ -88,17 +91,14 @@ func (p *Pool) poisonEnded(l *ledger, step, prev int32, had bool) error {
 	if len(dead) == 0 {
 		return nil
 	}
-	alive := newCover(l.placed, func(b *Buffer) bool { return !b.hasLife || (b.first <= step && step <= b.last) })
-	fill := func() error {
-		var errs []error
-		for _, b := range dead {
-			alive.gaps(b.offset, b.offset+b.size, func(from, to uint64) {
-				errs = append(errs, l.fill(p, from, to-from, ReleasedPoison))
-			})
-		}
-		return errors.Join(errs...)
+	alive := newCover(l.placed, func(b *Buffer) bool { return b.aliveAt(step) })
+	var errs []error
+	for _, b := range dead {
+		alive.gaps(b.offset, b.offset+b.size, func(from, to uint64) {
+			errs = append(errs, l.fill(p, from, to-from, ReleasedPoison))
+		})
 	}
-	if err := fill(); err != nil {
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("pool: poison the %s arena's ended buffers: %w", l.kind, err)
 	}
 	return nil

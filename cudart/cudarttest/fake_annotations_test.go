@@ -92,7 +92,9 @@ func TestMemcheckKernel(t *testing.T) {
 	require.NoError(t, err)
 	h, err := f.MemHeapRegister(base, 64<<10, "arena")
 	require.NoError(t, err)
-	defer func() { assert.NoError(t, f.MemHeapUnregister(h), "a heap outlives DeviceReset, as NVTX is not per device") }()
+	defer func() {
+		assert.NoError(t, f.MemHeapUnregister(h), "a heap outlives DeviceReset, as NVTX is not per device")
+	}()
 	require.NoError(t, f.MemRegionsRegister(h, []cudart.MemRegion{{Addr: base + 256, Size: 4096, Name: "weights"}}))
 	k := loadProbe(t, f, func(k *cudarttest.KernelContext) error {
 		k.Write(k.Ptr(0), make([]byte, k.Uint64(1)))
