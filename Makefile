@@ -43,7 +43,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) ./plan
 	$(GO) test -run '^$$' -fuzz '^FuzzReadCSV$$' -fuzztime $(FUZZTIME) ./plan
 	$(GO) test -run '^$$' -fuzz '^FuzzPool$$' -fuzztime $(FUZZTIME) ./pool
-	$(GO) test -run '^$$' -fuzz '^FuzzParsePTX$$' -fuzztime $(FUZZTIME) ./cudart
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/ptx
 
 ## nocgo: the library builds and vets without cgo
 nocgo:

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/cudapool/cudapool/internal/calls"
 	"github.com/ebitengine/purego"
 )
 
@@ -64,14 +65,14 @@ const maxPooledParams = 64
 
 // call makes c with in, its integer arguments in the order the table lists
 // them; the out-parameters are the layer's, read back into ret.a and ret.b.
-func (l *Lib) call(c Call, dev int, in ...uintptr) ret {
+func (l *Lib) call(c calls.Call, dev int, in ...uintptr) ret {
 	return l.callMem(c, dev, [2]Mem{}, in...)
 }
 
 // callMem is call for the functions that take memory by address: the
 // table's argMem parameters take m[0] then m[1], host memory as its Go
 // pointer and device memory as its address.
-func (l *Lib) callMem(c Call, dev int, m [2]Mem, in ...uintptr) ret {
+func (l *Lib) callMem(c calls.Call, dev int, m [2]Mem, in ...uintptr) ret {
 	f := framePool.Get().(*frame)
 	f.reset(m)
 	return l.run(c, dev, f, in)
@@ -79,7 +80,7 @@ func (l *Lib) callMem(c Call, dev int, m [2]Mem, in ...uintptr) ret {
 
 // callLaunch is call for cuLaunchKernel: each of args gets a slot of the
 // frame, which CUDA reads through the argParams parameter.
-func (l *Lib) callLaunch(c Call, dev int, args []KernelArg, in ...uintptr) ret {
+func (l *Lib) callLaunch(c calls.Call, dev int, args []KernelArg, in ...uintptr) ret {
 	f := framePool.Get().(*frame)
 	f.reset([2]Mem{})
 	for _, a := range args {
@@ -94,24 +95,24 @@ func (l *Lib) callLaunch(c Call, dev int, args []KernelArg, in ...uintptr) ret {
 
 // run fills f's arguments for c from in and f.keep, makes the call and
 // returns f to the pool.
-func (l *Lib) run(c Call, dev int, f *frame, in []uintptr) ret {
+func (l *Lib) run(c calls.Call, dev int, f *frame, in []uintptr) ret {
 	var nIn, nMem, nOut int
-	for i, k := range table[c].args {
+	for i, k := range c.Args() {
 		switch k {
-		case argOut:
+		case calls.ArgOut:
 			f.args[i] = uintptr(unsafe.Pointer(&f.outs[nOut]))
 			nOut++
-		case argMem:
+		case calls.ArgMem:
 			f.args[i] = f.keep[nMem].addr()
 			nMem++
-		case argParams:
+		case calls.ArgParams:
 			if len(f.ptrs) > 0 {
 				f.args[i] = uintptr(unsafe.Pointer(&f.ptrs[0]))
 			}
-		case argJITOptions:
+		case calls.ArgJITOptions:
 			f.jitOpts = [2]int32{jitErrorLogBuffer, jitErrorLogBufferSizeBytes}
 			f.args[i] = uintptr(unsafe.Pointer(&f.jitOpts[0]))
-		case argJITValues:
+		case calls.ArgJITValues:
 			log := f.keep[nMem]
 			nMem++
 			f.jitVals = [2]uintptr{log.addr(), uintptr(log.n)}
@@ -180,23 +181,23 @@ func cstring(p uintptr) string {
 // library is the loaded CUDA libraries: the address of every function in the
 // table, written by load and read-only after.
 type library struct {
-	fns     [numCalls]uintptr
+	fns     [calls.Count]uintptr
 	handles [2]uintptr // by Library; 0 where not loaded
 }
 
 // invoke makes the call through purego, selecting dev first for the calls
 // that depend on the current device. The OS thread stays locked from the
 // selection to the end of the call, since the current device is per thread.
-func (b *library) invoke(c Call, dev int, f *frame) ret {
-	args := f.args[:len(table[c].args)]
-	if !table[c].device {
+func (b *library) invoke(c calls.Call, dev int, f *frame) ret {
+	args := f.args[:len(c.Args())]
+	if !c.Device() {
 		return ret{code: ccall(b.fns[c], args), failed: c}
 	}
 	f.sel[0] = cint(dev)
 	runtime.LockOSThread()
-	if code := ccall(b.fns[CallSetDevice], f.sel[:]); code != 0 {
+	if code := ccall(b.fns[calls.SetDevice], f.sel[:]); code != 0 {
 		runtime.UnlockOSThread()
-		return ret{code: code, failed: CallSetDevice}
+		return ret{code: code, failed: calls.SetDevice}
 	}
 	code := ccall(b.fns[c], args)
 	runtime.UnlockOSThread()
@@ -212,15 +213,15 @@ func ccall(fn uintptr, args []uintptr) Code {
 
 // text is CUDA's name and message for code, asked of the library that
 // returned it; "" where it has none.
-func (b *library) text(code Code, lib Library) (name, msg string) {
-	if lib == RuntimeLibrary {
-		n, _, _ := purego.SyscallN(b.fns[CallGetErrorName], uintptr(code))
-		m, _, _ := purego.SyscallN(b.fns[CallGetErrorString], uintptr(code))
+func (b *library) text(code Code, lib calls.Library) (name, msg string) {
+	if lib == calls.RuntimeLibrary {
+		n, _, _ := purego.SyscallN(b.fns[calls.GetErrorName], uintptr(code))
+		m, _, _ := purego.SyscallN(b.fns[calls.GetErrorString], uintptr(code))
 		return cstring(n), cstring(m)
 	}
 	var o [2]uintptr
-	n, _, _ := purego.SyscallN(b.fns[CallCuGetErrorName], uintptr(code), uintptr(unsafe.Pointer(&o[0])))
-	m, _, _ := purego.SyscallN(b.fns[CallCuGetErrorString], uintptr(code), uintptr(unsafe.Pointer(&o[1])))
+	n, _, _ := purego.SyscallN(b.fns[calls.CuGetErrorName], uintptr(code), uintptr(unsafe.Pointer(&o[0])))
+	m, _, _ := purego.SyscallN(b.fns[calls.CuGetErrorString], uintptr(code), uintptr(unsafe.Pointer(&o[1])))
 	if int32(n) == 0 {
 		name = cstring(o[0])
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/cudapool/cudapool/internal/calls"
 	"github.com/ebitengine/purego"
 )
 
@@ -18,23 +19,23 @@ const rtldNoDelete = 0x01000
 // functions, then does the same for the driver, whose absence is not an error.
 func load(runtimes, drivers []string) (loaded, error) {
 	b := &library{}
-	path, err := b.open(RuntimeLibrary, runtimes, 0)
+	path, err := b.open(calls.RuntimeLibrary, runtimes, 0)
 	if err != nil {
 		return loaded{}, err
 	}
 	ld := loaded{be: b, path: path}
 	// The driver runs threads of its own and the runtime keeps using it, so
 	// it must never be unmapped.
-	ld.driverPath, ld.driverErr = b.open(DriverLibrary, drivers, rtldNoDelete)
+	ld.driverPath, ld.driverErr = b.open(calls.DriverLibrary, drivers, rtldNoDelete)
 	ld.prefetchLocation = b.prefetchTakesLocation()
 	return ld, nil
 }
 
 // open loads the first of paths that loads and resolves lib's functions into
 // b.fns. Nothing of b changes when it fails.
-func (b *library) open(lib Library, paths []string, flags int) (string, error) {
+func (b *library) open(lib calls.Library, paths []string, flags int) (string, error) {
 	le := &LoadError{Library: lib.String(), Err: ErrLibraryNotFound}
-	if lib == DriverLibrary {
+	if lib == calls.DriverLibrary {
 		le.Err = ErrNoDriverLibrary
 	}
 	for _, p := range paths {
@@ -43,23 +44,23 @@ func (b *library) open(lib Library, paths []string, flags int) (string, error) {
 			le.Tried = append(le.Tried, p+": "+strings.TrimPrefix(err.Error(), p+": "))
 			continue
 		}
-		var fns [numCalls]uintptr
+		var fns [calls.Count]uintptr
 		var missing []string
 		needed := 0
-		for c := range Call(numCalls) {
-			if table[c].lib != lib {
+		for c := range calls.Count {
+			if c.Library() != lib {
 				continue
 			}
 			needed++
-			if fns[c] = lookup(h, table[c]); fns[c] == 0 {
-				missing = append(missing, table[c].name)
+			if fns[c] = lookup(h, c); fns[c] == 0 {
+				missing = append(missing, c.String())
 			}
 		}
 		if len(missing) > 0 {
 			_ = purego.Dlclose(h)
 			le.Tried = append(le.Tried, fmt.Sprintf("%s: lacks %d of the %d functions needed: %s", p, len(missing), needed, strings.Join(missing, ", ")))
 			le.Err = ErrSymbolNotFound
-			if lib == DriverLibrary {
+			if lib == calls.DriverLibrary {
 				le.Err = fmt.Errorf("%w: %w", ErrNoDriverLibrary, ErrSymbolNotFound)
 			}
 			return "", le
@@ -103,19 +104,19 @@ func dlclose(h uintptr) { _ = purego.Dlclose(h) }
 
 // lookup is the address of c's function in the library h, its alt name
 // first; 0 when neither is exported.
-func lookup(h uintptr, c callInfo) uintptr {
-	if c.alt != "" {
-		if fn := dlsym(h, c.alt); fn != 0 {
+func lookup(h uintptr, c calls.Call) uintptr {
+	if alt := c.Alt(); alt != "" {
+		if fn := dlsym(h, alt); fn != 0 {
 			return fn
 		}
 	}
-	return dlsym(h, c.name)
+	return dlsym(h, c.String())
 }
 
 // firstOf is the first Call of lib in the table.
-func firstOf(lib Library) Call {
-	for c := range Call(numCalls) {
-		if table[c].lib == lib {
+func firstOf(lib calls.Library) calls.Call {
+	for c := range calls.Count {
+		if c.Library() == lib {
 			return c
 		}
 	}
@@ -126,13 +127,13 @@ func firstOf(lib Library) Call {
 // takes a cudaMemLocation and flags: the _v2 of CUDA 12.2 to 12.9 does, and
 // so does the plain name from CUDA 13 on.
 func (b *library) prefetchTakesLocation() bool {
-	if h := b.handles[RuntimeLibrary]; h != 0 {
-		if v2, err := purego.Dlsym(h, table[CallMemPrefetchAsync].alt); err == nil && v2 == b.fns[CallMemPrefetchAsync] {
+	if h := b.handles[calls.RuntimeLibrary]; h != 0 {
+		if v2, err := purego.Dlsym(h, calls.MemPrefetchAsync.Alt()); err == nil && v2 == b.fns[calls.MemPrefetchAsync] {
 			return true
 		}
 	}
 	var version int32
-	r, _, _ := purego.SyscallN(b.fns[CallRuntimeGetVersion], uintptr(unsafe.Pointer(&version)))
+	r, _, _ := purego.SyscallN(b.fns[calls.RuntimeGetVersion], uintptr(unsafe.Pointer(&version)))
 	return int32(r) == 0 && version >= 13000
 }
 

@@ -5,12 +5,14 @@ package cudart
 import (
 	"errors"
 	"runtime"
+
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // load fails where purego has no dlopen (Windows): the binding loads CUDA on
 // Unix only, and the fake in cudarttest works everywhere.
 func load(runtimes, _ []string) (loaded, error) {
-	le := &LoadError{Library: RuntimeLibrary.String(), Err: ErrLibraryNotFound}
+	le := &LoadError{Library: calls.RuntimeLibrary.String(), Err: ErrLibraryNotFound}
 	for _, p := range runtimes {
 		le.Tried = append(le.Tried, p+": no dlopen on "+runtime.GOOS)
 	}

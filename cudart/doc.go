@@ -8,11 +8,11 @@
 // rest of cudapool (planning, the fake runtime in cudarttest) works. Building
 // needs no CUDA headers and no C compiler.
 //
-// Every CUDA function the binding calls is one row of one table (calls.go):
-// its name, library, capability, the methods that make it, whether it needs
-// the current device, its C parameters and result. Open looks up each row,
-// the methods name their row in errors, and cudarttest's fake logs and fails
-// calls by the same rows (Call, Calls, CallsOf, LookupCall).
+// Every CUDA function the binding calls is one row of one table (the
+// module's internal/calls): its name, library, capability, the methods that
+// make it, whether it needs the current device, its C parameters and result.
+// Open looks up each row, the methods name their row in errors, and
+// cudarttest's fake logs and fails calls by the same rows.
 //
 // The pool depends on the small Runtime interface; the other abilities
 // (Streams, HostAllocator, HostRegisterer, Managed, AsyncAllocator, Device,
@@ -22,7 +22,7 @@
 //
 // Kernels are PTX text loaded through the driver API (ModuleLoadData) into
 // the device's primary context, which the runtime's device selection makes
-// current. The binding reads each module's .entry declarations (ParsePTX),
+// current. The binding reads each module's .entry declarations,
 // so that a launch of an unknown kernel, with the wrong number or sizes of
 // arguments (KernelArg), on a destroyed stream or from an unloaded module is
 // an error naming the kernel before CUDA sees it, rather than undefined

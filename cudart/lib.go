@@ -3,6 +3,8 @@ package cudart
 import (
 	"fmt"
 	"sync/atomic"
+
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 var _ Full = (*Lib)(nil)
@@ -76,7 +78,7 @@ func (l *Lib) Close() error {
 // c's name followed by format and args, its text the library's for the code
 // of whichever call failed (the device selection, for one). It is called only
 // on failure, so the hot path formats nothing.
-func (l *Lib) fail(c Call, r ret, format string, args ...any) error {
+func (l *Lib) fail(c calls.Call, r ret, format string, args ...any) error {
 	name, msg := l.be.text(r.code, r.failed.Library())
 	if name == "" {
 		e := NewError("", r.code)
@@ -89,11 +91,11 @@ func (l *Lib) fail(c Call, r ret, format string, args ...any) error {
 func (l *Lib) unusable() bool { return l == nil || l.closed.Load() }
 
 // closedError is the error of a method that makes call c, called after Close.
-func closedError(c Call) error { return fmt.Errorf("%s: %w", c, ErrClosed) }
+func closedError(c calls.Call) error { return fmt.Errorf("%s: %w", c, ErrClosed) }
 
 // invalid is the error of a call to c refused before it reached CUDA: an
 // *Error with CUDA's code for an invalid argument, and why. format and args
 // describe the arguments, as for fail.
-func invalid(c Call, why, format string, args ...any) error {
+func invalid(c calls.Call, why, format string, args ...any) error {
 	return refused(c, ErrInvalidValue, why, format, args...)
 }

@@ -4,16 +4,17 @@ import (
 	"encoding/binary"
 
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // MallocAsync is cudaMallocAsync on device and stream s.
 func (l *Lib) MallocAsync(device int, size uint64, s Stream) (DevicePtr, error) {
 	if l.unusable() {
-		return 0, closedError(CallMallocAsync)
+		return 0, closedError(calls.MallocAsync)
 	}
-	r := l.call(CallMallocAsync, device, uintptr(size), uintptr(s))
+	r := l.call(calls.MallocAsync, device, uintptr(size), uintptr(s))
 	if r.code != 0 {
-		return 0, l.fail(CallMallocAsync, r, "(%s, stream 0x%x) on device %d", bytesize.Format(size), uintptr(s), device)
+		return 0, l.fail(calls.MallocAsync, r, "(%s, stream 0x%x) on device %d", bytesize.Format(size), uintptr(s), device)
 	}
 	return DevicePtr(r.a), nil
 }
@@ -21,10 +22,10 @@ func (l *Lib) MallocAsync(device int, size uint64, s Stream) (DevicePtr, error) 
 // FreeAsync is cudaFreeAsync on device and stream s.
 func (l *Lib) FreeAsync(device int, p DevicePtr, s Stream) error {
 	if l.unusable() {
-		return closedError(CallFreeAsync)
+		return closedError(calls.FreeAsync)
 	}
-	if r := l.call(CallFreeAsync, device, uintptr(p), uintptr(s)); r.code != 0 {
-		return l.fail(CallFreeAsync, r, "(%s, stream 0x%x) on device %d", p, uintptr(s), device)
+	if r := l.call(calls.FreeAsync, device, uintptr(p), uintptr(s)); r.code != 0 {
+		return l.fail(calls.FreeAsync, r, "(%s, stream 0x%x) on device %d", p, uintptr(s), device)
 	}
 	return nil
 }
@@ -33,15 +34,15 @@ func (l *Lib) FreeAsync(device int, p DevicePtr, s Stream) error {
 // default memory pool (cudaDeviceGetDefaultMemPool, cudaMemPoolGetAttribute).
 func (l *Lib) MemPoolReleaseThreshold(device int) (uint64, error) {
 	if l.unusable() {
-		return 0, closedError(CallMemPoolGetAttribute)
+		return 0, closedError(calls.MemPoolGetAttribute)
 	}
 	pool, err := l.defaultMemPool(device)
 	if err != nil {
 		return 0, err
 	}
-	r := l.call(CallMemPoolGetAttribute, device, pool, poolReleaseThreshold)
+	r := l.call(calls.MemPoolGetAttribute, device, pool, poolReleaseThreshold)
 	if r.code != 0 {
-		return 0, l.fail(CallMemPoolGetAttribute, r, "(default pool of device %d, cudaMemPoolAttrReleaseThreshold)", device)
+		return 0, l.fail(calls.MemPoolGetAttribute, r, "(default pool of device %d, cudaMemPoolAttrReleaseThreshold)", device)
 	}
 	return r.a, nil
 }
@@ -50,7 +51,7 @@ func (l *Lib) MemPoolReleaseThreshold(device int) (uint64, error) {
 // default memory pool (cudaDeviceGetDefaultMemPool, cudaMemPoolSetAttribute).
 func (l *Lib) SetMemPoolReleaseThreshold(device int, bytes uint64) error {
 	if l.unusable() {
-		return closedError(CallMemPoolSetAttribute)
+		return closedError(calls.MemPoolSetAttribute)
 	}
 	pool, err := l.defaultMemPool(device)
 	if err != nil {
@@ -58,17 +59,17 @@ func (l *Lib) SetMemPoolReleaseThreshold(device int, bytes uint64) error {
 	}
 	// The attribute's value is a cuuint64_t passed by address.
 	v := binary.NativeEndian.AppendUint64(nil, bytes)
-	if r := l.callMem(CallMemPoolSetAttribute, device, [2]Mem{HostMem(v)}, pool, poolReleaseThreshold); r.code != 0 {
-		return l.fail(CallMemPoolSetAttribute, r, "(default pool of device %d, cudaMemPoolAttrReleaseThreshold, %s)", device, bytesize.Format(bytes))
+	if r := l.callMem(calls.MemPoolSetAttribute, device, [2]Mem{HostMem(v)}, pool, poolReleaseThreshold); r.code != 0 {
+		return l.fail(calls.MemPoolSetAttribute, r, "(default pool of device %d, cudaMemPoolAttrReleaseThreshold, %s)", device, bytesize.Format(bytes))
 	}
 	return nil
 }
 
 // defaultMemPool is cudaDeviceGetDefaultMemPool: device's default pool.
 func (l *Lib) defaultMemPool(device int) (uintptr, error) {
-	r := l.call(CallDeviceGetDefaultMemPool, device, cint(device))
+	r := l.call(calls.DeviceGetDefaultMemPool, device, cint(device))
 	if r.code != 0 {
-		return 0, l.fail(CallDeviceGetDefaultMemPool, r, "(device %d)", device)
+		return 0, l.fail(calls.DeviceGetDefaultMemPool, r, "(device %d)", device)
 	}
 	return uintptr(r.a), nil
 }

@@ -1,6 +1,10 @@
 package cudart
 
-import "math"
+import (
+	"math"
+
+	"github.com/cudapool/cudapool/internal/calls"
+)
 
 // ret is what one call into CUDA returned: the code, which call returned it
 // (the device selection before the call may fail instead), and the values the
@@ -8,16 +12,16 @@ import "math"
 type ret struct {
 	a, b   uint64
 	code   Code
-	failed Call
+	failed calls.Call
 }
 
 // backend makes the calls of the table: *library through purego, a recorder
 // in tests. It selects dev first, on the same OS thread, for the calls the
 // table marks as depending on the current device.
 type backend interface {
-	invoke(c Call, dev int, f *frame) ret
+	invoke(c calls.Call, dev int, f *frame) ret
 	// text is CUDA's name and message for code, "" where the library has none.
-	text(code Code, lib Library) (name, msg string)
+	text(code Code, lib calls.Library) (name, msg string)
 	// close unloads the libraries; nothing may be called after.
 	close()
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // SetDevice is cudaSetDevice for the calling OS thread, which the goroutine
@@ -12,10 +13,10 @@ import (
 // its thread (runtime.LockOSThread). Every other method selects its device.
 func (l *Lib) SetDevice(device int) error {
 	if l.unusable() {
-		return closedError(CallSetDevice)
+		return closedError(calls.SetDevice)
 	}
-	if r := l.call(CallSetDevice, device, cint(device)); r.code != 0 {
-		return l.fail(CallSetDevice, r, "(%d)", device)
+	if r := l.call(calls.SetDevice, device, cint(device)); r.code != 0 {
+		return l.fail(calls.SetDevice, r, "(%d)", device)
 	}
 	return nil
 }
@@ -23,11 +24,11 @@ func (l *Lib) SetDevice(device int) error {
 // DeviceGetLimit is cudaDeviceGetLimit on device.
 func (l *Lib) DeviceGetLimit(device int, lim Limit) (uint64, error) {
 	if l.unusable() {
-		return 0, closedError(CallDeviceGetLimit)
+		return 0, closedError(calls.DeviceGetLimit)
 	}
-	r := l.call(CallDeviceGetLimit, device, cint(lim))
+	r := l.call(calls.DeviceGetLimit, device, cint(lim))
 	if r.code != 0 {
-		return 0, l.fail(CallDeviceGetLimit, r, "(%s) on device %d", limitName(lim), device)
+		return 0, l.fail(calls.DeviceGetLimit, r, "(%s) on device %d", limitName(lim), device)
 	}
 	return r.a, nil
 }
@@ -35,10 +36,10 @@ func (l *Lib) DeviceGetLimit(device int, lim Limit) (uint64, error) {
 // DeviceSetLimit is cudaDeviceSetLimit on device.
 func (l *Lib) DeviceSetLimit(device int, lim Limit, value uint64) error {
 	if l.unusable() {
-		return closedError(CallDeviceSetLimit)
+		return closedError(calls.DeviceSetLimit)
 	}
-	if r := l.call(CallDeviceSetLimit, device, cint(lim), uintptr(value)); r.code != 0 {
-		return l.fail(CallDeviceSetLimit, r, "(%s, %s) on device %d", limitName(lim), bytesize.Format(value), device)
+	if r := l.call(calls.DeviceSetLimit, device, cint(lim), uintptr(value)); r.code != 0 {
+		return l.fail(calls.DeviceSetLimit, r, "(%s, %s) on device %d", limitName(lim), bytesize.Format(value), device)
 	}
 	return nil
 }
@@ -46,11 +47,11 @@ func (l *Lib) DeviceSetLimit(device int, lim Limit, value uint64) error {
 // RuntimeVersion is cudaRuntimeGetVersion: 1000*major + 10*minor, e.g. 13000.
 func (l *Lib) RuntimeVersion() (int, error) {
 	if l.unusable() {
-		return 0, closedError(CallRuntimeGetVersion)
+		return 0, closedError(calls.RuntimeGetVersion)
 	}
-	r := l.call(CallRuntimeGetVersion, -1)
+	r := l.call(calls.RuntimeGetVersion, -1)
 	if r.code != 0 {
-		return 0, l.fail(CallRuntimeGetVersion, r, "()")
+		return 0, l.fail(calls.RuntimeGetVersion, r, "()")
 	}
 	return int(int32(r.a)), nil
 }
@@ -59,11 +60,11 @@ func (l *Lib) RuntimeVersion() (int, error) {
 // supports, 0 when no driver is installed.
 func (l *Lib) DriverVersion() (int, error) {
 	if l.unusable() {
-		return 0, closedError(CallDriverGetVersion)
+		return 0, closedError(calls.DriverGetVersion)
 	}
-	r := l.call(CallDriverGetVersion, -1)
+	r := l.call(calls.DriverGetVersion, -1)
 	if r.code != 0 {
-		return 0, l.fail(CallDriverGetVersion, r, "()")
+		return 0, l.fail(calls.DriverGetVersion, r, "()")
 	}
 	return int(int32(r.a)), nil
 }
@@ -71,19 +72,19 @@ func (l *Lib) DriverVersion() (int, error) {
 // DeviceName is cuDeviceGetName, after cuInit and cuDeviceGet: the device's
 // marketing name. It needs the driver library.
 func (l *Lib) DeviceName(device int) (string, error) {
-	if err := l.driverReady(CallCuDeviceGetName); err != nil {
+	if err := l.driverReady(calls.CuDeviceGetName); err != nil {
 		return "", err
 	}
-	if r := l.call(CallCuInit, device, 0); r.code != 0 {
-		return "", l.fail(CallCuInit, r, "(0) for the name of device %d", device)
+	if r := l.call(calls.CuInit, device, 0); r.code != 0 {
+		return "", l.fail(calls.CuInit, r, "(0) for the name of device %d", device)
 	}
-	r := l.call(CallCuDeviceGet, device, cint(device))
+	r := l.call(calls.CuDeviceGet, device, cint(device))
 	if r.code != 0 {
-		return "", l.fail(CallCuDeviceGet, r, "(%d)", device)
+		return "", l.fail(calls.CuDeviceGet, r, "(%d)", device)
 	}
 	buf := make([]byte, deviceNameBufferBytes)
-	if r := l.callMem(CallCuDeviceGetName, device, [2]Mem{HostMem(buf)}, uintptr(len(buf)), cint(int(int32(r.a)))); r.code != 0 {
-		return "", l.fail(CallCuDeviceGetName, r, "(device %d)", device)
+	if r := l.callMem(calls.CuDeviceGetName, device, [2]Mem{HostMem(buf)}, uintptr(len(buf)), cint(int(int32(r.a)))); r.code != 0 {
+		return "", l.fail(calls.CuDeviceGetName, r, "(device %d)", device)
 	}
 	name, _, _ := bytes.Cut(buf, []byte{0})
 	return string(name), nil
@@ -94,10 +95,10 @@ func (l *Lib) DeviceName(device int) (string, error) {
 // cleared. Memory from before is invalid after.
 func (l *Lib) DeviceReset(device int) error {
 	if l.unusable() {
-		return closedError(CallDeviceReset)
+		return closedError(calls.DeviceReset)
 	}
-	if r := l.call(CallDeviceReset, device); r.code != 0 {
-		return l.fail(CallDeviceReset, r, "() on device %d", device)
+	if r := l.call(calls.DeviceReset, device); r.code != 0 {
+		return l.fail(calls.DeviceReset, r, "() on device %d", device)
 	}
 	return nil
 }
@@ -106,11 +107,11 @@ func (l *Lib) DeviceReset(device int) error {
 // memory on peer.
 func (l *Lib) DeviceCanAccessPeer(device, peer int) (bool, error) {
 	if l.unusable() {
-		return false, closedError(CallDeviceCanAccessPeer)
+		return false, closedError(calls.DeviceCanAccessPeer)
 	}
-	r := l.call(CallDeviceCanAccessPeer, -1, cint(device), cint(peer))
+	r := l.call(calls.DeviceCanAccessPeer, -1, cint(device), cint(peer))
 	if r.code != 0 {
-		return false, l.fail(CallDeviceCanAccessPeer, r, "(%d, %d)", device, peer)
+		return false, l.fail(calls.DeviceCanAccessPeer, r, "(%d, %d)", device, peer)
 	}
 	return int32(r.a) != 0, nil
 }

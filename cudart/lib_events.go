@@ -3,16 +3,18 @@ package cudart
 import (
 	"math"
 	"time"
+
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // EventCreate is cudaEventCreate on device: an event with timing enabled.
 func (l *Lib) EventCreate(device int) (Event, error) {
 	if l.unusable() {
-		return 0, closedError(CallEventCreate)
+		return 0, closedError(calls.EventCreate)
 	}
-	r := l.call(CallEventCreate, device)
+	r := l.call(calls.EventCreate, device)
 	if r.code != 0 {
-		return 0, l.fail(CallEventCreate, r, "() on device %d", device)
+		return 0, l.fail(calls.EventCreate, r, "() on device %d", device)
 	}
 	return Event(r.a), nil
 }
@@ -21,13 +23,13 @@ func (l *Lib) EventCreate(device int) (Event, error) {
 // work issued to s before it has.
 func (l *Lib) EventRecord(device int, e Event, s Stream) error {
 	if l.unusable() {
-		return closedError(CallEventRecord)
+		return closedError(calls.EventRecord)
 	}
 	if x := l.handles.staleStream(s); x != nil {
-		return x.err(CallEventRecord, "(event 0x%x, stream 0x%x) on device %d", uintptr(e), uintptr(s), device)
+		return x.err(calls.EventRecord, "(event 0x%x, stream 0x%x) on device %d", uintptr(e), uintptr(s), device)
 	}
-	if r := l.call(CallEventRecord, device, uintptr(e), uintptr(s)); r.code != 0 {
-		return l.fail(CallEventRecord, r, "(event 0x%x, stream 0x%x) on device %d", uintptr(e), uintptr(s), device)
+	if r := l.call(calls.EventRecord, device, uintptr(e), uintptr(s)); r.code != 0 {
+		return l.fail(calls.EventRecord, r, "(event 0x%x, stream 0x%x) on device %d", uintptr(e), uintptr(s), device)
 	}
 	return nil
 }
@@ -36,13 +38,13 @@ func (l *Lib) EventRecord(device int, e Event, s Stream) error {
 // until e, as last recorded, completes. The host does not wait.
 func (l *Lib) StreamWaitEvent(device int, s Stream, e Event) error {
 	if l.unusable() {
-		return closedError(CallStreamWaitEvent)
+		return closedError(calls.StreamWaitEvent)
 	}
 	if x := l.handles.staleStream(s); x != nil {
-		return x.err(CallStreamWaitEvent, "(stream 0x%x, event 0x%x) on device %d", uintptr(s), uintptr(e), device)
+		return x.err(calls.StreamWaitEvent, "(stream 0x%x, event 0x%x) on device %d", uintptr(s), uintptr(e), device)
 	}
-	if r := l.call(CallStreamWaitEvent, device, uintptr(s), uintptr(e), 0); r.code != 0 {
-		return l.fail(CallStreamWaitEvent, r, "(stream 0x%x, event 0x%x) on device %d", uintptr(s), uintptr(e), device)
+	if r := l.call(calls.StreamWaitEvent, device, uintptr(s), uintptr(e), 0); r.code != 0 {
+		return l.fail(calls.StreamWaitEvent, r, "(stream 0x%x, event 0x%x) on device %d", uintptr(s), uintptr(e), device)
 	}
 	return nil
 }
@@ -51,10 +53,10 @@ func (l *Lib) StreamWaitEvent(device int, s Stream, e Event) error {
 // recorded, completes; at once for an event never recorded.
 func (l *Lib) EventSynchronize(device int, e Event) error {
 	if l.unusable() {
-		return closedError(CallEventSynchronize)
+		return closedError(calls.EventSynchronize)
 	}
-	if r := l.call(CallEventSynchronize, device, uintptr(e)); r.code != 0 {
-		return l.fail(CallEventSynchronize, r, "(event 0x%x) on device %d", uintptr(e), device)
+	if r := l.call(calls.EventSynchronize, device, uintptr(e)); r.code != 0 {
+		return l.fail(calls.EventSynchronize, r, "(event 0x%x) on device %d", uintptr(e), device)
 	}
 	return nil
 }
@@ -64,18 +66,18 @@ func (l *Lib) EventSynchronize(device int, e Event) error {
 // false, not an error.
 func (l *Lib) EventQuery(device int, e Event) (bool, error) {
 	if l.unusable() {
-		return false, closedError(CallEventQuery)
+		return false, closedError(calls.EventQuery)
 	}
-	r := l.call(CallEventQuery, device, uintptr(e))
+	r := l.call(calls.EventQuery, device, uintptr(e))
 	switch r.code {
 	case 0:
 		return true, nil
 	case ErrNotReady.Code:
-		if r.failed == CallEventQuery {
+		if r.failed == calls.EventQuery {
 			return false, nil
 		}
 	}
-	return false, l.fail(CallEventQuery, r, "(event 0x%x) on device %d", uintptr(e), device)
+	return false, l.fail(calls.EventQuery, r, "(event 0x%x) on device %d", uintptr(e), device)
 }
 
 // EventElapsedTime is cudaEventElapsedTime: the time between two completed
@@ -83,11 +85,11 @@ func (l *Lib) EventQuery(device int, e Event) (bool, error) {
 // half a microsecond.
 func (l *Lib) EventElapsedTime(device int, start, end Event) (time.Duration, error) {
 	if l.unusable() {
-		return 0, closedError(CallEventElapsedTime)
+		return 0, closedError(calls.EventElapsedTime)
 	}
-	r := l.call(CallEventElapsedTime, device, uintptr(start), uintptr(end))
+	r := l.call(calls.EventElapsedTime, device, uintptr(start), uintptr(end))
 	if r.code != 0 {
-		return 0, l.fail(CallEventElapsedTime, r, "(event 0x%x, event 0x%x) on device %d", uintptr(start), uintptr(end), device)
+		return 0, l.fail(calls.EventElapsedTime, r, "(event 0x%x, event 0x%x) on device %d", uintptr(start), uintptr(end), device)
 	}
 	ms := math.Float32frombits(uint32(r.a))
 	return time.Duration(float64(ms) * float64(time.Millisecond)), nil
@@ -96,10 +98,10 @@ func (l *Lib) EventElapsedTime(device int, start, end Event) (time.Duration, err
 // EventDestroy is cudaEventDestroy.
 func (l *Lib) EventDestroy(device int, e Event) error {
 	if l.unusable() {
-		return closedError(CallEventDestroy)
+		return closedError(calls.EventDestroy)
 	}
-	if r := l.call(CallEventDestroy, device, uintptr(e)); r.code != 0 {
-		return l.fail(CallEventDestroy, r, "(event 0x%x) on device %d", uintptr(e), device)
+	if r := l.call(calls.EventDestroy, device, uintptr(e)); r.code != 0 {
+		return l.fail(calls.EventDestroy, r, "(event 0x%x) on device %d", uintptr(e), device)
 	}
 	return nil
 }

@@ -1,5 +1,7 @@
 package cudart
 
+import "github.com/cudapool/cudapool/internal/calls"
+
 // StreamBeginCapture is cudaStreamBeginCapture of s in mode: work issued to
 // s is recorded into a graph, not run, until StreamEndCapture. The legacy
 // default stream cannot capture.
@@ -15,13 +17,13 @@ package cudart
 // and s runs work again as before.
 func (l *Lib) StreamBeginCapture(device int, s Stream, mode CaptureMode) error {
 	if l.unusable() {
-		return closedError(CallStreamBeginCapture)
+		return closedError(calls.StreamBeginCapture)
 	}
 	if x := l.handles.staleStream(s); x != nil {
-		return x.err(CallStreamBeginCapture, "(stream 0x%x, %s) on device %d", uintptr(s), mode, device)
+		return x.err(calls.StreamBeginCapture, "(stream 0x%x, %s) on device %d", uintptr(s), mode, device)
 	}
-	if r := l.call(CallStreamBeginCapture, device, uintptr(s), cint(mode)); r.code != 0 {
-		return l.fail(CallStreamBeginCapture, r, "(stream 0x%x, %s) on device %d", uintptr(s), mode, device)
+	if r := l.call(calls.StreamBeginCapture, device, uintptr(s), cint(mode)); r.code != 0 {
+		return l.fail(calls.StreamBeginCapture, r, "(stream 0x%x, %s) on device %d", uintptr(s), mode, device)
 	}
 	return nil
 }
@@ -30,11 +32,11 @@ func (l *Lib) StreamBeginCapture(device int, s Stream, mode CaptureMode) error {
 // recorded since StreamBeginCapture. Destroy it with GraphDestroy.
 func (l *Lib) StreamEndCapture(device int, s Stream) (Graph, error) {
 	if l.unusable() {
-		return 0, closedError(CallStreamEndCapture)
+		return 0, closedError(calls.StreamEndCapture)
 	}
-	r := l.call(CallStreamEndCapture, device, uintptr(s))
+	r := l.call(calls.StreamEndCapture, device, uintptr(s))
 	if r.code != 0 {
-		return 0, l.fail(CallStreamEndCapture, r, "(stream 0x%x) on device %d", uintptr(s), device)
+		return 0, l.fail(calls.StreamEndCapture, r, "(stream 0x%x) on device %d", uintptr(s), device)
 	}
 	return Graph(r.a), nil
 }
@@ -43,11 +45,11 @@ func (l *Lib) StreamEndCapture(device int, s Stream) (Graph, error) {
 // may be destroyed after; the GraphExec keeps its own copy of the work.
 func (l *Lib) GraphInstantiate(device int, g Graph) (GraphExec, error) {
 	if l.unusable() {
-		return 0, closedError(CallGraphInstantiate)
+		return 0, closedError(calls.GraphInstantiate)
 	}
-	r := l.call(CallGraphInstantiate, device, uintptr(g), 0)
+	r := l.call(calls.GraphInstantiate, device, uintptr(g), 0)
 	if r.code != 0 {
-		return 0, l.fail(CallGraphInstantiate, r, "(graph 0x%x) on device %d", uintptr(g), device)
+		return 0, l.fail(calls.GraphInstantiate, r, "(graph 0x%x) on device %d", uintptr(g), device)
 	}
 	return GraphExec(r.a), nil
 }
@@ -56,13 +58,13 @@ func (l *Lib) GraphInstantiate(device int, g Graph) (GraphExec, error) {
 // again, in its order, on s.
 func (l *Lib) GraphLaunch(device int, x GraphExec, s Stream) error {
 	if l.unusable() {
-		return closedError(CallGraphLaunch)
+		return closedError(calls.GraphLaunch)
 	}
 	if y := l.handles.staleStream(s); y != nil {
-		return y.err(CallGraphLaunch, "(graph exec 0x%x, stream 0x%x) on device %d", uintptr(x), uintptr(s), device)
+		return y.err(calls.GraphLaunch, "(graph exec 0x%x, stream 0x%x) on device %d", uintptr(x), uintptr(s), device)
 	}
-	if r := l.call(CallGraphLaunch, device, uintptr(x), uintptr(s)); r.code != 0 {
-		return l.fail(CallGraphLaunch, r, "(graph exec 0x%x, stream 0x%x) on device %d", uintptr(x), uintptr(s), device)
+	if r := l.call(calls.GraphLaunch, device, uintptr(x), uintptr(s)); r.code != 0 {
+		return l.fail(calls.GraphLaunch, r, "(graph exec 0x%x, stream 0x%x) on device %d", uintptr(x), uintptr(s), device)
 	}
 	return nil
 }
@@ -70,10 +72,10 @@ func (l *Lib) GraphLaunch(device int, x GraphExec, s Stream) error {
 // GraphExecDestroy is cudaGraphExecDestroy.
 func (l *Lib) GraphExecDestroy(device int, x GraphExec) error {
 	if l.unusable() {
-		return closedError(CallGraphExecDestroy)
+		return closedError(calls.GraphExecDestroy)
 	}
-	if r := l.call(CallGraphExecDestroy, device, uintptr(x)); r.code != 0 {
-		return l.fail(CallGraphExecDestroy, r, "(graph exec 0x%x) on device %d", uintptr(x), device)
+	if r := l.call(calls.GraphExecDestroy, device, uintptr(x)); r.code != 0 {
+		return l.fail(calls.GraphExecDestroy, r, "(graph exec 0x%x) on device %d", uintptr(x), device)
 	}
 	return nil
 }
@@ -81,10 +83,10 @@ func (l *Lib) GraphExecDestroy(device int, x GraphExec) error {
 // GraphDestroy is cudaGraphDestroy.
 func (l *Lib) GraphDestroy(device int, g Graph) error {
 	if l.unusable() {
-		return closedError(CallGraphDestroy)
+		return closedError(calls.GraphDestroy)
 	}
-	if r := l.call(CallGraphDestroy, device, uintptr(g)); r.code != 0 {
-		return l.fail(CallGraphDestroy, r, "(graph 0x%x) on device %d", uintptr(g), device)
+	if r := l.call(calls.GraphDestroy, device, uintptr(g)); r.code != 0 {
+		return l.fail(calls.GraphDestroy, r, "(graph 0x%x) on device %d", uintptr(g), device)
 	}
 	return nil
 }

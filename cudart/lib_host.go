@@ -1,16 +1,19 @@
 package cudart
 
-import "github.com/cudapool/cudapool/internal/bytesize"
+import (
+	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/calls"
+)
 
 // HostAlloc is cudaHostAlloc with device current: size bytes of pinned host
 // memory, valid until FreeHost. Size 0 returns nil.
 func (l *Lib) HostAlloc(device int, size uint64, flags HostAllocFlags) ([]byte, error) {
 	if l.unusable() {
-		return nil, closedError(CallHostAlloc)
+		return nil, closedError(calls.HostAlloc)
 	}
-	r := l.call(CallHostAlloc, device, uintptr(size), uintptr(flags))
+	r := l.call(calls.HostAlloc, device, uintptr(size), uintptr(flags))
 	if r.code != 0 {
-		return nil, l.fail(CallHostAlloc, r, "(%s, %s) on device %d", bytesize.Format(size), flags, device)
+		return nil, l.fail(calls.HostAlloc, r, "(%s, %s) on device %d", bytesize.Format(size), flags, device)
 	}
 	return cmem(r.a, size), nil
 }
@@ -19,14 +22,14 @@ func (l *Lib) HostAlloc(device int, size uint64, flags HostAllocFlags) ([]byte, 
 // address of b[0], in mapped host memory.
 func (l *Lib) HostGetDevicePointer(device int, b []byte) (DevicePtr, error) {
 	if l.unusable() {
-		return 0, closedError(CallHostGetDevicePointer)
+		return 0, closedError(calls.HostGetDevicePointer)
 	}
 	if len(b) == 0 {
-		return 0, invalid(CallHostGetDevicePointer, "no memory to map", "(%s) on device %d", HostMem(b), device)
+		return 0, invalid(calls.HostGetDevicePointer, "no memory to map", "(%s) on device %d", HostMem(b), device)
 	}
-	r := l.callMem(CallHostGetDevicePointer, device, [2]Mem{HostMem(b)}, 0)
+	r := l.callMem(calls.HostGetDevicePointer, device, [2]Mem{HostMem(b)}, 0)
 	if r.code != 0 {
-		return 0, l.fail(CallHostGetDevicePointer, r, "(%s) on device %d", HostMem(b), device)
+		return 0, l.fail(calls.HostGetDevicePointer, r, "(%s) on device %d", HostMem(b), device)
 	}
 	return DevicePtr(r.a), nil
 }
@@ -34,11 +37,11 @@ func (l *Lib) HostGetDevicePointer(device int, b []byte) (DevicePtr, error) {
 // GetDeviceFlags is cudaGetDeviceFlags on device.
 func (l *Lib) GetDeviceFlags(device int) (DeviceFlags, error) {
 	if l.unusable() {
-		return 0, closedError(CallGetDeviceFlags)
+		return 0, closedError(calls.GetDeviceFlags)
 	}
-	r := l.call(CallGetDeviceFlags, device)
+	r := l.call(calls.GetDeviceFlags, device)
 	if r.code != 0 {
-		return 0, l.fail(CallGetDeviceFlags, r, "() on device %d", device)
+		return 0, l.fail(calls.GetDeviceFlags, r, "() on device %d", device)
 	}
 	return DeviceFlags(r.a), nil
 }
@@ -46,10 +49,10 @@ func (l *Lib) GetDeviceFlags(device int) (DeviceFlags, error) {
 // SetDeviceFlags is cudaSetDeviceFlags on device.
 func (l *Lib) SetDeviceFlags(device int, flags DeviceFlags) error {
 	if l.unusable() {
-		return closedError(CallSetDeviceFlags)
+		return closedError(calls.SetDeviceFlags)
 	}
-	if r := l.call(CallSetDeviceFlags, device, uintptr(flags)); r.code != 0 {
-		return l.fail(CallSetDeviceFlags, r, "(0x%x) on device %d", uint32(flags), device)
+	if r := l.call(calls.SetDeviceFlags, device, uintptr(flags)); r.code != 0 {
+		return l.fail(calls.SetDeviceFlags, r, "(0x%x) on device %d", uint32(flags), device)
 	}
 	return nil
 }
@@ -59,13 +62,13 @@ func (l *Lib) SetDeviceFlags(device int, flags DeviceFlags) error {
 // memory Go does not manage (an mmap) or keep the slice reachable.
 func (l *Lib) HostRegister(device int, b []byte, flags HostRegisterFlags) error {
 	if l.unusable() {
-		return closedError(CallHostRegister)
+		return closedError(calls.HostRegister)
 	}
 	if len(b) == 0 {
-		return invalid(CallHostRegister, "no memory to register", "(%s) on device %d", HostMem(b), device)
+		return invalid(calls.HostRegister, "no memory to register", "(%s) on device %d", HostMem(b), device)
 	}
-	if r := l.callMem(CallHostRegister, device, [2]Mem{HostMem(b)}, uintptr(len(b)), uintptr(flags)); r.code != 0 {
-		return l.fail(CallHostRegister, r, "(%s, %s, %s) on device %d", HostMem(b), bytesize.Format(uint64(len(b))), flags, device)
+	if r := l.callMem(calls.HostRegister, device, [2]Mem{HostMem(b)}, uintptr(len(b)), uintptr(flags)); r.code != 0 {
+		return l.fail(calls.HostRegister, r, "(%s, %s, %s) on device %d", HostMem(b), bytesize.Format(uint64(len(b))), flags, device)
 	}
 	return nil
 }
@@ -73,13 +76,13 @@ func (l *Lib) HostRegister(device int, b []byte, flags HostRegisterFlags) error 
 // HostUnregister is cudaHostUnregister of the range that starts at b[0].
 func (l *Lib) HostUnregister(device int, b []byte) error {
 	if l.unusable() {
-		return closedError(CallHostUnregister)
+		return closedError(calls.HostUnregister)
 	}
 	if len(b) == 0 {
-		return invalid(CallHostUnregister, "no memory to unregister", "(%s) on device %d", HostMem(b), device)
+		return invalid(calls.HostUnregister, "no memory to unregister", "(%s) on device %d", HostMem(b), device)
 	}
-	if r := l.callMem(CallHostUnregister, device, [2]Mem{HostMem(b)}); r.code != 0 {
-		return l.fail(CallHostUnregister, r, "(%s) on device %d", HostMem(b), device)
+	if r := l.callMem(calls.HostUnregister, device, [2]Mem{HostMem(b)}); r.code != 0 {
+		return l.fail(calls.HostUnregister, r, "(%s) on device %d", HostMem(b), device)
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/internal/ptx"
 )
 
 // jitLogBytes is the size of the error log cuModuleLoadDataEx fills.
@@ -16,24 +18,24 @@ const jitLogBytes = 8 << 10
 // ModuleLoadData is cuModuleLoadDataEx of PTX text into device's primary
 // context, asking the JIT compiler for its error log: a PTX error is an
 // error wrapping ErrInvalidPTX whose message carries the log. The entry
-// points and their parameter lists are read first (ParsePTX), so that
+// points and their parameter lists are read first (ptx.Parse), so that
 // ModuleGetFunction and LaunchKernel can refuse an unknown kernel or wrong
 // arguments before CUDA sees them.
-func (l *Lib) ModuleLoadData(device int, ptx string) (Module, error) {
-	if err := l.driverReady(CallCuModuleLoadDataEx); err != nil {
+func (l *Lib) ModuleLoadData(device int, src string) (Module, error) {
+	if err := l.driverReady(calls.CuModuleLoadDataEx); err != nil {
 		return 0, err
 	}
-	info, err := ParsePTX(ptx)
+	info, err := ptx.Parse(src)
 	if err != nil {
-		e := NewError(CallCuModuleLoadDataEx.String()+fmt.Sprintf("(%s of PTX) on device %d", bytesize.Format(uint64(len(ptx))), device), ErrInvalidPTX.Code)
+		e := NewError(calls.CuModuleLoadDataEx.String()+fmt.Sprintf("(%s of PTX) on device %d", bytesize.Format(uint64(len(src))), device), ErrInvalidPTX.Code)
 		e.Message += ": " + err.Error()
 		return 0, e
 	}
-	image := append([]byte(ptx), 0)
+	image := append([]byte(src), 0)
 	log := make([]byte, jitLogBytes)
-	r := l.callMem(CallCuModuleLoadDataEx, device, [2]Mem{HostMem(image), HostMem(log)}, 2)
+	r := l.callMem(calls.CuModuleLoadDataEx, device, [2]Mem{HostMem(image), HostMem(log)}, 2)
 	if r.code != 0 {
-		err := l.fail(CallCuModuleLoadDataEx, r, "(%s of PTX, entries %s) on device %d", bytesize.Format(uint64(len(ptx))), strings.Join(info.Names(), ", "), device)
+		err := l.fail(calls.CuModuleLoadDataEx, r, "(%s of PTX, entries %s) on device %d", bytesize.Format(uint64(len(src))), strings.Join(info.Names(), ", "), device)
 		if text, _, _ := bytes.Cut(log, []byte{0}); len(bytes.TrimSpace(text)) > 0 {
 			var e *Error
 			if errors.As(err, &e) {
@@ -51,16 +53,16 @@ func (l *Lib) ModuleLoadData(device int, ptx string) (Module, error) {
 // name the module's PTX declares no .entry for is refused before the call
 // with an error wrapping ErrNotFound that lists the entries it has.
 func (l *Lib) ModuleGetFunction(device int, m Module, name string) (Function, error) {
-	if err := l.driverReady(CallCuModuleGetFunction); err != nil {
+	if err := l.driverReady(calls.CuModuleGetFunction); err != nil {
 		return 0, err
 	}
 	entry, x := l.handles.entry(m, device, name)
 	if x != nil {
-		return 0, x.err(CallCuModuleGetFunction, "(module 0x%x, %q) on device %d", uintptr(m), name, device)
+		return 0, x.err(calls.CuModuleGetFunction, "(module 0x%x, %q) on device %d", uintptr(m), name, device)
 	}
-	r := l.callMem(CallCuModuleGetFunction, device, [2]Mem{HostMem(append([]byte(name), 0))}, uintptr(m))
+	r := l.callMem(calls.CuModuleGetFunction, device, [2]Mem{HostMem(append([]byte(name), 0))}, uintptr(m))
 	if r.code != 0 {
-		return 0, l.fail(CallCuModuleGetFunction, r, "(module 0x%x, %q) on device %d", uintptr(m), name, device)
+		return 0, l.fail(calls.CuModuleGetFunction, r, "(module 0x%x, %q) on device %d", uintptr(m), name, device)
 	}
 	fn := Function(r.a)
 	l.handles.addFunction(fn, m, entry)
@@ -70,14 +72,14 @@ func (l *Lib) ModuleGetFunction(device int, m Module, name string) (Function, er
 // ModuleUnload is cuModuleUnload. The module's functions are invalid after
 // it: LaunchKernel refuses them.
 func (l *Lib) ModuleUnload(device int, m Module) error {
-	if err := l.driverReady(CallCuModuleUnload); err != nil {
+	if err := l.driverReady(calls.CuModuleUnload); err != nil {
 		return err
 	}
 	if _, x := l.handles.module(m, device); x != nil {
-		return x.err(CallCuModuleUnload, "(module 0x%x) on device %d", uintptr(m), device)
+		return x.err(calls.CuModuleUnload, "(module 0x%x) on device %d", uintptr(m), device)
 	}
-	if r := l.call(CallCuModuleUnload, device, uintptr(m)); r.code != 0 {
-		return l.fail(CallCuModuleUnload, r, "(module 0x%x) on device %d", uintptr(m), device)
+	if r := l.call(calls.CuModuleUnload, device, uintptr(m)); r.code != 0 {
+		return l.fail(calls.CuModuleUnload, r, "(module 0x%x) on device %d", uintptr(m), device)
 	}
 	l.handles.removeModule(m)
 	return nil
@@ -92,7 +94,7 @@ func (l *Lib) ModuleUnload(device int, m Module) error {
 // The launch is asynchronous: a fault in the kernel shows at the next
 // synchronisation.
 func (l *Lib) LaunchKernel(device int, fn Function, grid, block Dim3, sharedMem uint32, s Stream, args ...KernelArg) error {
-	if err := l.driverReady(CallCuLaunchKernel); err != nil {
+	if err := l.driverReady(calls.CuLaunchKernel); err != nil {
 		return err
 	}
 	name, x := l.handles.checkLaunch(fn, device, grid, block, args)
@@ -100,13 +102,13 @@ func (l *Lib) LaunchKernel(device int, fn Function, grid, block Dim3, sharedMem 
 		x = l.handles.staleStream(s)
 	}
 	if x != nil {
-		return x.err(CallCuLaunchKernel, "(%s, grid %s, block %s, %s shared, stream 0x%x, %s) on device %d", name, grid, block, bytesize.Format(uint64(sharedMem)), uintptr(s), argList(args), device)
+		return x.err(calls.CuLaunchKernel, "(%s, grid %s, block %s, %s shared, stream 0x%x, %s) on device %d", name, grid, block, bytesize.Format(uint64(sharedMem)), uintptr(s), argList(args), device)
 	}
-	r := l.callLaunch(CallCuLaunchKernel, device, args, uintptr(fn),
+	r := l.callLaunch(calls.CuLaunchKernel, device, args, uintptr(fn),
 		uintptr(grid.X), uintptr(grid.Y), uintptr(grid.Z), uintptr(block.X), uintptr(block.Y), uintptr(block.Z),
 		uintptr(sharedMem), uintptr(s), 0)
 	if r.code != 0 {
-		return l.fail(CallCuLaunchKernel, r, "(%s, grid %s, block %s, %s shared, stream 0x%x, %s) on device %d", name, grid, block, bytesize.Format(uint64(sharedMem)), uintptr(s), argList(args), device)
+		return l.fail(calls.CuLaunchKernel, r, "(%s, grid %s, block %s, %s shared, stream 0x%x, %s) on device %d", name, grid, block, bytesize.Format(uint64(sharedMem)), uintptr(s), argList(args), device)
 	}
 	return nil
 }
@@ -116,50 +118,26 @@ func (l *Lib) LaunchKernel(device int, fn Function, grid, block Dim3, sharedMem 
 // the caller's argument slice can live on its stack.
 func argList(args []KernelArg) string { return fmt.Sprint(slices.Clone(args)) }
 
-// CheckLaunch checks a launch of the kernel entry with grid, block and args
-// as LaunchKernel does before CUDA sees it, and says what is wrong: a zero
-// dimension, or arguments whose count or sizes differ from its parameters.
-// The fake in cudarttest checks its launches with it too.
-func CheckLaunch(entry PTXEntry, grid, block Dim3, args []KernelArg) error {
-	for _, d := range [...]struct {
-		what string
-		dim  Dim3
-	}{{"grid", grid}, {"block", block}} {
-		if d.dim.X == 0 || d.dim.Y == 0 || d.dim.Z == 0 {
-			return fmt.Errorf("%s %s of %s: every dimension must be at least 1", d.what, d.dim, entry.Name)
-		}
-	}
-	if len(args) != len(entry.Params) {
-		return fmt.Errorf("kernel %s takes %d arguments (of %v bytes), got %d", entry.Name, len(entry.Params), entry.Params, len(args))
-	}
-	for i, a := range args {
-		if a.Size() != entry.Params[i] {
-			return fmt.Errorf("argument %d of kernel %s is %s, %d bytes; the parameter is %d bytes", i, entry.Name, a, a.Size(), entry.Params[i])
-		}
-	}
-	return nil
-}
-
 // refusal is a call refused before CUDA: the CUDA error it stands for and why.
 type refusal struct {
 	as  *Error
 	why string
 }
 
-func (x *refusal) err(c Call, format string, args ...any) error {
+func (x *refusal) err(c calls.Call, format string, args ...any) error {
 	return refused(c, x.as, x.why, format, args...)
 }
 
 // refused is the *Error of call c refused before it reached CUDA, with the
 // code CUDA would have returned (as's) and why.
-func refused(c Call, as *Error, why, format string, args ...any) error {
+func refused(c calls.Call, as *Error, why, format string, args ...any) error {
 	e := NewError(c.String()+fmt.Sprintf(format, args...), as.Code)
 	e.Message += ": " + why
 	return e
 }
 
 // entryNames lists a module's entries for an error message.
-func entryNames(info PTXInfo) string {
+func entryNames(info ptx.Info) string {
 	names := info.Names()
 	if len(names) == 0 {
 		return "it has none"

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/internal/ptx"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -19,7 +21,7 @@ func TestLaunchPassesArguments(t *testing.T) {
 	assert.Zero(t, rec.launches[0].args[10], "no extra")
 	assert.Equal(t, []uint64{0xabc0, math.MaxUint32, 9}, rec.launches[0].params)
 
-	info, err := ParsePTX(".entry all(.param .u64 a, .param .s32 b, .param .u32 c, .param .s64 d, .param .u64 e, .param .f32 f, .param .f64 g) {}")
+	info, err := ptx.Parse(".entry all(.param .u64 a, .param .s32 b, .param .u32 c, .param .s64 d, .param .u64 e, .param .f32 f, .param .f64 g) {}")
 	require.NoError(t, err)
 	l.handles.addModule(0x1100, 0, info)
 	l.handles.addFunction(0x2100, 0x1100, info.Entries[0])
@@ -136,11 +138,11 @@ func TestEventQueryNotReadyIsFalse(t *testing.T) {
 	done, err := l.EventQuery(0, 0x3000)
 	require.NoError(t, err)
 	assert.True(t, done)
-	rec.codes[CallEventQuery] = ErrNotReady.Code
+	rec.codes[calls.EventQuery] = ErrNotReady.Code
 	done, err = l.EventQuery(0, 0x3000)
 	require.NoError(t, err)
 	assert.False(t, done)
-	rec.codes[CallEventQuery] = ErrInvalidResourceHandle.Code
+	rec.codes[calls.EventQuery] = ErrInvalidResourceHandle.Code
 	_, err = l.EventQuery(0, 0x3000)
 	assert.ErrorIs(t, err, ErrInvalidResourceHandle)
 }
@@ -148,23 +150,23 @@ func TestEventQueryNotReadyIsFalse(t *testing.T) {
 func TestKernelArgs(t *testing.T) {
 	for _, c := range []struct {
 		arg  KernelArg
-		kind ArgKind
+		kind argKind
 		size uint32
 		text string
 	}{
-		{ArgPtr(0x1000), ArgKindPtr, 8, "ptr(0x1000)"},
-		{ArgInt32(-1), ArgKindInt32, 4, "int32(-1)"},
-		{ArgUint32(7), ArgKindUint32, 4, "uint32(7)"},
-		{ArgInt64(-5), ArgKindInt64, 8, "int64(-5)"},
-		{ArgUint64(5), ArgKindUint64, 8, "uint64(5)"},
-		{ArgFloat32(0.5), ArgKindFloat32, 4, "float32(0.5)"},
-		{ArgFloat64(2), ArgKindFloat64, 8, "float64(2)"},
+		{ArgPtr(0x1000), argKindPtr, 8, "ptr(0x1000)"},
+		{ArgInt32(-1), argKindInt32, 4, "int32(-1)"},
+		{ArgUint32(7), argKindUint32, 4, "uint32(7)"},
+		{ArgInt64(-5), argKindInt64, 8, "int64(-5)"},
+		{ArgUint64(5), argKindUint64, 8, "uint64(5)"},
+		{ArgFloat32(0.5), argKindFloat32, 4, "float32(0.5)"},
+		{ArgFloat64(2), argKindFloat64, 8, "float64(2)"},
 	} {
-		assert.Equal(t, c.kind, c.arg.Kind(), c.text)
+		assert.Equal(t, c.kind, c.arg.kind, c.text)
 		assert.Equal(t, c.size, c.arg.Size(), c.text)
 		assert.Equal(t, c.text, c.arg.String())
 	}
-	assert.Equal(t, "ArgKind(9)", ArgKind(9).String())
+	assert.Equal(t, "argKind(9)", argKind(9).String())
 	assert.Equal(t, "(3,1,1)", Dim1(3).String())
 	assert.Equal(t, "cudaStreamCaptureModeRelaxed", CaptureModeRelaxed.String())
 	assert.Equal(t, "cudaStreamCaptureMode(?)", CaptureMode(7).String())

@@ -4,16 +4,17 @@ import (
 	"fmt"
 
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // MallocManaged is cudaMallocManaged with device current.
 func (l *Lib) MallocManaged(device int, size uint64, flags MemAttachFlags) (DevicePtr, error) {
 	if l.unusable() {
-		return 0, closedError(CallMallocManaged)
+		return 0, closedError(calls.MallocManaged)
 	}
-	r := l.call(CallMallocManaged, device, uintptr(size), uintptr(flags))
+	r := l.call(calls.MallocManaged, device, uintptr(size), uintptr(flags))
 	if r.code != 0 {
-		return 0, l.fail(CallMallocManaged, r, "(%s, %s) on device %d", bytesize.Format(size), attachName(flags), device)
+		return 0, l.fail(calls.MallocManaged, r, "(%s, %s) on device %d", bytesize.Format(size), attachName(flags), device)
 	}
 	return DevicePtr(r.a), nil
 }
@@ -28,16 +29,16 @@ func (l *Lib) MallocManaged(device int, size uint64, flags MemAttachFlags) (Devi
 // four arguments are the first four registers of the new one's five.
 func (l *Lib) MemPrefetchAsync(device int, p DevicePtr, n uint64, dstDevice int, s Stream) error {
 	if l.unusable() {
-		return closedError(CallMemPrefetchAsync)
+		return closedError(calls.MemPrefetchAsync)
 	}
 	var r ret
 	if l.prefetchLocation {
-		r = l.call(CallMemPrefetchAsync, device, uintptr(p), uintptr(n), locationOf(dstDevice).word(), 0, uintptr(s))
+		r = l.call(calls.MemPrefetchAsync, device, uintptr(p), uintptr(n), locationOf(dstDevice).word(), 0, uintptr(s))
 	} else {
-		r = l.call(CallMemPrefetchAsync, device, uintptr(p), uintptr(n), cint(dstDevice), uintptr(s))
+		r = l.call(calls.MemPrefetchAsync, device, uintptr(p), uintptr(n), cint(dstDevice), uintptr(s))
 	}
 	if r.code != 0 {
-		return l.fail(CallMemPrefetchAsync, r, "(%s, %s, to %s, stream 0x%x) on device %d", p, bytesize.Format(n), destName(dstDevice), uintptr(s), device)
+		return l.fail(calls.MemPrefetchAsync, r, "(%s, %s, to %s, stream 0x%x) on device %d", p, bytesize.Format(n), destName(dstDevice), uintptr(s), device)
 	}
 	return nil
 }

@@ -1,13 +1,17 @@
 package cudart
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/cudapool/cudapool/internal/calls"
+)
 
 // recorder is a backend that records each CUDA call it is asked to make, with
 // the device it would select (-1 for calls that select none), and returns
 // the code set for that call.
 type recorder struct {
-	calls  []string      // "cudaMalloc@0": name and device of each call
-	codes  map[Call]Code // what a call returns; 0 when absent
+	calls  []string            // "cudaMalloc@0": name and device of each call
+	codes  map[calls.Call]Code // what a call returns; 0 when absent
 	closes int
 	copies []uint64 // the byte count of each cudaMemcpy and cudaMemcpyAsync
 	// launches are the C arguments of each cuLaunchKernel and the values
@@ -20,29 +24,29 @@ type launch struct {
 	params []uint64
 }
 
-func newRecorder() *recorder { return &recorder{codes: map[Call]Code{}} }
+func newRecorder() *recorder { return &recorder{codes: map[calls.Call]Code{}} }
 
 // newRecorderLib is a Lib over rec (a recorder), with the driver loaded unless driverErr.
 func newRecorderLib(rec backend, driverErr error) *Lib {
 	return &Lib{be: rec, path: "recorder", driverErr: driverErr}
 }
 
-func (f *recorder) invoke(c Call, dev int, fr *frame) ret {
-	if !table[c].device {
+func (f *recorder) invoke(c calls.Call, dev int, fr *frame) ret {
+	if !c.Device() {
 		dev = -1
 	}
 	f.calls = append(f.calls, fmt.Sprintf("%s@%d", c, dev))
-	if c == CallMemcpy || c == CallMemcpyAsync {
+	if c == calls.Memcpy || c == calls.MemcpyAsync {
 		f.copies = append(f.copies, uint64(fr.args[2]))
 	}
-	if c == CallCuLaunchKernel {
-		f.launches = append(f.launches, launch{args: append([]uintptr(nil), fr.args[:len(table[c].args)]...), params: append([]uint64(nil), fr.params...)})
+	if c == calls.CuLaunchKernel {
+		f.launches = append(f.launches, launch{args: append([]uintptr(nil), fr.args[:len(c.Args())]...), params: append([]uint64(nil), fr.params...)})
 	}
 	return ret{a: 0x1000, b: 0x2000, code: f.codes[c], failed: c}
 }
 
-func (f *recorder) text(code Code, lib Library) (string, string) {
-	if lib == DriverLibrary {
+func (f *recorder) text(code Code, lib calls.Library) (string, string) {
+	if lib == calls.DriverLibrary {
 		return fmt.Sprintf("CUDA_ERROR_%d", code), "recorded driver error"
 	}
 	return fmt.Sprintf("cudaError%d", code), "recorded runtime error"

@@ -3,6 +3,8 @@ package cudart
 import (
 	"fmt"
 	"sync"
+
+	"github.com/cudapool/cudapool/internal/ptx"
 )
 
 // registry is what a Lib remembers of the handles CUDA gave it, to refuse
@@ -19,15 +21,15 @@ type registry struct {
 
 type moduleInfo struct {
 	device int
-	info   PTXInfo
+	info   ptx.Info
 }
 
 type functionInfo struct {
 	module Module
-	entry  PTXEntry
+	entry  ptx.Entry
 }
 
-func (g *registry) addModule(m Module, device int, info PTXInfo) {
+func (g *registry) addModule(m Module, device int, info ptx.Info) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.modules == nil {
@@ -52,19 +54,19 @@ func (g *registry) module(m Module, device int) (moduleInfo, *refusal) {
 }
 
 // entry finds the .entry name of module m, loaded on device.
-func (g *registry) entry(m Module, device int, name string) (PTXEntry, *refusal) {
+func (g *registry) entry(m Module, device int, name string) (ptx.Entry, *refusal) {
 	mod, x := g.module(m, device)
 	if x != nil {
-		return PTXEntry{}, x
+		return ptx.Entry{}, x
 	}
 	e, ok := mod.info.Entry(name)
 	if !ok {
-		return PTXEntry{}, &refusal{ErrNotFound, fmt.Sprintf("the module's PTX has no .entry %q; %s", name, entryNames(mod.info))}
+		return ptx.Entry{}, &refusal{ErrNotFound, fmt.Sprintf("the module's PTX has no .entry %q; %s", name, entryNames(mod.info))}
 	}
 	return e, nil
 }
 
-func (g *registry) addFunction(fn Function, m Module, e PTXEntry) {
+func (g *registry) addFunction(fn Function, m Module, e ptx.Entry) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.functions == nil {
@@ -98,7 +100,7 @@ func (g *registry) checkLaunch(fn Function, device int, grid, block Dim3, args [
 	if mod.device != device {
 		return fi.entry.Name, &refusal{ErrInvalidResourceHandle, fmt.Sprintf("kernel %s was loaded on device %d", fi.entry.Name, mod.device)}
 	}
-	if err := CheckLaunch(fi.entry, grid, block, args); err != nil {
+	if err := ptx.CheckLaunch(fi.entry, grid.xyz(), block.xyz(), args); err != nil {
 		return fi.entry.Name, &refusal{ErrInvalidValue, err.Error()}
 	}
 	return fi.entry.Name, nil

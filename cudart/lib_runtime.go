@@ -4,16 +4,17 @@ import (
 	"fmt"
 
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // DeviceCount is cudaGetDeviceCount.
 func (l *Lib) DeviceCount() (int, error) {
 	if l.unusable() {
-		return 0, closedError(CallGetDeviceCount)
+		return 0, closedError(calls.GetDeviceCount)
 	}
-	r := l.call(CallGetDeviceCount, -1)
+	r := l.call(calls.GetDeviceCount, -1)
 	if r.code != 0 {
-		return 0, l.fail(CallGetDeviceCount, r, "()")
+		return 0, l.fail(calls.GetDeviceCount, r, "()")
 	}
 	return int(int32(r.a)), nil
 }
@@ -21,11 +22,11 @@ func (l *Lib) DeviceCount() (int, error) {
 // MemGetInfo is cudaMemGetInfo on device.
 func (l *Lib) MemGetInfo(device int) (free, total uint64, err error) {
 	if l.unusable() {
-		return 0, 0, closedError(CallMemGetInfo)
+		return 0, 0, closedError(calls.MemGetInfo)
 	}
-	r := l.call(CallMemGetInfo, device)
+	r := l.call(calls.MemGetInfo, device)
 	if r.code != 0 {
-		return 0, 0, l.fail(CallMemGetInfo, r, "() on device %d", device)
+		return 0, 0, l.fail(calls.MemGetInfo, r, "() on device %d", device)
 	}
 	return r.a, r.b, nil
 }
@@ -33,11 +34,11 @@ func (l *Lib) MemGetInfo(device int) (free, total uint64, err error) {
 // Malloc is cudaMalloc on device.
 func (l *Lib) Malloc(device int, size uint64) (DevicePtr, error) {
 	if l.unusable() {
-		return 0, closedError(CallMalloc)
+		return 0, closedError(calls.Malloc)
 	}
-	r := l.call(CallMalloc, device, uintptr(size))
+	r := l.call(calls.Malloc, device, uintptr(size))
 	if r.code != 0 {
-		return 0, l.fail(CallMalloc, r, "(%s) on device %d", bytesize.Format(size), device)
+		return 0, l.fail(calls.Malloc, r, "(%s) on device %d", bytesize.Format(size), device)
 	}
 	return DevicePtr(r.a), nil
 }
@@ -45,10 +46,10 @@ func (l *Lib) Malloc(device int, size uint64) (DevicePtr, error) {
 // Free is cudaFree on device.
 func (l *Lib) Free(device int, p DevicePtr) error {
 	if l.unusable() {
-		return closedError(CallFree)
+		return closedError(calls.Free)
 	}
-	if r := l.call(CallFree, device, uintptr(p)); r.code != 0 {
-		return l.fail(CallFree, r, "(%s) on device %d", p, device)
+	if r := l.call(calls.Free, device, uintptr(p)); r.code != 0 {
+		return l.fail(calls.Free, r, "(%s) on device %d", p, device)
 	}
 	return nil
 }
@@ -57,11 +58,11 @@ func (l *Lib) Free(device int, p DevicePtr) error {
 // memory, valid until FreeHost. Size 0 returns nil.
 func (l *Lib) MallocHost(device int, size uint64) ([]byte, error) {
 	if l.unusable() {
-		return nil, closedError(CallMallocHost)
+		return nil, closedError(calls.MallocHost)
 	}
-	r := l.call(CallMallocHost, device, uintptr(size))
+	r := l.call(calls.MallocHost, device, uintptr(size))
 	if r.code != 0 {
-		return nil, l.fail(CallMallocHost, r, "(%s) on device %d", bytesize.Format(size), device)
+		return nil, l.fail(calls.MallocHost, r, "(%s) on device %d", bytesize.Format(size), device)
 	}
 	return cmem(r.a, size), nil
 }
@@ -70,13 +71,13 @@ func (l *Lib) MallocHost(device int, size uint64) ([]byte, error) {
 // its first byte; an empty b frees nothing, as cudaFreeHost(NULL) does.
 func (l *Lib) FreeHost(b []byte) error {
 	if l.unusable() {
-		return closedError(CallFreeHost)
+		return closedError(calls.FreeHost)
 	}
 	if len(b) == 0 {
 		return nil
 	}
-	if r := l.callMem(CallFreeHost, -1, [2]Mem{HostMem(b)}); r.code != 0 {
-		return l.fail(CallFreeHost, r, "(%s)", HostMem(b))
+	if r := l.callMem(calls.FreeHost, -1, [2]Mem{HostMem(b)}); r.code != 0 {
+		return l.fail(calls.FreeHost, r, "(%s)", HostMem(b))
 	}
 	return nil
 }
@@ -86,13 +87,13 @@ func (l *Lib) FreeHost(b []byte) error {
 // does nothing.
 func (l *Lib) Memcpy(device int, dst, src Mem, kind MemcpyKind) error {
 	if l.unusable() {
-		return closedError(CallMemcpy)
+		return closedError(calls.Memcpy)
 	}
 	if dst.n != src.n || dst.n == 0 || !kindFits(dst, src, kind) {
-		return checkCopy(CallMemcpy, device, dst, src, kind)
+		return checkCopy(calls.Memcpy, device, dst, src, kind)
 	}
-	if r := l.callMem(CallMemcpy, device, [2]Mem{dst, src}, uintptr(dst.n), cint(kind)); r.code != 0 {
-		return l.fail(CallMemcpy, r, "(%s, %s, %s, %s) on device %d", dst, src, bytesize.Format(dst.n), kind, device)
+	if r := l.callMem(calls.Memcpy, device, [2]Mem{dst, src}, uintptr(dst.n), cint(kind)); r.code != 0 {
+		return l.fail(calls.Memcpy, r, "(%s, %s, %s, %s) on device %d", dst, src, bytesize.Format(dst.n), kind, device)
 	}
 	return nil
 }
@@ -100,10 +101,10 @@ func (l *Lib) Memcpy(device int, dst, src Mem, kind MemcpyKind) error {
 // Memset is cudaMemset on device: n bytes at p set to value.
 func (l *Lib) Memset(device int, p DevicePtr, value byte, n uint64) error {
 	if l.unusable() {
-		return closedError(CallMemset)
+		return closedError(calls.Memset)
 	}
-	if r := l.call(CallMemset, device, uintptr(p), uintptr(value), uintptr(n)); r.code != 0 {
-		return l.fail(CallMemset, r, "(%s, %d, %s) on device %d", p, value, bytesize.Format(n), device)
+	if r := l.call(calls.Memset, device, uintptr(p), uintptr(value), uintptr(n)); r.code != 0 {
+		return l.fail(calls.Memset, r, "(%s, %d, %s) on device %d", p, value, bytesize.Format(n), device)
 	}
 	return nil
 }
@@ -111,10 +112,10 @@ func (l *Lib) Memset(device int, p DevicePtr, value byte, n uint64) error {
 // DeviceSynchronize is cudaDeviceSynchronize on device.
 func (l *Lib) DeviceSynchronize(device int) error {
 	if l.unusable() {
-		return closedError(CallDeviceSynchronize)
+		return closedError(calls.DeviceSynchronize)
 	}
-	if r := l.call(CallDeviceSynchronize, device); r.code != 0 {
-		return l.fail(CallDeviceSynchronize, r, "() on device %d", device)
+	if r := l.call(calls.DeviceSynchronize, device); r.code != 0 {
+		return l.fail(calls.DeviceSynchronize, r, "() on device %d", device)
 	}
 	return nil
 }
@@ -141,7 +142,7 @@ func kindFits(dst, src Mem, kind MemcpyKind) bool {
 
 // checkCopy is the error of a copy (call c) that Memcpy or MemcpyAsync will
 // not pass to CUDA: nil for one of zero bytes, which does nothing.
-func checkCopy(c Call, device int, dst, src Mem, kind MemcpyKind) error {
+func checkCopy(c calls.Call, device int, dst, src Mem, kind MemcpyKind) error {
 	const args = "(%s, %s, %s) on device %d"
 	switch {
 	case dst.n != src.n:

@@ -1,15 +1,18 @@
 package cudart
 
-import "github.com/cudapool/cudapool/internal/bytesize"
+import (
+	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/calls"
+)
 
 // StreamCreate is cudaStreamCreate on device.
 func (l *Lib) StreamCreate(device int) (Stream, error) {
 	if l.unusable() {
-		return 0, closedError(CallStreamCreate)
+		return 0, closedError(calls.StreamCreate)
 	}
-	r := l.call(CallStreamCreate, device)
+	r := l.call(calls.StreamCreate, device)
 	if r.code != 0 {
-		return 0, l.fail(CallStreamCreate, r, "() on device %d", device)
+		return 0, l.fail(calls.StreamCreate, r, "() on device %d", device)
 	}
 	l.handles.streamCreated(Stream(r.a))
 	return Stream(r.a), nil
@@ -18,10 +21,10 @@ func (l *Lib) StreamCreate(device int) (Stream, error) {
 // StreamSynchronize is cudaStreamSynchronize on device.
 func (l *Lib) StreamSynchronize(device int, s Stream) error {
 	if l.unusable() {
-		return closedError(CallStreamSynchronize)
+		return closedError(calls.StreamSynchronize)
 	}
-	if r := l.call(CallStreamSynchronize, device, uintptr(s)); r.code != 0 {
-		return l.fail(CallStreamSynchronize, r, "(stream 0x%x) on device %d", uintptr(s), device)
+	if r := l.call(calls.StreamSynchronize, device, uintptr(s)); r.code != 0 {
+		return l.fail(calls.StreamSynchronize, r, "(stream 0x%x) on device %d", uintptr(s), device)
 	}
 	return nil
 }
@@ -29,13 +32,13 @@ func (l *Lib) StreamSynchronize(device int, s Stream) error {
 // StreamDestroy is cudaStreamDestroy on device.
 func (l *Lib) StreamDestroy(device int, s Stream) error {
 	if l.unusable() {
-		return closedError(CallStreamDestroy)
+		return closedError(calls.StreamDestroy)
 	}
 	if x := l.handles.staleStream(s); x != nil {
-		return x.err(CallStreamDestroy, "(stream 0x%x) on device %d", uintptr(s), device)
+		return x.err(calls.StreamDestroy, "(stream 0x%x) on device %d", uintptr(s), device)
 	}
-	if r := l.call(CallStreamDestroy, device, uintptr(s)); r.code != 0 {
-		return l.fail(CallStreamDestroy, r, "(stream 0x%x) on device %d", uintptr(s), device)
+	if r := l.call(calls.StreamDestroy, device, uintptr(s)); r.code != 0 {
+		return l.fail(calls.StreamDestroy, r, "(stream 0x%x) on device %d", uintptr(s), device)
 	}
 	l.handles.streamDestroyed(s)
 	return nil
@@ -48,13 +51,13 @@ func (l *Lib) StreamDestroy(device int, s Stream) error {
 // synchronised.
 func (l *Lib) MemcpyAsync(device int, dst, src Mem, kind MemcpyKind, s Stream) error {
 	if l.unusable() {
-		return closedError(CallMemcpyAsync)
+		return closedError(calls.MemcpyAsync)
 	}
 	if dst.n != src.n || dst.n == 0 || !kindFits(dst, src, kind) {
-		return checkCopy(CallMemcpyAsync, device, dst, src, kind)
+		return checkCopy(calls.MemcpyAsync, device, dst, src, kind)
 	}
-	if r := l.callMem(CallMemcpyAsync, device, [2]Mem{dst, src}, uintptr(dst.n), cint(kind), uintptr(s)); r.code != 0 {
-		return l.fail(CallMemcpyAsync, r, "(%s, %s, %s, %s, stream 0x%x) on device %d", dst, src, bytesize.Format(dst.n), kind, uintptr(s), device)
+	if r := l.callMem(calls.MemcpyAsync, device, [2]Mem{dst, src}, uintptr(dst.n), cint(kind), uintptr(s)); r.code != 0 {
+		return l.fail(calls.MemcpyAsync, r, "(%s, %s, %s, %s, stream 0x%x) on device %d", dst, src, bytesize.Format(dst.n), kind, uintptr(s), device)
 	}
 	return nil
 }

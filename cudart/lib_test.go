@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cudapool/cudapool/internal/calls"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -21,10 +22,10 @@ type method struct {
 }
 
 // calls are the calls the table says m makes, in order.
-func (m method) calls() []Call { return CallsOf(m.name) }
+func (m method) calls() []calls.Call { return calls.Of(m.name) }
 
 // driver reports whether m needs libcuda.
-func (m method) driver() bool { return m.calls()[0].Library() == DriverLibrary }
+func (m method) driver() bool { return m.calls()[0].Library() == calls.DriverLibrary }
 
 func methods() []method {
 	host := make([]byte, 64)
@@ -111,7 +112,7 @@ func TestLibPassesDevice(t *testing.T) {
 			var want []string
 			for _, c := range m.calls() {
 				switch {
-				case !table[c].device:
+				case !c.Device():
 					want = append(want, c.String()+"@-1")
 				case m.dev:
 					want = append(want, c.String()+"@3")
@@ -127,14 +128,14 @@ func TestLibPassesDevice(t *testing.T) {
 // TestLibMethodsCoverTheTable: every row but the binding's own is made by a
 // method, so no row is dead and no method calls outside the table.
 func TestLibMethodsCoverTheTable(t *testing.T) {
-	made := map[Call]bool{}
+	made := map[calls.Call]bool{}
 	for _, m := range methods() {
 		for _, c := range m.calls() {
 			made[c] = true
 		}
 	}
-	for _, c := range Calls() {
-		assert.Equal(t, c.Capability() != Binding, made[c], "%s (%s)", c, c.Capability())
+	for _, c := range calls.All() {
+		assert.Equal(t, c.Capability() != calls.Binding, made[c], "%s (%s)", c, c.Capability())
 	}
 }
 
@@ -144,7 +145,7 @@ func TestLibVirtualMemoryUsesDeviceOfLastMemCreate(t *testing.T) {
 	_, err := l.MemCreate(2, 2<<20)
 	require.NoError(t, err)
 	require.NoError(t, l.MemMap(0x1000, 2<<20, 0, 1))
-	rec.codes[CallCuMemCreate] = 2
+	rec.codes[calls.CuMemCreate] = 2
 	_, err = l.MemCreate(5, 2<<20)
 	require.Error(t, err)
 	require.NoError(t, l.MemSetAccess(0x1000, 2<<20, []int{7}))
@@ -166,14 +167,14 @@ func TestLibErrors(t *testing.T) {
 				require.ErrorAs(t, err, &ce)
 				assert.True(t, strings.HasPrefix(ce.Call, failing.String()+"("), "call %q names %s", ce.Call, failing)
 				switch {
-				case failing == CallSetDevice:
+				case failing == calls.SetDevice:
 					assert.Equal(t, "cudaSetDevice(1)", ce.Call)
-				case failing == CallCuDeviceGet:
+				case failing == calls.CuDeviceGet:
 					assert.Equal(t, "cuDeviceGet(1)", ce.Call)
 				case m.dev:
 					assert.Contains(t, ce.Call, "device 1")
 				}
-				if failing.Library() == RuntimeLibrary {
+				if failing.Library() == calls.RuntimeLibrary {
 					assert.Equal(t, "cudaError2", ce.Name, "the runtime names runtime codes")
 				} else {
 					assert.Equal(t, "CUDA_ERROR_2", ce.Name, "the driver names driver codes")
@@ -185,7 +186,7 @@ func TestLibErrors(t *testing.T) {
 
 func TestLibErrorIsHumanReadable(t *testing.T) {
 	rec := newRecorder()
-	rec.codes[CallMalloc] = 2
+	rec.codes[calls.Malloc] = 2
 	_, err := newRecorderLib(rec, nil).Malloc(1, 4_300_000_000)
 	require.Error(t, err)
 	assert.Equal(t, "cuda: cudaMalloc(4.0 GiB) on device 1: cudaError2 (2): recorded runtime error", err.Error())
@@ -319,7 +320,7 @@ func TestLibPaths(t *testing.T) {
 
 func TestFailFallsBackToKnownNames(t *testing.T) {
 	l := newRecorderLib(&silentRecorder{recorder: newRecorder()}, nil)
-	err := l.fail(CallMalloc, ret{code: 2, failed: CallMalloc}, "(%d B)", 1)
+	err := l.fail(calls.Malloc, ret{code: 2, failed: calls.Malloc}, "(%d B)", 1)
 	assert.Equal(t, "cuda: cudaMalloc(1 B): cudaErrorMemoryAllocation (2): out of memory", err.Error())
 	assert.True(t, errors.Is(err, ErrMemoryAllocation))
 }
@@ -327,4 +328,4 @@ func TestFailFallsBackToKnownNames(t *testing.T) {
 // silentRecorder is a backend whose library has no text for codes.
 type silentRecorder struct{ *recorder }
 
-func (silentRecorder) text(Code, Library) (string, string) { return "", "" }
+func (silentRecorder) text(Code, calls.Library) (string, string) { return "", "" }

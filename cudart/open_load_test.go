@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cudapool/cudapool/internal/calls"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -67,12 +68,12 @@ func TestOpenNonCUDALibrary(t *testing.T) {
 
 func TestOpenDriverMissingIsNotFatal(t *testing.T) {
 	b := &library{}
-	path, err := b.open(DriverLibrary, []string{"/nonexistent/libcuda.so.1"}, rtldNoDelete)
+	path, err := b.open(calls.DriverLibrary, []string{"/nonexistent/libcuda.so.1"}, rtldNoDelete)
 	assert.Empty(t, path)
 	assert.ErrorIs(t, err, ErrNoDriverLibrary)
 	assert.Contains(t, err.Error(), "/nonexistent/libcuda.so.1: ")
 
-	path, err = b.open(DriverLibrary, []string{"/nonexistent/libcuda.so.1", "libm.so.6"}, rtldNoDelete)
+	path, err = b.open(calls.DriverLibrary, []string{"/nonexistent/libcuda.so.1", "libm.so.6"}, rtldNoDelete)
 	assert.Empty(t, path)
 	assert.ErrorIs(t, err, ErrNoDriverLibrary)
 	assert.ErrorIs(t, err, ErrSymbolNotFound)

@@ -1,11 +1,6 @@
 package cudart
 
-import (
-	"testing"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-)
+import "github.com/cudapool/cudapool/internal/ptx"
 
 // testPTX declares the kernels the binding's tests launch; fakecuda.c
 // runs fill.
@@ -37,8 +32,8 @@ const testPTX = `
 }
 `
 
-func testPTXInfo() PTXInfo {
-	info, err := ParsePTX(testPTX)
+func testPTXInfo() ptx.Info {
+	info, err := ptx.Parse(testPTX)
 	if err != nil {
 		panic(err)
 	}
@@ -51,56 +46,4 @@ func withFill(l *Lib, dev int) {
 	l.handles.addModule(0x1000, dev, info)
 	e, _ := info.Entry("fill")
 	l.handles.addFunction(0x2000, 0x1000, e)
-}
-
-func TestParsePTX(t *testing.T) {
-	info, err := ParsePTX(testPTX)
-	require.NoError(t, err)
-	assert.Equal(t, []PTXEntry{
-		{Name: "fill", Params: []uint32{8, 4, 4}},
-		{Name: "mixed", Params: []uint32{24, 8, 2}},
-		{Name: "empty"},
-	}, info.Entries)
-	assert.True(t, info.CallsMalloc)
-	assert.Equal(t, []string{"fill", "mixed", "empty"}, info.Names())
-	_, ok := info.Entry("nope")
-	assert.False(t, ok)
-
-	info, err = ParsePTX(".visible .entry k(.param .u64 a)\n{ ret; } // malloc is only named in a comment")
-	require.NoError(t, err)
-	assert.False(t, info.CallsMalloc)
-}
-
-func TestParsePTXErrors(t *testing.T) {
-	for ptx, want := range map[string]string{
-		".entry":                               "ends after .entry",
-		".entry k(.param .u64 a":               "without its closing parenthesis",
-		".entry k(.param a) {}":                "parameter 0: no type",
-		".entry k(.param .u32 a, .u32 b) {}":   "parameter 1",
-		".entry k(.param .b8 a[x]) {}":         `array length "x"`,
-		".entry k() {} .entry k() {}":          ".entry k twice",
-		".entry k(.param .b8 a[4) {}":          "array length of",
-		".entry k(.param .b8 a[0]) {} // zero": `array length "0"`,
-	} {
-		_, err := ParsePTX(ptx)
-		if assert.Error(t, err, ptx) {
-			assert.Contains(t, err.Error(), want, ptx)
-		}
-	}
-}
-
-func FuzzParsePTX(f *testing.F) {
-	f.Add(testPTX)
-	f.Add(".entry k(.param .u64 a, .param .align 4 .b8 b[12])")
-	f.Fuzz(func(t *testing.T, ptx string) {
-		info, err := ParsePTX(ptx)
-		if err != nil {
-			return
-		}
-		for _, e := range info.Entries {
-			for _, p := range e.Params {
-				require.Positive(t, p, "%s", e.Name)
-			}
-		}
-	})
 }

@@ -92,7 +92,7 @@
 // errors; an injected failure changes nothing. They refuse, with an error, a
 // name the fake never calls, listing those it does. Calls lists the CUDA calls
 // made so far, so that a test can count the calls of a lifecycle and then fail
-// each in turn. The names are those of cudart's table (cudart.Calls): the fake
+// each in turn. The names are those of the binding's one table of calls: the fake
 // makes the calls the binding makes, in the same order, DeviceName's
 // cuInit, cuDeviceGet and cuDeviceGetName included. Live and CheckLeaks account for everything still allocated;
 // NewFakeT fails the test at cleanup when something is.

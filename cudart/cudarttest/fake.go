@@ -5,6 +5,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // Fake is an in-process CUDA runtime: see the package documentation. The
@@ -31,7 +32,7 @@ type Fake struct {
 	phys       map[cudart.PhysHandle]*physical
 	nextHandle cudart.PhysHandle
 
-	calls  []cudart.Call
+	calls  []calls.Call
 	seq    int // calls made since NewFake; ResetCalls leaves it alone
 	faults []fault
 

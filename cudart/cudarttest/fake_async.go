@@ -3,6 +3,7 @@ package cudarttest
 import (
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // MallocAsync is cudaMallocAsync: memory from the device's default pool,
@@ -13,19 +14,19 @@ func (f *Fake) MallocAsync(device int, size uint64, s cudart.Stream) (cudart.Dev
 	defer f.mu.Unlock()
 	p, x := f.mallocAsync(device, size, s)
 	if x != nil {
-		return 0, x.err(cudart.CallMallocAsync, "(%s, stream 0x%x)", bytesize.Format(size), uintptr(s))
+		return 0, x.err(calls.MallocAsync, "(%s, stream 0x%x)", bytesize.Format(size), uintptr(s))
 	}
 	return p, nil
 }
 
 func (f *Fake) mallocAsync(device int, size uint64, s cudart.Stream) (cudart.DevicePtr, *failure) {
-	if _, x := f.streamCall(cudart.CallMallocAsync, device, s); x != nil {
+	if _, x := f.streamCall(calls.MallocAsync, device, s); x != nil {
 		return 0, x
 	}
 	if size == 0 {
 		return 0, nil
 	}
-	return f.newRegion(cudart.CallMallocAsync, kindAsync, device, size)
+	return f.newRegion(calls.MallocAsync, kindAsync, device, size)
 }
 
 // FreeAsync is cudaFreeAsync of memory from MallocAsync; a zero pointer is
@@ -35,12 +36,12 @@ func (f *Fake) mallocAsync(device int, size uint64, s cudart.Stream) (cudart.Dev
 func (f *Fake) FreeAsync(device int, p cudart.DevicePtr, s cudart.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	qdev, x := f.streamCall(cudart.CallFreeAsync, device, s)
+	qdev, x := f.streamCall(calls.FreeAsync, device, s)
 	if x == nil && p != 0 {
 		x = f.freeAsync(qdev, p, s)
 	}
 	if x != nil {
-		return x.err(cudart.CallFreeAsync, "(%s, stream 0x%x)", p, uintptr(s))
+		return x.err(calls.FreeAsync, "(%s, stream 0x%x)", p, uintptr(s))
 	}
 	return nil
 }
@@ -51,11 +52,11 @@ func (f *Fake) FreeAsync(device int, p cudart.DevicePtr, s cudart.Stream) error 
 func (f *Fake) MemPoolReleaseThreshold(device int) (uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(cudart.CallDeviceGetDefaultMemPool, device); x != nil {
-		return 0, x.err(cudart.CallDeviceGetDefaultMemPool, "(device %d)", device)
+	if x := f.check(calls.DeviceGetDefaultMemPool, device); x != nil {
+		return 0, x.err(calls.DeviceGetDefaultMemPool, "(device %d)", device)
 	}
-	if x := f.enter(cudart.CallMemPoolGetAttribute); x != nil {
-		return 0, x.err(cudart.CallMemPoolGetAttribute, "(default pool of device %d, cudaMemPoolAttrReleaseThreshold)", device)
+	if x := f.enter(calls.MemPoolGetAttribute); x != nil {
+		return 0, x.err(calls.MemPoolGetAttribute, "(default pool of device %d, cudaMemPoolAttrReleaseThreshold)", device)
 	}
 	return f.devs[device].threshold, nil
 }
@@ -65,11 +66,11 @@ func (f *Fake) MemPoolReleaseThreshold(device int) (uint64, error) {
 func (f *Fake) SetMemPoolReleaseThreshold(device int, bytes uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(cudart.CallDeviceGetDefaultMemPool, device); x != nil {
-		return x.err(cudart.CallDeviceGetDefaultMemPool, "(device %d)", device)
+	if x := f.check(calls.DeviceGetDefaultMemPool, device); x != nil {
+		return x.err(calls.DeviceGetDefaultMemPool, "(device %d)", device)
 	}
-	if x := f.enter(cudart.CallMemPoolSetAttribute); x != nil {
-		return x.err(cudart.CallMemPoolSetAttribute, "(default pool of device %d, cudaMemPoolAttrReleaseThreshold, %s)", device, bytesize.Format(bytes))
+	if x := f.enter(calls.MemPoolSetAttribute); x != nil {
+		return x.err(calls.MemPoolSetAttribute, "(default pool of device %d, cudaMemPoolAttrReleaseThreshold, %s)", device, bytesize.Format(bytes))
 	}
 	f.devs[device].threshold = bytes
 	return nil
@@ -83,7 +84,7 @@ func (f *Fake) freeAsync(qdev int, p cudart.DevicePtr, s cudart.Stream) *failure
 		return f.free(p, kindAsync)
 	}
 	r := f.regions[i]
-	if x := f.enqueue(qdev, s, cudart.CallFreeAsync, func() *failure {
+	if x := f.enqueue(qdev, s, calls.FreeAsync, func() *failure {
 		r.freeQueued = false
 		return f.free(p, kindAsync)
 	}); x != nil {

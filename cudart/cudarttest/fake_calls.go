@@ -5,22 +5,23 @@ import (
 	"strings"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // answers reports whether the fake makes call c: every call of cudart's table
 // but those the binding makes for itself (the text of error codes).
-func answers(c cudart.Call) bool { return c.Capability() != cudart.Binding }
+func answers(c calls.Call) bool { return c.Capability() != calls.Binding }
 
-// lookupCall finds the cudart.Call of a CUDA name the fake answers. An
+// lookupCall finds the calls.Call of a CUDA name the fake answers. An
 // unknown name is a mistake in the test (a fault that would never fire), so
 // it is an error that lists the names the fake answers.
-func lookupCall(name string) (cudart.Call, error) {
-	c, err := cudart.LookupCall(name)
+func lookupCall(name string) (calls.Call, error) {
+	c, err := calls.Lookup(name)
 	if err == nil && answers(c) {
 		return c, nil
 	}
 	var names []string
-	for _, c := range cudart.Calls() {
+	for _, c := range calls.All() {
 		if answers(c) {
 			names = append(names, c.String())
 		}
@@ -32,7 +33,7 @@ func lookupCall(name string) (cudart.Call, error) {
 // anyCall) count down left, and the one that brings it to zero fails; every
 // fault fails each matching call.
 type fault struct {
-	call    cudart.Call
+	call    calls.Call
 	anyCall bool
 	left    int
 	every   bool
@@ -107,7 +108,7 @@ func (f *Fake) ResetCalls() {
 
 // enter logs call c and returns the injected failure it must report, if any.
 // Every method calls it first, under f.mu, before it changes anything.
-func (f *Fake) enter(c cudart.Call) *failure {
+func (f *Fake) enter(c calls.Call) *failure {
 	f.calls = append(f.calls, c)
 	f.seq++
 	if len(f.faults) == 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // captureState is the fake's stream captures, graphs and their
@@ -30,7 +31,7 @@ type capture struct {
 
 // step is one piece of recorded work.
 type step struct {
-	call cudart.Call
+	call calls.Call
 	run  func() *failure
 }
 
@@ -41,7 +42,7 @@ type recorded struct {
 }
 
 // record appends op to the capture of s and reports whether s captures.
-func (c *captureState) record(s cudart.Stream, call cudart.Call, op func() *failure) bool {
+func (c *captureState) record(s cudart.Stream, call calls.Call, op func() *failure) bool {
 	cp := c.captures[s]
 	if cp == nil {
 		return false
@@ -101,7 +102,7 @@ func (f *Fake) captureBlocksDeviceSync(dev int) *failure {
 func (f *Fake) StreamBeginCapture(device int, s cudart.Stream, mode cudart.CaptureMode) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	_, x := f.streamCall(cudart.CallStreamBeginCapture, device, s)
+	_, x := f.streamCall(calls.StreamBeginCapture, device, s)
 	switch {
 	case x != nil:
 	case mode < cudart.CaptureModeGlobal || mode > cudart.CaptureModeRelaxed:
@@ -112,7 +113,7 @@ func (f *Fake) StreamBeginCapture(device int, s cudart.Stream, mode cudart.Captu
 		x = fail(900, "stream 0x%x is capturing already", uintptr(s))
 	}
 	if x != nil {
-		return x.err(cudart.CallStreamBeginCapture, "(stream 0x%x, %s) on device %d", uintptr(s), mode, device)
+		return x.err(calls.StreamBeginCapture, "(stream 0x%x, %s) on device %d", uintptr(s), mode, device)
 	}
 	if f.graph.captures == nil {
 		f.graph.captures = make(map[cudart.Stream]*capture)
@@ -127,7 +128,7 @@ func (f *Fake) StreamBeginCapture(device int, s cudart.Stream, mode cudart.Captu
 func (f *Fake) StreamEndCapture(device int, s cudart.Stream) (cudart.Graph, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	_, x := f.streamCall(cudart.CallStreamEndCapture, device, s)
+	_, x := f.streamCall(calls.StreamEndCapture, device, s)
 	cp := f.graph.captures[s]
 	if x == nil && cp == nil {
 		x = fail(903, "stream 0x%x is not capturing", uintptr(s))
@@ -142,7 +143,7 @@ func (f *Fake) StreamEndCapture(device int, s cudart.Stream) (cudart.Graph, erro
 		}
 	}
 	if x != nil {
-		return 0, x.err(cudart.CallStreamEndCapture, "(stream 0x%x) on device %d", uintptr(s), device)
+		return 0, x.err(calls.StreamEndCapture, "(stream 0x%x) on device %d", uintptr(s), device)
 	}
 	if f.graph.graphs == nil {
 		f.graph.graphs = make(map[cudart.Graph]*recorded)
@@ -157,13 +158,13 @@ func (f *Fake) StreamEndCapture(device int, s cudart.Stream) (cudart.Graph, erro
 func (f *Fake) GraphInstantiate(device int, g cudart.Graph) (cudart.GraphExec, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(cudart.CallGraphInstantiate, device)
+	x := f.check(calls.GraphInstantiate, device)
 	gr := f.graph.graphs[g]
 	if x == nil {
 		x = onDevice(gr, device, "graph 0x%x", uintptr(g))
 	}
 	if x != nil {
-		return 0, x.err(cudart.CallGraphInstantiate, "(graph 0x%x) on device %d", uintptr(g), device)
+		return 0, x.err(calls.GraphInstantiate, "(graph 0x%x) on device %d", uintptr(g), device)
 	}
 	if f.graph.execs == nil {
 		f.graph.execs = make(map[cudart.GraphExec]*recorded)
@@ -178,14 +179,14 @@ func (f *Fake) GraphInstantiate(device int, g cudart.Graph) (cudart.GraphExec, e
 func (f *Fake) GraphLaunch(device int, e cudart.GraphExec, s cudart.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	qdev, x := f.streamCall(cudart.CallGraphLaunch, device, s)
+	qdev, x := f.streamCall(calls.GraphLaunch, device, s)
 	ex := f.graph.execs[e]
 	if x == nil {
 		x = onDevice(ex, device, "graph exec 0x%x", uintptr(e))
 	}
 	if x == nil {
 		work := ex.work
-		x = f.enqueue(qdev, s, cudart.CallGraphLaunch, func() *failure {
+		x = f.enqueue(qdev, s, calls.GraphLaunch, func() *failure {
 			for i, st := range work {
 				if y := st.run(); y != nil {
 					return fail(y.code, "step %d of the graph, %s: %s", i, st.call, y.why)
@@ -195,7 +196,7 @@ func (f *Fake) GraphLaunch(device int, e cudart.GraphExec, s cudart.Stream) erro
 		})
 	}
 	if x != nil {
-		return x.err(cudart.CallGraphLaunch, "(graph exec 0x%x, stream 0x%x) on device %d", uintptr(e), uintptr(s), device)
+		return x.err(calls.GraphLaunch, "(graph exec 0x%x, stream 0x%x) on device %d", uintptr(e), uintptr(s), device)
 	}
 	return nil
 }
@@ -204,13 +205,13 @@ func (f *Fake) GraphLaunch(device int, e cudart.GraphExec, s cudart.Stream) erro
 func (f *Fake) GraphExecDestroy(device int, e cudart.GraphExec) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(cudart.CallGraphExecDestroy, device)
+	x := f.check(calls.GraphExecDestroy, device)
 	ex := f.graph.execs[e]
 	if x == nil {
 		x = onDevice(ex, device, "graph exec 0x%x", uintptr(e))
 	}
 	if x != nil {
-		return x.err(cudart.CallGraphExecDestroy, "(graph exec 0x%x) on device %d", uintptr(e), device)
+		return x.err(calls.GraphExecDestroy, "(graph exec 0x%x) on device %d", uintptr(e), device)
 	}
 	delete(f.graph.execs, e)
 	return nil
@@ -220,13 +221,13 @@ func (f *Fake) GraphExecDestroy(device int, e cudart.GraphExec) error {
 func (f *Fake) GraphDestroy(device int, g cudart.Graph) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(cudart.CallGraphDestroy, device)
+	x := f.check(calls.GraphDestroy, device)
 	gr := f.graph.graphs[g]
 	if x == nil {
 		x = onDevice(gr, device, "graph 0x%x", uintptr(g))
 	}
 	if x != nil {
-		return x.err(cudart.CallGraphDestroy, "(graph 0x%x) on device %d", uintptr(g), device)
+		return x.err(calls.GraphDestroy, "(graph 0x%x) on device %d", uintptr(g), device)
 	}
 	delete(f.graph.graphs, g)
 	return nil

@@ -3,6 +3,7 @@ package cudarttest
 import (
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // Memcpy is cudaMemcpy. Device ends must lie wholly inside one live
@@ -15,7 +16,7 @@ import (
 func (f *Fake) Memcpy(device int, dst, src cudart.Mem, kind cudart.MemcpyKind) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(cudart.CallMemcpy, device)
+	x := f.check(calls.Memcpy, device)
 	if x == nil {
 		x = f.captureBlocksSync(device, legacyStream)
 	}
@@ -23,14 +24,14 @@ func (f *Fake) Memcpy(device int, dst, src cudart.Mem, kind cudart.MemcpyKind) e
 		x = f.memcpy(device, dst, src, kind, false)
 	}
 	if x == nil && !dst.IsHost() && !src.IsHost() {
-		x = f.enqueue(device, legacyStream, cudart.CallMemcpy, func() *failure { return f.memcpy(device, dst, src, kind, true) })
+		x = f.enqueue(device, legacyStream, calls.Memcpy, func() *failure { return f.memcpy(device, dst, src, kind, true) })
 	} else if x == nil {
 		if x = f.syncDevice(device); x == nil {
 			x = f.memcpy(device, dst, src, kind, true)
 		}
 	}
 	if x != nil {
-		return x.err(cudart.CallMemcpy, "(%s <- %s, %s)", dst, src, kind)
+		return x.err(calls.Memcpy, "(%s <- %s, %s)", dst, src, kind)
 	}
 	return nil
 }
@@ -42,7 +43,7 @@ func (f *Fake) Memcpy(device int, dst, src cudart.Mem, kind cudart.MemcpyKind) e
 func (f *Fake) Memset(device int, p cudart.DevicePtr, value byte, n uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(cudart.CallMemset, device)
+	x := f.check(calls.Memset, device)
 	if x == nil {
 		x = f.memset(device, p, value, n, false)
 	}
@@ -51,10 +52,10 @@ func (f *Fake) Memset(device int, p cudart.DevicePtr, value byte, n uint64) erro
 			x = f.memset(device, p, value, n, true)
 		}
 	} else if x == nil {
-		x = f.enqueue(device, legacyStream, cudart.CallMemset, func() *failure { return f.memset(device, p, value, n, true) })
+		x = f.enqueue(device, legacyStream, calls.Memset, func() *failure { return f.memset(device, p, value, n, true) })
 	}
 	if x != nil {
-		return x.err(cudart.CallMemset, "(%s, 0x%02x, %s)", p, value, bytesize.Format(n))
+		return x.err(calls.Memset, "(%s, 0x%02x, %s)", p, value, bytesize.Format(n))
 	}
 	return nil
 }

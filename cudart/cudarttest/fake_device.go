@@ -4,6 +4,7 @@ import (
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // FakeVersion is what RuntimeVersion and DriverVersion report: CUDA 13.0.
@@ -25,8 +26,8 @@ var defaultLimits = [3]uint64{
 func (f *Fake) SetDevice(device int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(cudart.CallSetDevice, device); x != nil {
-		return x.err(cudart.CallSetDevice, "(%d)", device)
+	if x := f.check(calls.SetDevice, device); x != nil {
+		return x.err(calls.SetDevice, "(%d)", device)
 	}
 	return nil
 }
@@ -38,12 +39,12 @@ func (f *Fake) SetDevice(device int) error {
 func (f *Fake) DeviceGetLimit(device int, l cudart.Limit) (uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(cudart.CallDeviceGetLimit, device)
+	x := f.check(calls.DeviceGetLimit, device)
 	if x == nil {
 		x = checkLimit(l)
 	}
 	if x != nil {
-		return 0, x.err(cudart.CallDeviceGetLimit, "(device %d, limit %d)", device, int(l))
+		return 0, x.err(calls.DeviceGetLimit, "(device %d, limit %d)", device, int(l))
 	}
 	return f.devs[device].limits[l], nil
 }
@@ -59,7 +60,7 @@ func (f *Fake) DeviceGetLimit(device int, l cudart.Limit) (uint64, error) {
 func (f *Fake) DeviceSetLimit(device int, l cudart.Limit, value uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(cudart.CallDeviceSetLimit, device)
+	x := f.check(calls.DeviceSetLimit, device)
 	if x == nil {
 		x = checkLimit(l)
 	}
@@ -70,7 +71,7 @@ func (f *Fake) DeviceSetLimit(device int, l cudart.Limit, value uint64) error {
 		x = f.setHeap(device, value)
 	}
 	if x != nil {
-		return x.err(cudart.CallDeviceSetLimit, "(device %d, limit %d, %s)", device, int(l), bytesize.Format(value))
+		return x.err(calls.DeviceSetLimit, "(device %d, limit %d, %s)", device, int(l), bytesize.Format(value))
 	}
 	f.devs[device].limits[l] = value
 	return nil
@@ -113,8 +114,8 @@ func checkLimit(l cudart.Limit) *failure {
 func (f *Fake) RuntimeVersion() (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.enter(cudart.CallRuntimeGetVersion); x != nil {
-		return 0, x.err(cudart.CallRuntimeGetVersion, "()")
+	if x := f.enter(calls.RuntimeGetVersion); x != nil {
+		return 0, x.err(calls.RuntimeGetVersion, "()")
 	}
 	return FakeVersion, nil
 }
@@ -123,8 +124,8 @@ func (f *Fake) RuntimeVersion() (int, error) {
 func (f *Fake) DriverVersion() (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.enter(cudart.CallDriverGetVersion); x != nil {
-		return 0, x.err(cudart.CallDriverGetVersion, "()")
+	if x := f.enter(calls.DriverGetVersion); x != nil {
+		return 0, x.err(calls.DriverGetVersion, "()")
 	}
 	return FakeVersion, nil
 }
@@ -134,14 +135,14 @@ func (f *Fake) DriverVersion() (int, error) {
 func (f *Fake) DeviceName(device int) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.enter(cudart.CallCuInit); x != nil {
-		return "", x.err(cudart.CallCuInit, "(0) for the name of device %d", device)
+	if x := f.enter(calls.CuInit); x != nil {
+		return "", x.err(calls.CuInit, "(0) for the name of device %d", device)
 	}
-	if x := f.check(cudart.CallCuDeviceGet, device); x != nil {
-		return "", x.err(cudart.CallCuDeviceGet, "(%d)", device)
+	if x := f.check(calls.CuDeviceGet, device); x != nil {
+		return "", x.err(calls.CuDeviceGet, "(%d)", device)
 	}
-	if x := f.enter(cudart.CallCuDeviceGetName); x != nil {
-		return "", x.err(cudart.CallCuDeviceGetName, "(device %d)", device)
+	if x := f.enter(calls.CuDeviceGetName); x != nil {
+		return "", x.err(calls.CuDeviceGetName, "(device %d)", device)
 	}
 	return FakeDeviceName, nil
 }
@@ -151,8 +152,8 @@ func (f *Fake) DeviceName(device int) (string, error) {
 func (f *Fake) GetDeviceFlags(device int) (cudart.DeviceFlags, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(cudart.CallGetDeviceFlags, device); x != nil {
-		return 0, x.err(cudart.CallGetDeviceFlags, "(device %d)", device)
+	if x := f.check(calls.GetDeviceFlags, device); x != nil {
+		return 0, x.err(calls.GetDeviceFlags, "(device %d)", device)
 	}
 	return f.devs[device].flags, nil
 }
@@ -170,7 +171,7 @@ const (
 func (f *Fake) SetDeviceFlags(device int, flags cudart.DeviceFlags) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(cudart.CallSetDeviceFlags, device)
+	x := f.check(calls.SetDeviceFlags, device)
 	if x == nil && flags&^knownFlagsMask != 0 {
 		x = invalid("bits 0x%x are no cudaDeviceFlags", uint32(flags&^knownFlagsMask))
 	}
@@ -178,7 +179,7 @@ func (f *Fake) SetDeviceFlags(device int, flags cudart.DeviceFlags) error {
 		x = invalid("scheduling bits 0x%x name more than one policy", uint32(sched))
 	}
 	if x != nil {
-		return x.err(cudart.CallSetDeviceFlags, "(device %d, 0x%x)", device, uint32(flags))
+		return x.err(calls.SetDeviceFlags, "(device %d, 0x%x)", device, uint32(flags))
 	}
 	f.devs[device].flags = flags
 	return nil
@@ -189,7 +190,7 @@ func (f *Fake) SetDeviceFlags(device int, flags cudart.DeviceFlags) error {
 func (f *Fake) DeviceCanAccessPeer(device, peer int) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.enter(cudart.CallDeviceCanAccessPeer)
+	x := f.enter(calls.DeviceCanAccessPeer)
 	if x == nil {
 		x = f.device(device)
 	}
@@ -197,7 +198,7 @@ func (f *Fake) DeviceCanAccessPeer(device, peer int) (bool, error) {
 		x = f.device(peer)
 	}
 	if x != nil {
-		return false, x.err(cudart.CallDeviceCanAccessPeer, "(%d, %d)", device, peer)
+		return false, x.err(calls.DeviceCanAccessPeer, "(%d, %d)", device, peer)
 	}
 	return f.opts.peers[device]&(1<<peer) != 0, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // failure is a call's outcome before the call is described: the description
@@ -20,7 +21,7 @@ func fail(code cudart.Code, format string, args ...any) *failure {
 
 // err builds the *cudart.Error of a failed call to c, its arguments
 // described by format and args, e.g. "(%s)".
-func (x *failure) err(c cudart.Call, format string, args ...any) error {
+func (x *failure) err(c calls.Call, format string, args ...any) error {
 	call := c.String() + fmt.Sprintf(format, args...)
 	if x.why != "" {
 		call += ": " + x.why

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // FakeEventTick is what the fake's EventElapsedTime counts per call: the
@@ -33,8 +34,8 @@ type event struct {
 func (f *Fake) EventCreate(device int) (cudart.Event, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(cudart.CallEventCreate, device); x != nil {
-		return 0, x.err(cudart.CallEventCreate, "() on device %d", device)
+	if x := f.check(calls.EventCreate, device); x != nil {
+		return 0, x.err(calls.EventCreate, "() on device %d", device)
 	}
 	if f.evs.live == nil {
 		f.evs.live = make(map[cudart.Event]*event)
@@ -59,7 +60,7 @@ func (f *Fake) event(e cudart.Event, device int) (*event, *failure) {
 func (f *Fake) EventRecord(device int, e cudart.Event, s cudart.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	qdev, x := f.streamCall(cudart.CallEventRecord, device, s)
+	qdev, x := f.streamCall(calls.EventRecord, device, s)
 	var ev *event
 	if x == nil {
 		ev, x = f.event(e, device)
@@ -67,13 +68,13 @@ func (f *Fake) EventRecord(device int, e cudart.Event, s cudart.Stream) error {
 	if x == nil {
 		ev.recorded, ev.done, ev.stream = true, false, s
 		ev.captured = f.graph.captures[s] != nil
-		x = f.enqueue(qdev, s, cudart.CallEventRecord, func() *failure {
+		x = f.enqueue(qdev, s, calls.EventRecord, func() *failure {
 			ev.done, ev.stamp = true, f.seq
 			return nil
 		})
 	}
 	if x != nil {
-		return x.err(cudart.CallEventRecord, "(event 0x%x, stream 0x%x) on device %d", uintptr(e), uintptr(s), device)
+		return x.err(calls.EventRecord, "(event 0x%x, stream 0x%x) on device %d", uintptr(e), uintptr(s), device)
 	}
 	return nil
 }
@@ -85,7 +86,7 @@ func (f *Fake) EventRecord(device int, e cudart.Event, s cudart.Stream) error {
 func (f *Fake) StreamWaitEvent(device int, s cudart.Stream, e cudart.Event) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	qdev, x := f.streamCall(cudart.CallStreamWaitEvent, device, s)
+	qdev, x := f.streamCall(calls.StreamWaitEvent, device, s)
 	var ev *event
 	if x == nil {
 		ev, x = f.event(e, device)
@@ -94,7 +95,7 @@ func (f *Fake) StreamWaitEvent(device int, s cudart.Stream, e cudart.Event) erro
 		x = fail(801, "event 0x%x was recorded in a capture: the fake does not join other streams into a capture", uintptr(e))
 	}
 	if x == nil {
-		x = f.enqueue(qdev, s, cudart.CallStreamWaitEvent, func() *failure {
+		x = f.enqueue(qdev, s, calls.StreamWaitEvent, func() *failure {
 			if ev.recorded && !ev.done {
 				return f.drain(device, ev.stream)
 			}
@@ -102,7 +103,7 @@ func (f *Fake) StreamWaitEvent(device int, s cudart.Stream, e cudart.Event) erro
 		})
 	}
 	if x != nil {
-		return x.err(cudart.CallStreamWaitEvent, "(stream 0x%x, event 0x%x) on device %d", uintptr(s), uintptr(e), device)
+		return x.err(calls.StreamWaitEvent, "(stream 0x%x, event 0x%x) on device %d", uintptr(s), uintptr(e), device)
 	}
 	return nil
 }
@@ -115,7 +116,7 @@ func (f *Fake) StreamWaitEvent(device int, s cudart.Stream, e cudart.Event) erro
 func (f *Fake) EventSynchronize(device int, e cudart.Event) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(cudart.CallEventSynchronize, device)
+	x := f.check(calls.EventSynchronize, device)
 	var ev *event
 	if x == nil {
 		ev, x = f.event(e, device)
@@ -130,7 +131,7 @@ func (f *Fake) EventSynchronize(device int, e cudart.Event) error {
 		x = f.drain(device, ev.stream)
 	}
 	if x != nil {
-		return x.err(cudart.CallEventSynchronize, "(event 0x%x) on device %d", uintptr(e), device)
+		return x.err(calls.EventSynchronize, "(event 0x%x) on device %d", uintptr(e), device)
 	}
 	return nil
 }
@@ -140,7 +141,7 @@ func (f *Fake) EventSynchronize(device int, e cudart.Event) error {
 func (f *Fake) EventQuery(device int, e cudart.Event) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(cudart.CallEventQuery, device)
+	x := f.check(calls.EventQuery, device)
 	var ev *event
 	if x == nil {
 		ev, x = f.event(e, device)
@@ -149,7 +150,7 @@ func (f *Fake) EventQuery(device int, e cudart.Event) (bool, error) {
 		x = ev.hostWait(e)
 	}
 	if x != nil {
-		return false, x.err(cudart.CallEventQuery, "(event 0x%x) on device %d", uintptr(e), device)
+		return false, x.err(calls.EventQuery, "(event 0x%x) on device %d", uintptr(e), device)
 	}
 	return !ev.recorded || ev.done, nil
 }
@@ -160,7 +161,7 @@ func (f *Fake) EventQuery(device int, e cudart.Event) (bool, error) {
 func (f *Fake) EventElapsedTime(device int, start, end cudart.Event) (time.Duration, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(cudart.CallEventElapsedTime, device)
+	x := f.check(calls.EventElapsedTime, device)
 	var a, b *event
 	if x == nil {
 		a, x = f.event(start, device)
@@ -178,7 +179,7 @@ func (f *Fake) EventElapsedTime(device int, start, end cudart.Event) (time.Durat
 		x = fail(600, "both events must have completed")
 	}
 	if x != nil {
-		return 0, x.err(cudart.CallEventElapsedTime, "(event 0x%x, event 0x%x) on device %d", uintptr(start), uintptr(end), device)
+		return 0, x.err(calls.EventElapsedTime, "(event 0x%x, event 0x%x) on device %d", uintptr(start), uintptr(end), device)
 	}
 	return time.Duration(b.stamp-a.stamp) * FakeEventTick, nil
 }
@@ -187,12 +188,12 @@ func (f *Fake) EventElapsedTime(device int, start, end cudart.Event) (time.Durat
 func (f *Fake) EventDestroy(device int, e cudart.Event) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(cudart.CallEventDestroy, device)
+	x := f.check(calls.EventDestroy, device)
 	if x == nil {
 		_, x = f.event(e, device)
 	}
 	if x != nil {
-		return x.err(cudart.CallEventDestroy, "(event 0x%x) on device %d", uintptr(e), device)
+		return x.err(calls.EventDestroy, "(event 0x%x) on device %d", uintptr(e), device)
 	}
 	delete(f.evs.live, e)
 	return nil

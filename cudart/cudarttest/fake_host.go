@@ -9,6 +9,7 @@ import (
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // hostRange is pinned host memory (MallocHost, HostAlloc) or memory the
@@ -23,7 +24,7 @@ type hostRange struct {
 	alias      *region // the device range that maps it, when mapped
 	device     int     // the device whose context pinned it
 	seq        int
-	call       cudart.Call
+	call       calls.Call
 }
 
 func (h *hostRange) end() uintptr { return h.start + uintptr(len(h.b)) }
@@ -48,9 +49,9 @@ func addrOf(b []byte) uintptr { return reflect.ValueOf(b).Pointer() }
 func (f *Fake) MallocHost(device int, size uint64) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	p, x := f.hostAlloc(cudart.CallMallocHost, device, size, cudart.HostAllocDefault)
+	p, x := f.hostAlloc(calls.MallocHost, device, size, cudart.HostAllocDefault)
 	if x != nil {
-		return nil, x.err(cudart.CallMallocHost, "(%s)", bytesize.Format(size))
+		return nil, x.err(calls.MallocHost, "(%s)", bytesize.Format(size))
 	}
 	return p, nil
 }
@@ -62,14 +63,14 @@ func (f *Fake) MallocHost(device int, size uint64) ([]byte, error) {
 func (f *Fake) HostAlloc(device int, size uint64, flags cudart.HostAllocFlags) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	p, x := f.hostAlloc(cudart.CallHostAlloc, device, size, flags)
+	p, x := f.hostAlloc(calls.HostAlloc, device, size, flags)
 	if x != nil {
-		return nil, x.err(cudart.CallHostAlloc, "(%s, %s)", bytesize.Format(size), flags)
+		return nil, x.err(calls.HostAlloc, "(%s, %s)", bytesize.Format(size), flags)
 	}
 	return p, nil
 }
 
-func (f *Fake) hostAlloc(c cudart.Call, device int, size uint64, flags cudart.HostAllocFlags) ([]byte, *failure) {
+func (f *Fake) hostAlloc(c calls.Call, device int, size uint64, flags cudart.HostAllocFlags) ([]byte, *failure) {
 	if x := f.check(c, device); x != nil {
 		return nil, x
 	}
@@ -129,12 +130,12 @@ func (f *Fake) FreeHost(b []byte) error {
 	defer f.mu.Unlock()
 	const args = "(%#x)"
 	a := addrOf(b)
-	if x := f.enter(cudart.CallFreeHost); x != nil {
-		return x.err(cudart.CallFreeHost, args, a)
+	if x := f.enter(calls.FreeHost); x != nil {
+		return x.err(calls.FreeHost, args, a)
 	}
 	for d := range f.devs {
 		if x := f.syncDevice(d); x != nil {
-			return x.err(cudart.CallFreeHost, args, a)
+			return x.err(calls.FreeHost, args, a)
 		}
 	}
 	if len(b) == 0 {
@@ -143,14 +144,14 @@ func (f *Fake) FreeHost(b []byte) error {
 	h := f.containingHost(a)
 	switch {
 	case h == nil:
-		return invalid("%#x is not pinned host memory from cudaMallocHost or cudaHostAlloc", a).err(cudart.CallFreeHost, args, a)
+		return invalid("%#x is not pinned host memory from cudaMallocHost or cudaHostAlloc", a).err(calls.FreeHost, args, a)
 	case h.registered:
-		return invalid("%#x is %s; unregister it with cudaHostUnregister", a, h.describe()).err(cudart.CallFreeHost, args, a)
+		return invalid("%#x is %s; unregister it with cudaHostUnregister", a, h.describe()).err(calls.FreeHost, args, a)
 	case h.start != a:
-		return invalid("%#x is %d B inside %s, not its start", a, a-h.start, h.describe()).err(cudart.CallFreeHost, args, a)
+		return invalid("%#x is %d B inside %s, not its start", a, a-h.start, h.describe()).err(calls.FreeHost, args, a)
 	}
 	if x := f.dropHost(h); x != nil {
-		return x.err(cudart.CallFreeHost, args, a)
+		return x.err(calls.FreeHost, args, a)
 	}
 	return nil
 }
@@ -164,15 +165,15 @@ func (f *Fake) HostGetDevicePointer(device int, b []byte) (cudart.DevicePtr, err
 	defer f.mu.Unlock()
 	const args = "(%#x)"
 	a := addrOf(b)
-	if x := f.check(cudart.CallHostGetDevicePointer, device); x != nil {
-		return 0, x.err(cudart.CallHostGetDevicePointer, args, a)
+	if x := f.check(calls.HostGetDevicePointer, device); x != nil {
+		return 0, x.err(calls.HostGetDevicePointer, args, a)
 	}
 	h := f.containingHost(a)
 	switch {
 	case len(b) == 0 || h == nil:
-		return 0, invalid("%#x is not pinned or registered host memory", a).err(cudart.CallHostGetDevicePointer, args, a)
+		return 0, invalid("%#x is not pinned or registered host memory", a).err(calls.HostGetDevicePointer, args, a)
 	case h.alias == nil:
-		return 0, invalid("%#x is %s, which is not mapped into the device", a, h.describe()).err(cudart.CallHostGetDevicePointer, args, a)
+		return 0, invalid("%#x is %s, which is not mapped into the device", a, h.describe()).err(calls.HostGetDevicePointer, args, a)
 	}
 	return cudart.DevicePtr(h.alias.base + uint64(a-h.start)), nil
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // KernelContext is what a KernelFunc sees of its launch: the grid and block
@@ -131,7 +132,7 @@ func (k *KernelContext) Malloc(n uint64) cudart.DevicePtr {
 	if n > limit || used > limit-n {
 		return 0
 	}
-	p, x := f.newRegion(cudart.CallCuLaunchKernel, kindDevice, k.device, n)
+	p, x := f.newRegion(calls.CuLaunchKernel, kindDevice, k.device, n)
 	if x != nil {
 		return 0
 	}
@@ -150,7 +151,7 @@ func (k *KernelContext) Free(p cudart.DevicePtr) {
 		return
 	}
 	r := f.containing(uint64(p))
-	if r == nil || r.base != uint64(p) || r.call != cudart.CallCuLaunchKernel {
+	if r == nil || r.base != uint64(p) || r.call != calls.CuLaunchKernel {
 		k.faultf(700, "kernel %s frees %s, which device-side malloc did not return", k.name, p)
 		return
 	}

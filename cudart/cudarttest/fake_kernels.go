@@ -7,6 +7,8 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/internal/ptx"
 )
 
 // KernelFunc is the Go implementation of a PTX kernel on the fake. It runs
@@ -31,12 +33,12 @@ type kernelState struct {
 
 type fakeModule struct {
 	ownedBy
-	info cudart.PTXInfo
+	info ptx.Info
 }
 
 type fakeFunction struct {
 	module cudart.Module
-	entry  cudart.PTXEntry
+	entry  ptx.Entry
 	impl   KernelFunc
 	malloc bool // its module declares malloc
 }
@@ -62,19 +64,19 @@ func (k *kernelState) handle() uintptr {
 // ModuleLoadData is cuModuleLoadDataEx: the fake reads the .entry
 // declarations of the PTX and nothing else. PTX whose declarations do not
 // parse fails with CUDA_ERROR_INVALID_PTX.
-func (f *Fake) ModuleLoadData(device int, ptx string) (cudart.Module, error) {
+func (f *Fake) ModuleLoadData(device int, src string) (cudart.Module, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(cudart.CallCuModuleLoadDataEx, device)
-	var info cudart.PTXInfo
+	x := f.check(calls.CuModuleLoadDataEx, device)
+	var info ptx.Info
 	if x == nil {
 		var err error
-		if info, err = cudart.ParsePTX(ptx); err != nil {
+		if info, err = ptx.Parse(src); err != nil {
 			x = fail(218, "%v", err)
 		}
 	}
 	if x != nil {
-		return 0, x.err(cudart.CallCuModuleLoadDataEx, "(%s of PTX) on device %d", bytesize.Format(uint64(len(ptx))), device)
+		return 0, x.err(calls.CuModuleLoadDataEx, "(%s of PTX) on device %d", bytesize.Format(uint64(len(src))), device)
 	}
 	if f.kern.modules == nil {
 		f.kern.modules = make(map[cudart.Module]*fakeModule)
@@ -90,9 +92,9 @@ func (f *Fake) ModuleLoadData(device int, ptx string) (cudart.Module, error) {
 func (f *Fake) ModuleGetFunction(device int, m cudart.Module, name string) (cudart.Function, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(cudart.CallCuModuleGetFunction, device)
+	x := f.check(calls.CuModuleGetFunction, device)
 	mod := f.kern.modules[m]
-	var entry cudart.PTXEntry
+	var entry ptx.Entry
 	if x == nil {
 		x = onDevice(mod, device, "module 0x%x", uintptr(m))
 	}
@@ -109,7 +111,7 @@ func (f *Fake) ModuleGetFunction(device int, m cudart.Module, name string) (cuda
 		x = fail(500, "no Go implementation of kernel %q: call RegisterKernel first", name)
 	}
 	if x != nil {
-		return 0, x.err(cudart.CallCuModuleGetFunction, "(module 0x%x, %q) on device %d", uintptr(m), name, device)
+		return 0, x.err(calls.CuModuleGetFunction, "(module 0x%x, %q) on device %d", uintptr(m), name, device)
 	}
 	if f.kern.functions == nil {
 		f.kern.functions = make(map[cudart.Function]*fakeFunction)
@@ -123,13 +125,13 @@ func (f *Fake) ModuleGetFunction(device int, m cudart.Module, name string) (cuda
 func (f *Fake) ModuleUnload(device int, m cudart.Module) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(cudart.CallCuModuleUnload, device)
+	x := f.check(calls.CuModuleUnload, device)
 	mod := f.kern.modules[m]
 	if x == nil {
 		x = onDevice(mod, device, "module 0x%x", uintptr(m))
 	}
 	if x != nil {
-		return x.err(cudart.CallCuModuleUnload, "(module 0x%x) on device %d", uintptr(m), device)
+		return x.err(calls.CuModuleUnload, "(module 0x%x) on device %d", uintptr(m), device)
 	}
 	delete(f.kern.modules, m)
 	for fn, ff := range f.kern.functions {
@@ -141,7 +143,7 @@ func (f *Fake) ModuleUnload(device int, m cudart.Module) error {
 }
 
 // LaunchKernel is cuLaunchKernel: the function's KernelFunc runs on the
-// stream, checked first as the binding checks a launch (cudart.CheckLaunch).
+// stream, checked first as the binding checks a launch (ptx.CheckLaunch).
 // A kernel that touches memory outside a live allocation fails with
 // cudaErrorIllegalAddress.
 func (f *Fake) LaunchKernel(device int, fn cudart.Function, grid, block cudart.Dim3, sharedMem uint32, s cudart.Stream, args ...cudart.KernelArg) error {
@@ -152,7 +154,7 @@ func (f *Fake) LaunchKernel(device int, fn cudart.Function, grid, block cudart.D
 	if ff != nil {
 		name = ff.entry.Name
 	}
-	qdev, x := f.streamCall(cudart.CallCuLaunchKernel, device, s)
+	qdev, x := f.streamCall(calls.CuLaunchKernel, device, s)
 	if x == nil && ff == nil {
 		x = fail(400, "not a function from cuModuleGetFunction, or its module was unloaded")
 	}
@@ -162,18 +164,18 @@ func (f *Fake) LaunchKernel(device int, fn cudart.Function, grid, block cudart.D
 		}
 	}
 	if x == nil {
-		if err := cudart.CheckLaunch(ff.entry, grid, block, args); err != nil {
+		if err := ptx.CheckLaunch(ff.entry, [3]uint32{grid.X, grid.Y, grid.Z}, [3]uint32{block.X, block.Y, block.Z}, args); err != nil {
 			x = invalid("%v", err)
 		}
 	}
 	if x == nil {
 		args = slices.Clone(args)
-		x = f.enqueue(qdev, s, cudart.CallCuLaunchKernel, func() *failure {
+		x = f.enqueue(qdev, s, calls.CuLaunchKernel, func() *failure {
 			return f.runKernel(device, ff, grid, block, sharedMem, args)
 		})
 	}
 	if x != nil {
-		return x.err(cudart.CallCuLaunchKernel, "(%s, grid %s, block %s, %s shared, stream 0x%x, %v) on device %d", name, grid, block, bytesize.Format(uint64(sharedMem)), uintptr(s), args, device)
+		return x.err(calls.CuLaunchKernel, "(%s, grid %s, block %s, %s shared, stream 0x%x, %v) on device %d", name, grid, block, bytesize.Format(uint64(sharedMem)), uintptr(s), args, device)
 	}
 	return nil
 }

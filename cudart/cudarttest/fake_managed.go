@@ -3,6 +3,7 @@ package cudarttest
 import (
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // MallocManaged is cudaMallocManaged: device-addressable memory counted
@@ -12,13 +13,13 @@ func (f *Fake) MallocManaged(device int, size uint64, flags cudart.MemAttachFlag
 	defer f.mu.Unlock()
 	p, x := f.mallocManaged(device, size, flags)
 	if x != nil {
-		return 0, x.err(cudart.CallMallocManaged, "(%s, 0x%x)", bytesize.Format(size), uint32(flags))
+		return 0, x.err(calls.MallocManaged, "(%s, 0x%x)", bytesize.Format(size), uint32(flags))
 	}
 	return p, nil
 }
 
 func (f *Fake) mallocManaged(device int, size uint64, flags cudart.MemAttachFlags) (cudart.DevicePtr, *failure) {
-	if x := f.check(cudart.CallMallocManaged, device); x != nil {
+	if x := f.check(calls.MallocManaged, device); x != nil {
 		return 0, x
 	}
 	if flags != cudart.MemAttachGlobal && flags != cudart.MemAttachHost {
@@ -27,7 +28,7 @@ func (f *Fake) mallocManaged(device int, size uint64, flags cudart.MemAttachFlag
 	if size == 0 {
 		return 0, invalid("size 0")
 	}
-	return f.newRegion(cudart.CallMallocManaged, kindManaged, device, size)
+	return f.newRegion(calls.MallocManaged, kindManaged, device, size)
 }
 
 // MemPrefetchAsync is cudaMemPrefetchAsync: [p, p+n) must lie in one managed
@@ -38,13 +39,13 @@ func (f *Fake) MemPrefetchAsync(device int, p cudart.DevicePtr, n uint64, dstDev
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if x := f.prefetch(device, p, n, dstDevice, s); x != nil {
-		return x.err(cudart.CallMemPrefetchAsync, "(%s, %s, to device %d, stream 0x%x)", p, bytesize.Format(n), dstDevice, uintptr(s))
+		return x.err(calls.MemPrefetchAsync, "(%s, %s, to device %d, stream 0x%x)", p, bytesize.Format(n), dstDevice, uintptr(s))
 	}
 	return nil
 }
 
 func (f *Fake) prefetch(device int, p cudart.DevicePtr, n uint64, dstDevice int, s cudart.Stream) *failure {
-	qdev, x := f.streamCall(cudart.CallMemPrefetchAsync, device, s)
+	qdev, x := f.streamCall(calls.MemPrefetchAsync, device, s)
 	if x != nil {
 		return x
 	}
@@ -60,7 +61,7 @@ func (f *Fake) prefetch(device int, p cudart.DevicePtr, n uint64, dstDevice int,
 	if n > r.end()-uint64(p) {
 		return invalid("range [%s, +%s) runs past the end of %s", p, bytesize.Format(n), r.describe())
 	}
-	return f.enqueue(qdev, s, cudart.CallMemPrefetchAsync, func() *failure {
+	return f.enqueue(qdev, s, calls.MemPrefetchAsync, func() *failure {
 		if f.containing(uint64(p)) != r {
 			return invalid("%s was freed before the prefetch ran", p)
 		}

@@ -4,6 +4,7 @@ import (
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // DeviceCount is cudaGetDeviceCount: the number of devices of WithDevices;
@@ -11,11 +12,11 @@ import (
 func (f *Fake) DeviceCount() (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.enter(cudart.CallGetDeviceCount); x != nil {
-		return 0, x.err(cudart.CallGetDeviceCount, "()")
+	if x := f.enter(calls.GetDeviceCount); x != nil {
+		return 0, x.err(calls.GetDeviceCount, "()")
 	}
 	if len(f.devs) == 0 {
-		return 0, fail(100, "the fake has no device (WithDevices(0))").err(cudart.CallGetDeviceCount, "()")
+		return 0, fail(100, "the fake has no device (WithDevices(0))").err(calls.GetDeviceCount, "()")
 	}
 	return len(f.devs), nil
 }
@@ -25,8 +26,8 @@ func (f *Fake) DeviceCount() (int, error) {
 func (f *Fake) MemGetInfo(device int) (free, total uint64, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(cudart.CallMemGetInfo, device); x != nil {
-		return 0, 0, x.err(cudart.CallMemGetInfo, "(device %d)", device)
+	if x := f.check(calls.MemGetInfo, device); x != nil {
+		return 0, 0, x.err(calls.MemGetInfo, "(device %d)", device)
 	}
 	return f.opts.deviceMem - f.devs[device].used, f.opts.deviceMem, nil
 }
@@ -37,9 +38,9 @@ func (f *Fake) MemGetInfo(device int) (free, total uint64, err error) {
 func (f *Fake) Malloc(device int, size uint64) (cudart.DevicePtr, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	p, x := f.alloc(cudart.CallMalloc, kindDevice, device, size)
+	p, x := f.alloc(calls.Malloc, kindDevice, device, size)
 	if x != nil {
-		return 0, x.err(cudart.CallMalloc, "(%s)", bytesize.Format(size))
+		return 0, x.err(calls.Malloc, "(%s)", bytesize.Format(size))
 	}
 	return p, nil
 }
@@ -52,17 +53,17 @@ func (f *Fake) Malloc(device int, size uint64) (cudart.DevicePtr, error) {
 func (f *Fake) Free(device int, p cudart.DevicePtr) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(cudart.CallFree, device); x != nil {
-		return x.err(cudart.CallFree, "(%s)", p)
+	if x := f.check(calls.Free, device); x != nil {
+		return x.err(calls.Free, "(%s)", p)
 	}
 	if x := f.syncDevice(device); x != nil {
-		return x.err(cudart.CallFree, "(%s)", p)
+		return x.err(calls.Free, "(%s)", p)
 	}
 	if p == 0 {
 		return nil
 	}
 	if x := f.free(p, kindDevice, kindManaged, kindAsync); x != nil {
-		return x.err(cudart.CallFree, "(%s)", p)
+		return x.err(calls.Free, "(%s)", p)
 	}
 	return nil
 }
@@ -73,7 +74,7 @@ func (f *Fake) Free(device int, p cudart.DevicePtr) error {
 func (f *Fake) DeviceSynchronize(device int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(cudart.CallDeviceSynchronize, device)
+	x := f.check(calls.DeviceSynchronize, device)
 	if x == nil {
 		x = f.captureBlocksDeviceSync(device)
 	}
@@ -81,14 +82,14 @@ func (f *Fake) DeviceSynchronize(device int) error {
 		x = f.syncDevice(device)
 	}
 	if x != nil {
-		return x.err(cudart.CallDeviceSynchronize, "(device %d)", device)
+		return x.err(calls.DeviceSynchronize, "(device %d)", device)
 	}
 	return nil
 }
 
 // check enters call c and checks the device ordinal it names, and that no
 // sticky error poisons the device.
-func (f *Fake) check(c cudart.Call, device int) *failure {
+func (f *Fake) check(c calls.Call, device int) *failure {
 	if x := f.enter(c); x != nil {
 		return x
 	}
@@ -100,7 +101,7 @@ func (f *Fake) check(c cudart.Call, device int) *failure {
 
 // alloc makes a device address range of size bytes of kind k, charged to
 // device, for call c. Size 0 gives the zero pointer.
-func (f *Fake) alloc(c cudart.Call, k kind, device int, size uint64) (cudart.DevicePtr, *failure) {
+func (f *Fake) alloc(c calls.Call, k kind, device int, size uint64) (cudart.DevicePtr, *failure) {
 	if x := f.check(c, device); x != nil {
 		return 0, x
 	}
@@ -116,7 +117,7 @@ const pageSize = 2 << 20
 
 // newRegion places a range of size bytes of kind k on device and charges it
 // in whole pages.
-func (f *Fake) newRegion(c cudart.Call, k kind, device int, size uint64) (cudart.DevicePtr, *failure) {
+func (f *Fake) newRegion(c calls.Call, k kind, device int, size uint64) (cudart.DevicePtr, *failure) {
 	charge, err := align.Up(size, pageSize)
 	if err != nil {
 		return 0, fail(2, "asked for %s, more than any device holds", bytesize.Format(size))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // fakeMethods calls each method of cudart.Full on f once, by name, with
@@ -84,10 +85,10 @@ func fakeMethods(f *cudarttest.Fake) map[string]func() {
 // that a test counting or failing the fake's calls holds for CUDA too.
 func TestFakeMethodsMakeTheTablesCalls(t *testing.T) {
 	for name := range fakeMethods(cudarttest.NewFake()) {
-		assert.NotEmpty(t, cudart.CallsOf(name), "%s makes no call of cudart's table", name)
+		assert.NotEmpty(t, calls.Of(name), "%s makes no call of cudart's table", name)
 	}
 	var tableMethods []string
-	for _, c := range cudart.Calls() {
+	for _, c := range calls.All() {
 		tableMethods = append(tableMethods, c.Methods()...)
 	}
 	slices.Sort(tableMethods)
@@ -98,7 +99,7 @@ func TestFakeMethodsMakeTheTablesCalls(t *testing.T) {
 			require.True(t, ok, "no call of %s here", name)
 			call()
 			var want []string
-			for _, c := range cudart.CallsOf(name) {
+			for _, c := range calls.Of(name) {
 				want = append(want, c.String())
 			}
 			assert.Equal(t, want, f.Calls())

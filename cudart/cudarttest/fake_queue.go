@@ -5,12 +5,13 @@ import (
 	"slices"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // pending is one piece of asynchronous work queued on a stream.
 type pending struct {
 	stream cudart.Stream // canonical: 0 for the legacy default stream
-	name   cudart.Call   // the call that queued it
+	name   calls.Call    // the call that queued it
 	op     func() *failure
 	due    bool // marked to run by the synchronisation under way
 }
@@ -43,7 +44,7 @@ func canonical(s cudart.Stream) cudart.Stream {
 // cudaStreamPerThread is one stream for the whole process, as Go has no
 // thread to tie it to; the legacy default stream orders with every other:
 // its work waits for all earlier work of dev, and later work waits for it.
-func (f *Fake) enqueue(dev int, s cudart.Stream, name cudart.Call, op func() *failure) *failure {
+func (f *Fake) enqueue(dev int, s cudart.Stream, name calls.Call, op func() *failure) *failure {
 	ds := &f.devs[dev]
 	if ds.sticky != nil {
 		return ds.sticky

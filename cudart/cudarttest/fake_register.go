@@ -3,6 +3,7 @@ package cudarttest
 import (
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // HostRegister is cudaHostRegister over all of b, counted against the
@@ -17,13 +18,13 @@ func (f *Fake) HostRegister(device int, b []byte, flags cudart.HostRegisterFlags
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if x := f.hostRegister(device, b, flags); x != nil {
-		return x.err(cudart.CallHostRegister, "(%p, %s, %s)", b, bytesize.Format(uint64(len(b))), flags)
+		return x.err(calls.HostRegister, "(%p, %s, %s)", b, bytesize.Format(uint64(len(b))), flags)
 	}
 	return nil
 }
 
 func (f *Fake) hostRegister(device int, b []byte, flags cudart.HostRegisterFlags) *failure {
-	if x := f.check(cudart.CallHostRegister, device); x != nil {
+	if x := f.check(calls.HostRegister, device); x != nil {
 		return x
 	}
 	all := cudart.HostRegisterPortable | cudart.HostRegisterMapped | cudart.HostRegisterIoMemory | cudart.HostRegisterReadOnly
@@ -43,7 +44,7 @@ func (f *Fake) hostRegister(device int, b []byte, flags cudart.HostRegisterFlags
 	if x := f.pin(uint64(len(b))); x != nil {
 		return x
 	}
-	h := &hostRange{start: a, b: b, registered: true, regFlags: flags, device: device, seq: f.seq, call: cudart.CallHostRegister}
+	h := &hostRange{start: a, b: b, registered: true, regFlags: flags, device: device, seq: f.seq, call: calls.HostRegister}
 	if flags&cudart.HostRegisterMapped != 0 {
 		f.mapIntoDevice(h, device)
 	}
@@ -59,13 +60,13 @@ func (f *Fake) HostUnregister(device int, b []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if x := f.hostUnregister(device, b); x != nil {
-		return x.err(cudart.CallHostUnregister, "(%p)", b)
+		return x.err(calls.HostUnregister, "(%p)", b)
 	}
 	return nil
 }
 
 func (f *Fake) hostUnregister(device int, b []byte) *failure {
-	if x := f.check(cudart.CallHostUnregister, device); x != nil {
+	if x := f.check(calls.HostUnregister, device); x != nil {
 		return x
 	}
 	if x := f.syncDevice(device); x != nil {

@@ -3,7 +3,7 @@ package cudarttest
 import (
 	"slices"
 
-	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // DeviceReset is cudaDeviceReset: everything the device's context holds
@@ -16,7 +16,7 @@ import (
 func (f *Fake) DeviceReset(device int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.enter(cudart.CallDeviceReset)
+	x := f.enter(calls.DeviceReset)
 	if x == nil {
 		x = f.device(device)
 	}
@@ -24,7 +24,7 @@ func (f *Fake) DeviceReset(device int) error {
 		x = f.reset(device)
 	}
 	if x != nil {
-		return x.err(cudart.CallDeviceReset, "(device %d)", device)
+		return x.err(calls.DeviceReset, "(device %d)", device)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 const (
@@ -37,9 +38,9 @@ type region struct {
 	size   uint64
 	kind   kind
 	device int
-	seq    int         // the call that made it, counted from NewFake
-	call   cudart.Call // ...and its name
-	charge uint64      // bytes counted against the device
+	seq    int        // the call that made it, counted from NewFake
+	call   calls.Call // ...and its name
+	charge uint64     // bytes counted against the device
 	mem    backing
 	store  sparse // the bytes of device, managed and async memory
 

@@ -2,6 +2,7 @@ package cudarttest
 
 import (
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // streamInfo is a live stream from StreamCreate.
@@ -25,8 +26,8 @@ const (
 func (f *Fake) StreamCreate(device int) (cudart.Stream, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(cudart.CallStreamCreate, device); x != nil {
-		return 0, x.err(cudart.CallStreamCreate, "(device %d)", device)
+	if x := f.check(calls.StreamCreate, device); x != nil {
+		return 0, x.err(calls.StreamCreate, "(device %d)", device)
 	}
 	s := f.nextStream
 	f.nextStream += streamStride
@@ -40,12 +41,12 @@ func (f *Fake) StreamCreate(device int) (cudart.Stream, error) {
 func (f *Fake) StreamSynchronize(device int, s cudart.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	qdev, x := f.streamCall(cudart.CallStreamSynchronize, device, s)
+	qdev, x := f.streamCall(calls.StreamSynchronize, device, s)
 	if x == nil {
 		x = f.drain(qdev, s)
 	}
 	if x != nil {
-		return x.err(cudart.CallStreamSynchronize, "(0x%x)", uintptr(s))
+		return x.err(calls.StreamSynchronize, "(0x%x)", uintptr(s))
 	}
 	return nil
 }
@@ -55,11 +56,11 @@ func (f *Fake) StreamSynchronize(device int, s cudart.Stream) error {
 func (f *Fake) StreamDestroy(device int, s cudart.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(cudart.CallStreamDestroy, device); x != nil {
-		return x.err(cudart.CallStreamDestroy, "(0x%x)", uintptr(s))
+	if x := f.check(calls.StreamDestroy, device); x != nil {
+		return x.err(calls.StreamDestroy, "(0x%x)", uintptr(s))
 	}
 	if _, ok := f.streams[s]; !ok {
-		return fail(400, "not a live stream from cudaStreamCreate").err(cudart.CallStreamDestroy, "(0x%x)", uintptr(s))
+		return fail(400, "not a live stream from cudaStreamCreate").err(calls.StreamDestroy, "(0x%x)", uintptr(s))
 	}
 	delete(f.streams, s)
 	return nil
@@ -74,7 +75,7 @@ func (f *Fake) StreamDestroy(device int, s cudart.Stream) error {
 func (f *Fake) MemcpyAsync(device int, dst, src cudart.Mem, kind cudart.MemcpyKind, s cudart.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	qdev, x := f.streamCall(cudart.CallMemcpyAsync, device, s)
+	qdev, x := f.streamCall(calls.MemcpyAsync, device, s)
 	if x == nil {
 		x = f.memcpy(device, dst, src, kind, false)
 	}
@@ -82,7 +83,7 @@ func (f *Fake) MemcpyAsync(device int, dst, src cudart.Mem, kind cudart.MemcpyKi
 		x = f.memcpyAsync(device, qdev, dst, src, kind, s)
 	}
 	if x != nil {
-		return x.err(cudart.CallMemcpyAsync, "(%s <- %s, %s, stream 0x%x)", dst, src, kind, uintptr(s))
+		return x.err(calls.MemcpyAsync, "(%s <- %s, %s, stream 0x%x)", dst, src, kind, uintptr(s))
 	}
 	return nil
 }
@@ -99,13 +100,13 @@ func (f *Fake) memcpyAsync(device, qdev int, dst, src cudart.Mem, kind cudart.Me
 	if src.IsHost() && !f.pinned(src.Host()) {
 		src = cudart.HostMem(append([]byte(nil), src.Host()...))
 	}
-	return f.enqueue(qdev, s, cudart.CallMemcpyAsync, func() *failure { return f.memcpy(device, dst, src, kind, true) })
+	return f.enqueue(qdev, s, calls.MemcpyAsync, func() *failure { return f.memcpy(device, dst, src, kind, true) })
 }
 
 // streamCall enters call c and checks its device, that no sticky error
 // poisons it, and the stream; it returns the device whose queue the stream
 // is: its own for a created stream, device for the built-in ones.
-func (f *Fake) streamCall(c cudart.Call, device int, s cudart.Stream) (int, *failure) {
+func (f *Fake) streamCall(c calls.Call, device int, s cudart.Stream) (int, *failure) {
 	if x := f.check(c, device); x != nil {
 		return 0, x
 	}

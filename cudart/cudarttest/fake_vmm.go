@@ -8,6 +8,7 @@ import (
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // physical is memory from MemCreate. It is freed, and uncharged from its
@@ -54,8 +55,8 @@ const maxReservation = 1 << 48
 func (f *Fake) MemGetAllocationGranularity(device int, recommended bool) (uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(cudart.CallCuMemGetAllocationGranularity, device); x != nil {
-		return 0, x.err(cudart.CallCuMemGetAllocationGranularity, "(device %d, recommended %t)", device, recommended)
+	if x := f.check(calls.CuMemGetAllocationGranularity, device); x != nil {
+		return 0, x.err(calls.CuMemGetAllocationGranularity, "(device %d, recommended %t)", device, recommended)
 	}
 	return f.opts.granularity, nil
 }
@@ -67,13 +68,13 @@ func (f *Fake) MemCreate(device int, size uint64) (cudart.PhysHandle, error) {
 	defer f.mu.Unlock()
 	h, x := f.memCreate(device, size)
 	if x != nil {
-		return 0, x.err(cudart.CallCuMemCreate, "(%s, device %d)", bytesize.Format(size), device)
+		return 0, x.err(calls.CuMemCreate, "(%s, device %d)", bytesize.Format(size), device)
 	}
 	return h, nil
 }
 
 func (f *Fake) memCreate(device int, size uint64) (cudart.PhysHandle, *failure) {
-	if x := f.check(cudart.CallCuMemCreate, device); x != nil {
+	if x := f.check(calls.CuMemCreate, device); x != nil {
 		return 0, x
 	}
 	if x := f.granules("size", size, false); x != nil {
@@ -93,12 +94,12 @@ func (f *Fake) memCreate(device int, size uint64) (cudart.PhysHandle, *failure) 
 func (f *Fake) MemRelease(h cudart.PhysHandle) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.enter(cudart.CallCuMemRelease); x != nil {
-		return x.err(cudart.CallCuMemRelease, "(%d)", uint64(h))
+	if x := f.enter(calls.CuMemRelease); x != nil {
+		return x.err(calls.CuMemRelease, "(%d)", uint64(h))
 	}
 	p, x := f.handle(h)
 	if x != nil {
-		return x.err(cudart.CallCuMemRelease, "(%d)", uint64(h))
+		return x.err(calls.CuMemRelease, "(%d)", uint64(h))
 	}
 	p.released = true
 	f.collect(p)
@@ -114,13 +115,13 @@ func (f *Fake) MemAddressReserve(size, alignment uint64, hint cudart.DevicePtr) 
 	defer f.mu.Unlock()
 	p, x := f.reserve(size, alignment, uint64(hint))
 	if x != nil {
-		return 0, x.err(cudart.CallCuMemAddressReserve, "(%s, alignment %s, hint %s)", bytesize.Format(size), bytesize.Format(alignment), hint)
+		return 0, x.err(calls.CuMemAddressReserve, "(%s, alignment %s, hint %s)", bytesize.Format(size), bytesize.Format(alignment), hint)
 	}
 	return p, nil
 }
 
 func (f *Fake) reserve(size, alignment, hint uint64) (cudart.DevicePtr, *failure) {
-	if x := f.enter(cudart.CallCuMemAddressReserve); x != nil {
+	if x := f.enter(calls.CuMemAddressReserve); x != nil {
 		return 0, x
 	}
 	if x := f.granules("size", size, false); x != nil {
@@ -136,7 +137,7 @@ func (f *Fake) reserve(size, alignment, hint uint64) (cudart.DevicePtr, *failure
 		return 0, invalid("alignment %d is not a power of two", alignment)
 	}
 	alignment = max(alignment, f.opts.granularity)
-	r := &region{size: size, kind: kindReservation, seq: f.seq, call: cudart.CallCuMemAddressReserve}
+	r := &region{size: size, kind: kindReservation, seq: f.seq, call: calls.CuMemAddressReserve}
 	if hint >= spaceBase && align.Is(hint, alignment) && hint+size > hint && !f.overlaps(hint, size) {
 		r.base = hint
 		f.next = max(f.next, hint+size+guardGap)
@@ -153,13 +154,13 @@ func (f *Fake) MemAddressFree(p cudart.DevicePtr, size uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if x := f.addressFree(uint64(p), size); x != nil {
-		return x.err(cudart.CallCuMemAddressFree, "(%s, %s)", p, bytesize.Format(size))
+		return x.err(calls.CuMemAddressFree, "(%s, %s)", p, bytesize.Format(size))
 	}
 	return nil
 }
 
 func (f *Fake) addressFree(a, size uint64) *failure {
-	if x := f.enter(cudart.CallCuMemAddressFree); x != nil {
+	if x := f.enter(calls.CuMemAddressFree); x != nil {
 		return x
 	}
 	r, x := f.reservation(a, size)
@@ -183,13 +184,13 @@ func (f *Fake) MemMap(p cudart.DevicePtr, size, offset uint64, h cudart.PhysHand
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if x := f.memMap(uint64(p), size, offset, h); x != nil {
-		return x.err(cudart.CallCuMemMap, "(%s, %s, offset %s, handle %d)", p, bytesize.Format(size), bytesize.Format(offset), uint64(h))
+		return x.err(calls.CuMemMap, "(%s, %s, offset %s, handle %d)", p, bytesize.Format(size), bytesize.Format(offset), uint64(h))
 	}
 	return nil
 }
 
 func (f *Fake) memMap(a, size, offset uint64, h cudart.PhysHandle) *failure {
-	if x := f.enter(cudart.CallCuMemMap); x != nil {
+	if x := f.enter(calls.CuMemMap); x != nil {
 		return x
 	}
 	if x := f.granules("address", a, true); x != nil {
@@ -228,13 +229,13 @@ func (f *Fake) MemUnmap(p cudart.DevicePtr, size uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if x := f.unmap(uint64(p), size); x != nil {
-		return x.err(cudart.CallCuMemUnmap, "(%s, %s)", p, bytesize.Format(size))
+		return x.err(calls.CuMemUnmap, "(%s, %s)", p, bytesize.Format(size))
 	}
 	return nil
 }
 
 func (f *Fake) unmap(a, size uint64) *failure {
-	if x := f.enter(cudart.CallCuMemUnmap); x != nil {
+	if x := f.enter(calls.CuMemUnmap); x != nil {
 		return x
 	}
 	r, i, j, x := f.wholeMappings(a, size)
@@ -259,13 +260,13 @@ func (f *Fake) MemSetAccess(p cudart.DevicePtr, size uint64, devices []int) erro
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if x := f.setAccess(uint64(p), size, devices); x != nil {
-		return x.err(cudart.CallCuMemSetAccess, "(%s, %s, devices %v)", p, bytesize.Format(size), devices)
+		return x.err(calls.CuMemSetAccess, "(%s, %s, devices %v)", p, bytesize.Format(size), devices)
 	}
 	return nil
 }
 
 func (f *Fake) setAccess(a, size uint64, devices []int) *failure {
-	if x := f.enter(cudart.CallCuMemSetAccess); x != nil {
+	if x := f.enter(calls.CuMemSetAccess); x != nil {
 		return x
 	}
 	if len(devices) == 0 {

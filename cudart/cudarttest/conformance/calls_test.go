@@ -6,9 +6,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/cudart/cudarttest/conformance"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // TestConformanceFakeMakesEveryCallOfTheTable: the conformance suite, run on the
@@ -21,13 +21,13 @@ func TestConformanceFakeMakesEveryCallOfTheTable(t *testing.T) {
 	conformance.TestRuntime(t, f)
 	made := map[string]bool{}
 	for _, name := range f.Calls() {
-		c, err := cudart.LookupCall(name)
+		c, err := calls.Lookup(name)
 		require.NoError(t, err, "the fake recorded a call outside the table")
-		assert.NotEqual(t, cudart.Binding, c.Capability(), "%s is the binding's own", c)
+		assert.NotEqual(t, calls.Binding, c.Capability(), "%s is the binding's own", c)
 		made[name] = true
 	}
-	for _, c := range cudart.Calls() {
-		if c.Capability() == cudart.Binding {
+	for _, c := range calls.All() {
+		if c.Capability() == calls.Binding {
 			continue
 		}
 		assert.True(t, made[c.String()], "the suite never makes %s (%s)", c, c.Capability())

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // Option configures TestRuntime.
@@ -42,7 +43,7 @@ func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...Option) {
 		o(s)
 	}
 	count, err := rt.DeviceCount()
-	require.NoError(t, err, cudart.CallGetDeviceCount)
+	require.NoError(t, err, calls.GetDeviceCount)
 	require.Greater(t, s.dev, -1, "suite device")
 	require.Less(t, s.dev, count, "the suite's device must exist")
 
@@ -72,7 +73,7 @@ func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...Option) {
 // once runs free, which makes call c, at cleanup unless the returned function
 // ran it first, so that a test frees explicitly where it checks the effect
 // and still frees everything when an assertion stops it early.
-func once(t testing.TB, c cudart.Call, free func() error) (freeNow func()) {
+func once(t testing.TB, c calls.Call, free func() error) (freeNow func()) {
 	done := false
 	run := func() {
 		if !done {
@@ -95,9 +96,9 @@ func once(t testing.TB, c cudart.Call, free func() error) (freeNow func()) {
 func (s *suite) malloc(t testing.TB, n uint64) cudart.DevicePtr {
 	t.Helper()
 	p, err := s.rt.Malloc(s.dev, n)
-	require.NoError(t, err, cudart.CallMalloc)
-	require.NotZero(t, p, cudart.CallMalloc)
-	once(t, cudart.CallFree, func() error { return s.rt.Free(s.dev, p) })
+	require.NoError(t, err, calls.Malloc)
+	require.NotZero(t, p, calls.Malloc)
+	once(t, calls.Free, func() error { return s.rt.Free(s.dev, p) })
 	return p
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // event creates an event destroyed at cleanup.
@@ -16,7 +17,7 @@ func (s *suite) event(t *testing.T, ev cudart.Events) cudart.Event {
 	e, err := ev.EventCreate(s.dev)
 	require.NoError(t, err)
 	require.NotZero(t, e)
-	once(t, cudart.CallEventDestroy, func() error { return ev.EventDestroy(s.dev, e) })
+	once(t, calls.EventDestroy, func() error { return ev.EventDestroy(s.dev, e) })
 	return e
 }
 

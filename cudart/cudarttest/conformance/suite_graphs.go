@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // testGraphs: a chain of copies and kernels captured on a stream replays
@@ -37,7 +38,7 @@ func (s *suite) testGraphs(t *testing.T) {
 		require.NotZero(t, graph)
 		exec, err := g.GraphInstantiate(s.dev, graph)
 		require.NoError(t, err)
-		once(t, cudart.CallGraphExecDestroy, func() error { return g.GraphExecDestroy(s.dev, exec) })
+		once(t, calls.GraphExecDestroy, func() error { return g.GraphExecDestroy(s.dev, exec) })
 		require.NoError(t, g.GraphDestroy(s.dev, graph), "the instantiation outlives its graph")
 
 		for replay, scale := range []float32{1, 3} {

@@ -9,15 +9,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // pinned allocates pinned host memory freed at cleanup.
 func (s *suite) pinned(t testing.TB, n uint64) []byte {
 	t.Helper()
 	b, err := s.rt.MallocHost(s.dev, n)
-	require.NoError(t, err, cudart.CallMallocHost)
-	require.Len(t, b, int(n), cudart.CallMallocHost)
-	once(t, cudart.CallFreeHost, func() error { return s.rt.FreeHost(b) })
+	require.NoError(t, err, calls.MallocHost)
+	require.Len(t, b, int(n), calls.MallocHost)
+	once(t, calls.FreeHost, func() error { return s.rt.FreeHost(b) })
 	return b
 }
 
@@ -61,7 +62,7 @@ func (s *suite) testHostAlloc(t *testing.T) {
 			b, err := ha.HostAlloc(s.dev, n, flags)
 			require.NoError(t, err)
 			require.Len(t, b, n)
-			once(t, cudart.CallFreeHost, func() error { return s.rt.FreeHost(b) })
+			once(t, calls.FreeHost, func() error { return s.rt.FreeHost(b) })
 			want := pattern(uint64(30+flags), n)
 			copy(b, want)
 			assert.True(t, bytes.Equal(want, b), "host memory does not hold what was written")
@@ -100,7 +101,7 @@ func (s *suite) testHostRegister(t *testing.T) {
 
 	t.Run("RoundTrip", func(t *testing.T) {
 		require.NoError(t, hr.HostRegister(s.dev, b, cudart.HostRegisterDefault))
-		once(t, cudart.CallHostUnregister, func() error { return hr.HostUnregister(s.dev, b) })
+		once(t, calls.HostUnregister, func() error { return hr.HostUnregister(s.dev, b) })
 		copy(b, pattern(40, n))
 		d := s.malloc(t, n)
 		require.NoError(t, s.rt.Memcpy(s.dev, cudart.DeviceMem(d, n), cudart.HostMem(b), cudart.HostToDevice))
@@ -108,7 +109,7 @@ func (s *suite) testHostRegister(t *testing.T) {
 	})
 	t.Run("TwiceIsAlreadyRegistered", func(t *testing.T) {
 		require.NoError(t, hr.HostRegister(s.dev, b, cudart.HostRegisterDefault))
-		unregister := once(t, cudart.CallHostUnregister, func() error { return hr.HostUnregister(s.dev, b) })
+		unregister := once(t, calls.HostUnregister, func() error { return hr.HostUnregister(s.dev, b) })
 		err := hr.HostRegister(s.dev, b, cudart.HostRegisterDefault)
 		assert.ErrorIs(t, err, cudart.ErrHostMemoryAlreadyRegistered)
 		unregister()
@@ -125,7 +126,7 @@ func (s *suite) testHostRegister(t *testing.T) {
 			t.Skip("runtime does not implement cudart.HostAllocator (HostGetDevicePointer)")
 		}
 		require.NoError(t, hr.HostRegister(s.dev, b, cudart.HostRegisterMapped))
-		once(t, cudart.CallHostUnregister, func() error { return hr.HostUnregister(s.dev, b) })
+		once(t, calls.HostUnregister, func() error { return hr.HostUnregister(s.dev, b) })
 		copy(b, pattern(41, n))
 		s.checkMappedAliases(t, ha, b)
 	})

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // need is rt as the capability T, named name, or skips t when rt lacks it.
@@ -48,9 +49,9 @@ func (s *suite) loadKernels(t *testing.T) *kernels {
 func (s *suite) loadModule(t *testing.T, k cudart.Kernels, ptx string) cudart.Module {
 	t.Helper()
 	m, err := k.ModuleLoadData(s.dev, ptx)
-	require.NoError(t, err, cudart.CallCuModuleLoadDataEx)
+	require.NoError(t, err, calls.CuModuleLoadDataEx)
 	require.NotZero(t, m)
-	once(t, cudart.CallCuModuleUnload, func() error { return k.ModuleUnload(s.dev, m) })
+	once(t, calls.CuModuleUnload, func() error { return k.ModuleUnload(s.dev, m) })
 	return m
 }
 
@@ -60,7 +61,7 @@ func (s *suite) stream(t *testing.T) (cudart.Streams, cudart.Stream) {
 	st := need[cudart.Streams](t, s.rt, "Streams")
 	stream, err := st.StreamCreate(s.dev)
 	require.NoError(t, err)
-	once(t, cudart.CallStreamDestroy, func() error { return st.StreamDestroy(s.dev, stream) })
+	once(t, calls.StreamDestroy, func() error { return st.StreamDestroy(s.dev, stream) })
 	return st, stream
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 const (
@@ -69,7 +70,7 @@ func (s *suite) testMallocFree(t *testing.T) {
 		require.NoError(t, err)
 		p, err := s.rt.Malloc(s.dev, n)
 		require.NoError(t, err)
-		freeNow := once(t, cudart.CallFree, func() error { return s.rt.Free(s.dev, p) })
+		freeNow := once(t, calls.Free, func() error { return s.rt.Free(s.dev, p) })
 		during, _, err := s.rt.MemGetInfo(s.dev)
 		require.NoError(t, err)
 		assert.LessOrEqual(t, during+n/2, before, "free memory should drop by about %d MiB", n/mib)

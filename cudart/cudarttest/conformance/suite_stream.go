@@ -9,6 +9,7 @@ import (
 
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 func (s *suite) testStreams(t *testing.T) {
@@ -22,7 +23,7 @@ func (s *suite) testStreams(t *testing.T) {
 	t.Run("CreatedStream", func(t *testing.T) {
 		stream, err := st.StreamCreate(s.dev)
 		require.NoError(t, err)
-		once(t, cudart.CallStreamDestroy, func() error { return st.StreamDestroy(s.dev, stream) })
+		once(t, calls.StreamDestroy, func() error { return st.StreamDestroy(s.dev, stream) })
 		copy(in, pattern(50, n))
 		clear(out)
 		require.NoError(t, st.MemcpyAsync(s.dev, cudart.DeviceMem(d, n), cudart.HostMem(in), cudart.HostToDevice, stream))
@@ -35,7 +36,7 @@ func (s *suite) testStreams(t *testing.T) {
 		// streams, and they for its earlier work.
 		stream, err := st.StreamCreate(s.dev)
 		require.NoError(t, err)
-		once(t, cudart.CallStreamDestroy, func() error { return st.StreamDestroy(s.dev, stream) })
+		once(t, calls.StreamDestroy, func() error { return st.StreamDestroy(s.dev, stream) })
 		require.NoError(t, s.rt.Memset(s.dev, d, 0x6b, n), "on the legacy stream")
 		clear(out)
 		require.NoError(t, st.MemcpyAsync(s.dev, cudart.HostMem(out), cudart.DeviceMem(d, n), cudart.DeviceToHost, stream))
@@ -56,7 +57,7 @@ func (s *suite) testStreams(t *testing.T) {
 		other := (s.dev + 1) % count
 		stream, err := st.StreamCreate(other)
 		require.NoError(t, err)
-		once(t, cudart.CallStreamDestroy, func() error { return st.StreamDestroy(other, stream) })
+		once(t, calls.StreamDestroy, func() error { return st.StreamDestroy(other, stream) })
 		copy(in, pattern(53, n))
 		clear(out)
 		require.NoError(t, st.MemcpyAsync(s.dev, cudart.DeviceMem(d, n), cudart.HostMem(in), cudart.HostToDevice, stream))
@@ -88,7 +89,7 @@ func (s *suite) testManaged(t *testing.T) {
 	p, err := m.MallocManaged(s.dev, n, cudart.MemAttachGlobal)
 	require.NoError(t, err)
 	require.NotZero(t, p)
-	once(t, cudart.CallFree, func() error { return s.rt.Free(s.dev, p) })
+	once(t, calls.Free, func() error { return s.rt.Free(s.dev, p) })
 	assert.True(t, align.Is(uint64(p), align.CUDA), "managed memory %s is 256-byte aligned", p)
 
 	want := pattern(60, n)
@@ -122,7 +123,7 @@ func (s *suite) testAsync(t *testing.T) {
 		p, err := a.MallocAsync(s.dev, n, 0)
 		require.NoError(t, err)
 		require.NotZero(t, p)
-		freeNow := once(t, cudart.CallFreeAsync, func() error {
+		freeNow := once(t, calls.FreeAsync, func() error {
 			if err := a.FreeAsync(s.dev, p, 0); err != nil {
 				return err
 			}

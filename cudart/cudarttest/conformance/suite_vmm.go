@@ -10,6 +10,7 @@ import (
 
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // vmm is the virtual memory part of a suite run.
@@ -75,8 +76,8 @@ func (v *vmm) testPeerAccess(t *testing.T) {
 func (v *vmm) create(t testing.TB, size uint64) (cudart.PhysHandle, func()) {
 	t.Helper()
 	h, err := v.vm.MemCreate(v.dev, size)
-	require.NoError(t, err, cudart.CallCuMemCreate)
-	return h, once(t, cudart.CallCuMemRelease, func() error { return v.vm.MemRelease(h) })
+	require.NoError(t, err, calls.CuMemCreate)
+	return h, once(t, calls.CuMemRelease, func() error { return v.vm.MemRelease(h) })
 }
 
 // reserve reserves address space freed at cleanup. Cleanups run in reverse,
@@ -84,9 +85,9 @@ func (v *vmm) create(t testing.TB, size uint64) (cudart.PhysHandle, func()) {
 func (v *vmm) reserve(t testing.TB, size uint64, hint cudart.DevicePtr) cudart.DevicePtr {
 	t.Helper()
 	p, err := v.vm.MemAddressReserve(size, 0, hint)
-	require.NoError(t, err, cudart.CallCuMemAddressReserve)
+	require.NoError(t, err, calls.CuMemAddressReserve)
 	require.NotZero(t, p)
-	once(t, cudart.CallCuMemAddressFree, func() error { return v.vm.MemAddressFree(p, size) })
+	once(t, calls.CuMemAddressFree, func() error { return v.vm.MemAddressFree(p, size) })
 	return p
 }
 
@@ -94,9 +95,9 @@ func (v *vmm) reserve(t testing.TB, size uint64, hint cudart.DevicePtr) cudart.D
 // device, and returns the unmap.
 func (v *vmm) mapAt(t testing.TB, p cudart.DevicePtr, size uint64, h cudart.PhysHandle) func() {
 	t.Helper()
-	require.NoError(t, v.vm.MemMap(p, size, 0, h), cudart.CallCuMemMap)
-	unmap := once(t, cudart.CallCuMemUnmap, func() error { return v.vm.MemUnmap(p, size) })
-	require.NoError(t, v.vm.MemSetAccess(p, size, []int{v.dev}), cudart.CallCuMemSetAccess)
+	require.NoError(t, v.vm.MemMap(p, size, 0, h), calls.CuMemMap)
+	unmap := once(t, calls.CuMemUnmap, func() error { return v.vm.MemUnmap(p, size) })
+	require.NoError(t, v.vm.MemSetAccess(p, size, []int{v.dev}), calls.CuMemSetAccess)
 	return unmap
 }
 

@@ -1,4 +1,7 @@
-package cudart
+// Package ptx reads the kernel entry points of PTX text and checks a launch
+// against them, before CUDA sees it: the binding in cudart and the fake in
+// cudarttest check launches the same way. It is not part of a user's API.
+package ptx
 
 import (
 	"fmt"
@@ -6,34 +9,34 @@ import (
 	"strings"
 )
 
-// PTXEntry is a kernel entry point (.entry) declared in PTX text.
-type PTXEntry struct {
+// Entry is a kernel entry point (.entry) declared in PTX text.
+type Entry struct {
 	Name string
 	// Params are the sizes in bytes of the kernel's parameters, in order.
 	Params []uint32
 }
 
-// PTXInfo is what ParsePTX reads from PTX text: what a launch needs to be
+// Info is what Parse reads from PTX text: what a launch needs to be
 // checked before CUDA sees it.
-type PTXInfo struct {
-	Entries []PTXEntry
+type Info struct {
+	Entries []Entry
 	// CallsMalloc: the module declares the device-side malloc, so its
 	// kernels draw on the device's malloc heap (LimitMallocHeapSize).
 	CallsMalloc bool
 }
 
 // Entry finds the entry point called name.
-func (p PTXInfo) Entry(name string) (PTXEntry, bool) {
+func (p Info) Entry(name string) (Entry, bool) {
 	for _, e := range p.Entries {
 		if e.Name == name {
 			return e, true
 		}
 	}
-	return PTXEntry{}, false
+	return Entry{}, false
 }
 
 // Names lists the entry points in the order the PTX declares them.
-func (p PTXInfo) Names() []string {
+func (p Info) Names() []string {
 	names := make([]string, len(p.Entries))
 	for i, e := range p.Entries {
 		names[i] = e.Name
@@ -49,14 +52,14 @@ var ptxTypeSizes = map[string]uint32{
 	".b64": 8, ".u64": 8, ".s64": 8, ".f64": 8,
 }
 
-// ParsePTX reads the entry points of ptx and their parameter lists, e.g.
+// Parse reads the entry points of ptx and their parameter lists, e.g.
 // ".visible .entry fill(.param .u64 p, .param .u32 n)" gives fill with
 // parameters of 8 and 4 bytes; an array parameter (".param .align 8 .b8
 // s[24]") counts its whole length. It checks only the declarations it
 // reads: the driver's JIT compiler judges the rest of the text.
-func ParsePTX(ptx string) (PTXInfo, error) {
+func Parse(ptx string) (Info, error) {
 	toks := ptxTokens(ptx)
-	var info PTXInfo
+	var info Info
 	for i := 0; i < len(toks); i++ {
 		switch toks[i] {
 		case ".extern":
@@ -65,24 +68,24 @@ func ParsePTX(ptx string) (PTXInfo, error) {
 			}
 		case ".entry":
 			if i+1 >= len(toks) {
-				return PTXInfo{}, fmt.Errorf("cudart: PTX ends after .entry")
+				return Info{}, fmt.Errorf("cudart: PTX ends after .entry")
 			}
-			e := PTXEntry{Name: toks[i+1]}
+			e := Entry{Name: toks[i+1]}
 			i += 2
 			if i < len(toks) && toks[i] == "(" {
 				end := indexOf(toks[i:], ")", "{")
 				if end < 0 {
-					return PTXInfo{}, fmt.Errorf("cudart: PTX .entry %s: parameter list without its closing parenthesis", e.Name)
+					return Info{}, fmt.Errorf("cudart: PTX .entry %s: parameter list without its closing parenthesis", e.Name)
 				}
 				params, err := ptxParams(toks[i+1 : i+end])
 				if err != nil {
-					return PTXInfo{}, fmt.Errorf("cudart: PTX .entry %s: %w", e.Name, err)
+					return Info{}, fmt.Errorf("cudart: PTX .entry %s: %w", e.Name, err)
 				}
 				e.Params = params
 				i += end
 			}
 			if _, dup := info.Entry(e.Name); dup {
-				return PTXInfo{}, fmt.Errorf("cudart: PTX declares .entry %s twice", e.Name)
+				return Info{}, fmt.Errorf("cudart: PTX declares .entry %s twice", e.Name)
 			}
 			info.Entries = append(info.Entries, e)
 		}
@@ -154,7 +157,7 @@ func ptxParam(toks []string) (uint32, error) {
 	return size * count, nil
 }
 
-// ptxTokens splits ptx into words and the punctuation ParsePTX reads,
+// ptxTokens splits ptx into words and the punctuation Parse reads,
 // without comments.
 func ptxTokens(ptx string) []string {
 	var b strings.Builder
