@@ -65,14 +65,14 @@ const maxPooledParams = 64
 
 // call makes c with in, its integer arguments in the order the table lists
 // them; the out-parameters are the layer's, read back into ret.a and ret.b.
-func (l *Lib) call(c calls.Call, dev int, in ...uintptr) ret {
+func (l *lib) call(c calls.Call, dev int, in ...uintptr) ret {
 	return l.callMem(c, dev, [2]Mem{}, in...)
 }
 
 // callMem is call for the functions that take memory by address: the
 // table's argMem parameters take m[0] then m[1], host memory as its Go
 // pointer and device memory as its address.
-func (l *Lib) callMem(c calls.Call, dev int, m [2]Mem, in ...uintptr) ret {
+func (l *lib) callMem(c calls.Call, dev int, m [2]Mem, in ...uintptr) ret {
 	f := framePool.Get().(*frame)
 	f.reset(m)
 	return l.run(c, dev, f, in)
@@ -80,7 +80,7 @@ func (l *Lib) callMem(c calls.Call, dev int, m [2]Mem, in ...uintptr) ret {
 
 // callLaunch is call for cuLaunchKernel: each of args gets a slot of the
 // frame, which CUDA reads through the argParams parameter.
-func (l *Lib) callLaunch(c calls.Call, dev int, args []KernelArg, in ...uintptr) ret {
+func (l *lib) callLaunch(c calls.Call, dev int, args []KernelArg, in ...uintptr) ret {
 	f := framePool.Get().(*frame)
 	f.reset([2]Mem{})
 	for _, a := range args {
@@ -95,7 +95,7 @@ func (l *Lib) callLaunch(c calls.Call, dev int, args []KernelArg, in ...uintptr)
 
 // run fills f's arguments for c from in and f.keep, makes the call and
 // returns f to the pool.
-func (l *Lib) run(c calls.Call, dev int, f *frame, in []uintptr) ret {
+func (l *lib) run(c calls.Call, dev int, f *frame, in []uintptr) ret {
 	var nIn, nMem, nOut int
 	for i, k := range c.Args() {
 		switch k {
@@ -213,8 +213,8 @@ func ccall(fn uintptr, args []uintptr) Code {
 
 // text is CUDA's name and message for code, asked of the library that
 // returned it; "" where it has none.
-func (b *library) text(code Code, lib calls.Library) (name, msg string) {
-	if lib == calls.RuntimeLibrary {
+func (b *library) text(code Code, which calls.Library) (name, msg string) {
+	if which == calls.RuntimeLibrary {
 		n, _, _ := purego.SyscallN(b.fns[calls.GetErrorName], uintptr(code))
 		m, _, _ := purego.SyscallN(b.fns[calls.GetErrorString], uintptr(code))
 		return cstring(n), cstring(m)

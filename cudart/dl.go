@@ -33,9 +33,9 @@ func load(runtimes, drivers []string) (loaded, error) {
 
 // open loads the first of paths that loads and resolves lib's functions into
 // b.fns. Nothing of b changes when it fails.
-func (b *library) open(lib calls.Library, paths []string, flags int) (string, error) {
-	le := &LoadError{Library: lib.String(), Err: ErrLibraryNotFound}
-	if lib == calls.DriverLibrary {
+func (b *library) open(which calls.Library, paths []string, flags int) (string, error) {
+	le := &LoadError{Library: which.String(), Err: ErrLibraryNotFound}
+	if which == calls.DriverLibrary {
 		le.Err = ErrNoDriverLibrary
 	}
 	for _, p := range paths {
@@ -48,7 +48,7 @@ func (b *library) open(lib calls.Library, paths []string, flags int) (string, er
 		var missing []string
 		needed := 0
 		for c := range calls.Count {
-			if c.Library() != lib {
+			if c.Library() != which {
 				continue
 			}
 			needed++
@@ -60,7 +60,7 @@ func (b *library) open(lib calls.Library, paths []string, flags int) (string, er
 			_ = purego.Dlclose(h)
 			le.Tried = append(le.Tried, fmt.Sprintf("%s: lacks %d of the %d functions needed: %s", p, len(missing), needed, strings.Join(missing, ", ")))
 			le.Err = ErrSymbolNotFound
-			if lib == calls.DriverLibrary {
+			if which == calls.DriverLibrary {
 				le.Err = fmt.Errorf("%w: %w", ErrNoDriverLibrary, ErrSymbolNotFound)
 			}
 			return "", le
@@ -70,8 +70,8 @@ func (b *library) open(lib calls.Library, paths []string, flags int) (string, er
 				b.fns[c] = fn
 			}
 		}
-		b.handles[lib] = h
-		return objectPath(fns[firstOf(lib)], p), nil
+		b.handles[which] = h
+		return objectPath(fns[firstOf(which)], p), nil
 	}
 	return "", le
 }
@@ -114,9 +114,9 @@ func lookup(h uintptr, c calls.Call) uintptr {
 }
 
 // firstOf is the first Call of lib in the table.
-func firstOf(lib calls.Library) calls.Call {
+func firstOf(which calls.Library) calls.Call {
 	for c := range calls.Count {
-		if c.Library() == lib {
+		if c.Library() == which {
 			return c
 		}
 	}

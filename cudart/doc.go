@@ -35,7 +35,7 @@
 // # Annotations for memory tools
 //
 // A pool hands out pieces of a few large cudaMalloc allocations, so a tool
-// that sees only cudaMalloc cannot tell one buffer from the next. Lib's
+// that sees only cudaMalloc cannot tell one buffer from the next. the Library's
 // Annotations methods tell it, through the memory API of NVTX. Tools such as
 // compute-sanitizer and Nsight Systems set NVTX_INJECTION64_PATH in the
 // program's environment to an injection library of theirs; on its first

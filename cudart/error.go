@@ -157,7 +157,7 @@ var ErrSymbolNotFound = errors.New("cudart: symbol not found")
 // memory calls (driver API) are unavailable; the runtime calls still work.
 var ErrNoDriverLibrary = errors.New("cudart: CUDA driver library (libcuda.so.1) not loaded; virtual memory calls are unavailable")
 
-// ErrClosed means a call was made on a Lib after Close.
+// ErrClosed means a call was made on a Library after Close.
 var ErrClosed = errors.New("cudart: library closed")
 
 // LoadError is a failure to load a library: what was tried, and why each

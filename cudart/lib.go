@@ -7,25 +7,40 @@ import (
 	"github.com/cudapool/cudapool/internal/calls"
 )
 
-var _ Full = (*Lib)(nil)
+var _ Library = (*lib)(nil)
 
-// Lib is the CUDA runtime and driver loaded by Open. It implements Full: every
-// method makes one CUDA call (DeviceName and the memory pool thresholds a few,
-// in turn), selecting the device it is given first on the same locked OS
-// thread where the call depends on it, and is safe for concurrent use. It
-// also implements Annotations, whose methods call no CUDA but the NVTX tool
-// the process runs under, if any (see the package documentation).
+// Library is the CUDA runtime and driver loaded by Open. It provides Full:
+// every method makes one CUDA call (DeviceName and the memory pool
+// thresholds a few, in turn), selecting the device it is given first on the
+// same locked OS thread where the call depends on it, and is safe for
+// concurrent use. Its Annotations methods call no CUDA but the NVTX tool the
+// process runs under, if any (see the package documentation).
 //
 // A call leaves its device current on the OS thread that ran it; code that
 // makes CUDA calls of its own must select its device itself (SetDevice).
-// Close must not run while other calls on the Lib are in flight: it unloads
-// the code they would be running.
+// Close must not run while other calls on the Library are in flight: it
+// unloads the code they would be running.
 //
 // The virtual memory calls that take no device (MemRelease, MemAddressReserve,
 // MemAddressFree, MemMap, MemUnmap, MemSetAccess) run in the context of the
 // device of the last MemCreate (device 0 before any), which is how the driver
 // finds a current context for them.
-type Lib struct {
+type Library interface {
+	Full
+	// Path is the file of the CUDA runtime Open loaded.
+	Path() string
+	// DriverPath is the file of the CUDA driver Open loaded, or "" when it
+	// could not be loaded and the virtual memory calls are unavailable.
+	DriverPath() string
+	// Close unloads the libraries. It frees nothing: free what was allocated
+	// first. Close is idempotent; every other method returns an error
+	// wrapping ErrClosed after it.
+	Close() error
+}
+
+// lib is the Library Open returns. Every method of a nil *lib returns
+// ErrClosed, as after Close.
+type lib struct {
 	be         backend
 	path       string
 	driverPath string
@@ -45,7 +60,7 @@ type Lib struct {
 }
 
 // Path is the file of the CUDA runtime Open loaded.
-func (l *Lib) Path() string {
+func (l *lib) Path() string {
 	if l == nil {
 		return ""
 	}
@@ -54,7 +69,7 @@ func (l *Lib) Path() string {
 
 // DriverPath is the file of the CUDA driver Open loaded, or "" when it could
 // not be loaded and the virtual memory calls are unavailable.
-func (l *Lib) DriverPath() string {
+func (l *lib) DriverPath() string {
 	if l == nil {
 		return ""
 	}
@@ -63,10 +78,10 @@ func (l *Lib) DriverPath() string {
 
 // Close unloads the libraries. It frees nothing: free what was allocated
 // first. Close is idempotent; every other method returns an error wrapping
-// ErrClosed after it, as on a nil *Lib.
-func (l *Lib) Close() error {
+// ErrClosed after it, as on a nil *lib.
+func (l *lib) Close() error {
 	if l == nil {
-		return fmt.Errorf("cudart: nil *Lib: %w", ErrClosed)
+		return fmt.Errorf("cudart: nil *lib: %w", ErrClosed)
 	}
 	if l.closed.CompareAndSwap(false, true) {
 		l.be.close()
@@ -78,7 +93,7 @@ func (l *Lib) Close() error {
 // c's name followed by format and args, its text the library's for the code
 // of whichever call failed (the device selection, for one). It is called only
 // on failure, so the hot path formats nothing.
-func (l *Lib) fail(c calls.Call, r ret, format string, args ...any) error {
+func (l *lib) fail(c calls.Call, r ret, format string, args ...any) error {
 	name, msg := l.be.text(r.code, r.failed.Library())
 	if name == "" {
 		e := NewError("", r.code)
@@ -88,7 +103,7 @@ func (l *Lib) fail(c calls.Call, r ret, format string, args ...any) error {
 }
 
 // unusable reports whether l is nil or closed: no call may be made.
-func (l *Lib) unusable() bool { return l == nil || l.closed.Load() }
+func (l *lib) unusable() bool { return l == nil || l.closed.Load() }
 
 // closedError is the error of a method that makes call c, called after Close.
 func closedError(c calls.Call) error { return fmt.Errorf("%s: %w", c, ErrClosed) }

@@ -9,17 +9,17 @@ import (
 	"github.com/cudapool/cudapool/internal/memregions"
 )
 
-var _ Annotations = (*Lib)(nil)
+var _ Annotations = (*lib)(nil)
 
 // processTool is the NVTX tool of the process, looked for on the first
-// annotation of any Lib: NVTX's C code too initialises its tool once, and
-// every Lib shares the tables that init handed out.
+// annotation of any Library: NVTX's C code too initialises its tool once, and
+// every Library shares the tables that init handed out.
 var processTool = sync.OnceValue(toolFromEnv)
 
 // toolFromEnv attaches the tool the environment names, as NVTX does.
 func toolFromEnv() *nvtxTool { return loadNVTX(os.Getenv(injectionEnv())) }
 
-// annotations is a Lib's side of Annotations.
+// annotations is a Library's side of Annotations.
 type annotations struct {
 	once sync.Once
 	tool *nvtxTool // nil when no tool listens
@@ -35,7 +35,7 @@ type annotations struct {
 }
 
 // nvtx is the tool l's annotations go to, nil when none.
-func (l *Lib) nvtx() *nvtxTool {
+func (l *lib) nvtx() *nvtxTool {
 	l.ann.once.Do(func() { l.ann.tool = processTool() })
 	return l.ann.tool
 }
@@ -56,7 +56,7 @@ func (a *annotations) release() {
 }
 
 // annotationClosed is the error of annotation function fn on a nil or
-// closed Lib.
+// closed Library.
 func annotationClosed(fn string) error { return fmt.Errorf("cudart: %s: %w", fn, ErrClosed) }
 
 // misuse is the error of annotation function fn refused by the registry.
@@ -66,15 +66,15 @@ func misuse(fn string, err error) error {
 
 // AnnotationsEnabled reports whether an NVTX tool attached and took the
 // memory extension (see the package documentation); false on a nil or
-// closed Lib.
-func (l *Lib) AnnotationsEnabled() bool {
+// closed Library.
+func (l *lib) AnnotationsEnabled() bool {
 	return !l.unusable() && l.nvtx() != nil
 }
 
 // MemHeapRegister is nvtxMemHeapRegister of a sub-allocator heap over
 // [base, base+size) named name, in the "cudapool" domain where the tool
 // creates domains.
-func (l *Lib) MemHeapRegister(base DevicePtr, size uint64, name string) (MemHeap, error) {
+func (l *lib) MemHeapRegister(base DevicePtr, size uint64, name string) (MemHeap, error) {
 	const fn = "nvtxMemHeapRegister"
 	if l.unusable() {
 		return 0, annotationClosed(fn)
@@ -96,7 +96,7 @@ func (l *Lib) MemHeapRegister(base DevicePtr, size uint64, name string) (MemHeap
 }
 
 // MemHeapUnregister is nvtxMemHeapUnregister.
-func (l *Lib) MemHeapUnregister(h MemHeap) error {
+func (l *lib) MemHeapUnregister(h MemHeap) error {
 	const fn = "nvtxMemHeapUnregister"
 	if l.unusable() {
 		return annotationClosed(fn)
@@ -115,7 +115,7 @@ func (l *Lib) MemHeapUnregister(h MemHeap) error {
 }
 
 // MemHeapReset is nvtxMemHeapReset. A tool without it is not told.
-func (l *Lib) MemHeapReset(h MemHeap) error {
+func (l *lib) MemHeapReset(h MemHeap) error {
 	const fn = "nvtxMemHeapReset"
 	if l.unusable() {
 		return annotationClosed(fn)
@@ -134,7 +134,7 @@ func (l *Lib) MemHeapReset(h MemHeap) error {
 
 // MemRegionsRegister is nvtxMemRegionsRegister of regions in one batch,
 // then nvtxMemRegionsName of the named ones in another.
-func (l *Lib) MemRegionsRegister(h MemHeap, regions []MemRegion) error {
+func (l *lib) MemRegionsRegister(h MemHeap, regions []MemRegion) error {
 	const fn = "nvtxMemRegionsRegister"
 	if l.unusable() {
 		return annotationClosed(fn)
@@ -158,7 +158,7 @@ func (l *Lib) MemRegionsRegister(h MemHeap, regions []MemRegion) error {
 
 // MemRegionsUnregister is nvtxMemRegionsUnregister of the regions that
 // start at addrs, in one batch referring to them by address.
-func (l *Lib) MemRegionsUnregister(h MemHeap, addrs []DevicePtr) error {
+func (l *lib) MemRegionsUnregister(h MemHeap, addrs []DevicePtr) error {
 	const fn = "nvtxMemRegionsUnregister"
 	if l.unusable() {
 		return annotationClosed(fn)
@@ -182,7 +182,7 @@ func (l *Lib) MemRegionsUnregister(h MemHeap, addrs []DevicePtr) error {
 
 // MemRegionsName is nvtxMemRegionsName of regions in one batch, each found
 // by its address. A tool without it is not told.
-func (l *Lib) MemRegionsName(h MemHeap, regions []MemRegion) error {
+func (l *lib) MemRegionsName(h MemHeap, regions []MemRegion) error {
 	const fn = "nvtxMemRegionsName"
 	if l.unusable() {
 		return annotationClosed(fn)

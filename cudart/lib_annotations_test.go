@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The annotation tests need no CUDA: a Lib over the recorder, told of a
+// The annotation tests need no CUDA: a lib over the recorder, told of a
 // tool built from testdata/fakenvtx.c, which logs what it receives.
 
 // fakeTool builds a fresh copy of testdata/fakenvtx.c with defs.
@@ -21,9 +21,9 @@ func fakeTool(t *testing.T, defs ...string) string {
 	return buildTestLibrary(t, "fakenvtx.c", defs...)
 }
 
-// annotatedLib is a Lib whose annotations go to the tool at path, attached
+// annotatedLib is a lib whose annotations go to the tool at path, attached
 // afresh as the environment's would be; none for "".
-func annotatedLib(t *testing.T, path string) *Lib {
+func annotatedLib(t *testing.T, path string) *lib {
 	t.Helper()
 	l := newRecorderLib(newRecorder(), nil)
 	l.ann.once.Do(func() { l.ann.tool = loadNVTX(path) })
@@ -184,7 +184,7 @@ func TestAnnotationsToolVariants(t *testing.T) {
 
 // useAnnotations makes every annotation call once, each of which must
 // succeed, tool or not.
-func useAnnotations(t *testing.T, l *Lib) {
+func useAnnotations(t *testing.T, l *lib) {
 	t.Helper()
 	h, err := l.MemHeapRegister(arena, 64<<10, "arena")
 	require.NoError(t, err)
@@ -217,8 +217,8 @@ func TestAnnotationsWithoutATool(t *testing.T) {
 	})
 }
 
-// TestAnnotationsReadTheEnvironmentOnce: the first annotation of any Lib
-// attaches the tool NVTX_INJECTION64_PATH names, and every Lib after uses
+// TestAnnotationsReadTheEnvironmentOnce: the first annotation of any lib
+// attaches the tool NVTX_INJECTION64_PATH names, and every lib after uses
 // it, whatever the variable says by then.
 func TestAnnotationsReadTheEnvironmentOnce(t *testing.T) {
 	so := fakeTool(t)
@@ -232,7 +232,7 @@ func TestAnnotationsReadTheEnvironmentOnce(t *testing.T) {
 	_, err := second.MemHeapRegister(arena, 4096, "second")
 	require.NoError(t, err)
 	_, err = first.MemHeapRegister(arena, 4096, "first")
-	require.NoError(t, err, "each Lib keeps its own heaps")
+	require.NoError(t, err, "each lib keeps its own heaps")
 	log := toolLog(t, so)
 	require.Len(t, log, len(coreInitLog)+4, "one init: %q", log)
 	assert.Equal(t, extInitLog, log[len(coreInitLog)+1])
@@ -246,50 +246,50 @@ func TestAnnotationsMisuse(t *testing.T) {
 	cases := []struct {
 		name string
 		fn   string
-		call func(l *Lib, h MemHeap) error
+		call func(l *lib, h MemHeap) error
 		why  string
 	}{
-		{"unknown heap", "nvtxMemRegionsRegister", func(l *Lib, h MemHeap) error {
+		{"unknown heap", "nvtxMemRegionsRegister", func(l *lib, h MemHeap) error {
 			return l.MemRegionsRegister(h+10, []MemRegion{{Addr: arena, Size: 1}})
 		}, "is not registered"},
-		{"region past its heap", "nvtxMemRegionsRegister", func(l *Lib, h MemHeap) error {
+		{"region past its heap", "nvtxMemRegionsRegister", func(l *lib, h MemHeap) error {
 			return l.MemRegionsRegister(h, []MemRegion{{Addr: arena + 0x1000, Size: 8}, {Addr: arena + 0xff00, Size: 0x200}})
 		}, "is not inside heap"},
-		{"region before its heap", "nvtxMemRegionsRegister", func(l *Lib, h MemHeap) error {
+		{"region before its heap", "nvtxMemRegionsRegister", func(l *lib, h MemHeap) error {
 			return l.MemRegionsRegister(h, []MemRegion{{Addr: arena - 1, Size: 8}})
 		}, "is not inside heap"},
-		{"empty region", "nvtxMemRegionsRegister", func(l *Lib, h MemHeap) error {
+		{"empty region", "nvtxMemRegionsRegister", func(l *lib, h MemHeap) error {
 			return l.MemRegionsRegister(h, []MemRegion{{Addr: arena + 0x1000, Size: 0, Name: "nothing"}})
 		}, "is empty"},
-		{"start of a registered region", "nvtxMemRegionsRegister", func(l *Lib, h MemHeap) error {
+		{"start of a registered region", "nvtxMemRegionsRegister", func(l *lib, h MemHeap) error {
 			return l.MemRegionsRegister(h, []MemRegion{{Addr: arena, Size: 16}})
 		}, "starts where registered region"},
-		{"two starts in a batch", "nvtxMemRegionsRegister", func(l *Lib, h MemHeap) error {
+		{"two starts in a batch", "nvtxMemRegionsRegister", func(l *lib, h MemHeap) error {
 			return l.MemRegionsRegister(h, []MemRegion{{Addr: arena + 0x1000, Size: 16}, {Addr: arena + 0x1000, Size: 32}})
 		}, "two regions start at"},
-		{"overlapping heaps", "nvtxMemHeapRegister", func(l *Lib, _ MemHeap) error {
+		{"overlapping heaps", "nvtxMemHeapRegister", func(l *lib, _ MemHeap) error {
 			_, err := l.MemHeapRegister(arena+0x8000, 64<<10, "overlap")
 			return err
 		}, "overlaps heap"},
-		{"heap at 0", "nvtxMemHeapRegister", func(l *Lib, _ MemHeap) error {
+		{"heap at 0", "nvtxMemHeapRegister", func(l *lib, _ MemHeap) error {
 			_, err := l.MemHeapRegister(0, 4096, "null")
 			return err
 		}, "at address 0"},
-		{"empty heap", "nvtxMemHeapRegister", func(l *Lib, _ MemHeap) error {
+		{"empty heap", "nvtxMemHeapRegister", func(l *lib, _ MemHeap) error {
 			_, err := l.MemHeapRegister(other, 0, "empty")
 			return err
 		}, "is empty"},
-		{"unregister an unknown region", "nvtxMemRegionsUnregister", func(l *Lib, h MemHeap) error {
+		{"unregister an unknown region", "nvtxMemRegionsUnregister", func(l *lib, h MemHeap) error {
 			return l.MemRegionsUnregister(h, []DevicePtr{arena, arena + 8})
 		}, "no region of heap"},
-		{"unregister twice in a batch", "nvtxMemRegionsUnregister", func(l *Lib, h MemHeap) error {
+		{"unregister twice in a batch", "nvtxMemRegionsUnregister", func(l *lib, h MemHeap) error {
 			return l.MemRegionsUnregister(h, []DevicePtr{arena, arena})
 		}, "unregistered twice"},
-		{"name an unknown region", "nvtxMemRegionsName", func(l *Lib, h MemHeap) error {
+		{"name an unknown region", "nvtxMemRegionsName", func(l *lib, h MemHeap) error {
 			return l.MemRegionsName(h, []MemRegion{{Addr: arena, Name: "a"}, {Addr: arena + 4, Name: "b"}})
 		}, "no region of heap"},
-		{"reset an unknown heap", "nvtxMemHeapReset", func(l *Lib, h MemHeap) error { return l.MemHeapReset(h + 1) }, "is not registered"},
-		{"unregister an unknown heap", "nvtxMemHeapUnregister", func(l *Lib, h MemHeap) error { return l.MemHeapUnregister(0) }, "is not registered"},
+		{"reset an unknown heap", "nvtxMemHeapReset", func(l *lib, h MemHeap) error { return l.MemHeapReset(h + 1) }, "is not registered"},
+		{"unregister an unknown heap", "nvtxMemHeapUnregister", func(l *lib, h MemHeap) error { return l.MemHeapUnregister(0) }, "is not registered"},
 	}
 	for _, tool := range []bool{false, true} {
 		for _, c := range cases {
@@ -331,7 +331,7 @@ func TestAnnotationsMisuse(t *testing.T) {
 func TestAnnotationsOnANilOrClosedLib(t *testing.T) {
 	closed := newRecorderLib(newRecorder(), nil)
 	require.NoError(t, closed.Close())
-	for name, l := range map[string]*Lib{"nil": nil, "closed": closed} {
+	for name, l := range map[string]*lib{"nil": nil, "closed": closed} {
 		t.Run(name, func(t *testing.T) {
 			assert.False(t, l.AnnotationsEnabled())
 			calls := map[string]func() error{

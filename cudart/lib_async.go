@@ -8,7 +8,7 @@ import (
 )
 
 // MallocAsync is cudaMallocAsync on device and stream s.
-func (l *Lib) MallocAsync(device int, size uint64, s Stream) (DevicePtr, error) {
+func (l *lib) MallocAsync(device int, size uint64, s Stream) (DevicePtr, error) {
 	if l.unusable() {
 		return 0, closedError(calls.MallocAsync)
 	}
@@ -20,7 +20,7 @@ func (l *Lib) MallocAsync(device int, size uint64, s Stream) (DevicePtr, error) 
 }
 
 // FreeAsync is cudaFreeAsync on device and stream s.
-func (l *Lib) FreeAsync(device int, p DevicePtr, s Stream) error {
+func (l *lib) FreeAsync(device int, p DevicePtr, s Stream) error {
 	if l.unusable() {
 		return closedError(calls.FreeAsync)
 	}
@@ -32,7 +32,7 @@ func (l *Lib) FreeAsync(device int, p DevicePtr, s Stream) error {
 
 // MemPoolReleaseThreshold reads cudaMemPoolAttrReleaseThreshold of device's
 // default memory pool (cudaDeviceGetDefaultMemPool, cudaMemPoolGetAttribute).
-func (l *Lib) MemPoolReleaseThreshold(device int) (uint64, error) {
+func (l *lib) MemPoolReleaseThreshold(device int) (uint64, error) {
 	if l.unusable() {
 		return 0, closedError(calls.MemPoolGetAttribute)
 	}
@@ -49,7 +49,7 @@ func (l *Lib) MemPoolReleaseThreshold(device int) (uint64, error) {
 
 // SetMemPoolReleaseThreshold sets cudaMemPoolAttrReleaseThreshold of device's
 // default memory pool (cudaDeviceGetDefaultMemPool, cudaMemPoolSetAttribute).
-func (l *Lib) SetMemPoolReleaseThreshold(device int, bytes uint64) error {
+func (l *lib) SetMemPoolReleaseThreshold(device int, bytes uint64) error {
 	if l.unusable() {
 		return closedError(calls.MemPoolSetAttribute)
 	}
@@ -66,7 +66,7 @@ func (l *Lib) SetMemPoolReleaseThreshold(device int, bytes uint64) error {
 }
 
 // defaultMemPool is cudaDeviceGetDefaultMemPool: device's default pool.
-func (l *Lib) defaultMemPool(device int) (uintptr, error) {
+func (l *lib) defaultMemPool(device int) (uintptr, error) {
 	r := l.call(calls.DeviceGetDefaultMemPool, device, cint(device))
 	if r.code != 0 {
 		return 0, l.fail(calls.DeviceGetDefaultMemPool, r, "(device %d)", device)

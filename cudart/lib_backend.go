@@ -21,7 +21,7 @@ type ret struct {
 type backend interface {
 	invoke(c calls.Call, dev int, f *frame) ret
 	// text is CUDA's name and message for code, "" where the library has none.
-	text(code Code, lib calls.Library) (name, msg string)
+	text(code Code, which calls.Library) (name, msg string)
 	// close unloads the libraries; nothing may be called after.
 	close()
 }

@@ -11,7 +11,7 @@ import (
 // SetDevice is cudaSetDevice for the calling OS thread, which the goroutine
 // may leave at any time: it is for code that calls CUDA itself after locking
 // its thread (runtime.LockOSThread). Every other method selects its device.
-func (l *Lib) SetDevice(device int) error {
+func (l *lib) SetDevice(device int) error {
 	if l.unusable() {
 		return closedError(calls.SetDevice)
 	}
@@ -22,7 +22,7 @@ func (l *Lib) SetDevice(device int) error {
 }
 
 // DeviceGetLimit is cudaDeviceGetLimit on device.
-func (l *Lib) DeviceGetLimit(device int, lim Limit) (uint64, error) {
+func (l *lib) DeviceGetLimit(device int, lim Limit) (uint64, error) {
 	if l.unusable() {
 		return 0, closedError(calls.DeviceGetLimit)
 	}
@@ -34,7 +34,7 @@ func (l *Lib) DeviceGetLimit(device int, lim Limit) (uint64, error) {
 }
 
 // DeviceSetLimit is cudaDeviceSetLimit on device.
-func (l *Lib) DeviceSetLimit(device int, lim Limit, value uint64) error {
+func (l *lib) DeviceSetLimit(device int, lim Limit, value uint64) error {
 	if l.unusable() {
 		return closedError(calls.DeviceSetLimit)
 	}
@@ -45,7 +45,7 @@ func (l *Lib) DeviceSetLimit(device int, lim Limit, value uint64) error {
 }
 
 // RuntimeVersion is cudaRuntimeGetVersion: 1000*major + 10*minor, e.g. 13000.
-func (l *Lib) RuntimeVersion() (int, error) {
+func (l *lib) RuntimeVersion() (int, error) {
 	if l.unusable() {
 		return 0, closedError(calls.RuntimeGetVersion)
 	}
@@ -58,7 +58,7 @@ func (l *Lib) RuntimeVersion() (int, error) {
 
 // DriverVersion is cudaDriverGetVersion: the newest CUDA version the driver
 // supports, 0 when no driver is installed.
-func (l *Lib) DriverVersion() (int, error) {
+func (l *lib) DriverVersion() (int, error) {
 	if l.unusable() {
 		return 0, closedError(calls.DriverGetVersion)
 	}
@@ -71,7 +71,7 @@ func (l *Lib) DriverVersion() (int, error) {
 
 // DeviceName is cuDeviceGetName, after cuInit and cuDeviceGet: the device's
 // marketing name. It needs the driver library.
-func (l *Lib) DeviceName(device int) (string, error) {
+func (l *lib) DeviceName(device int) (string, error) {
 	if err := l.driverReady(calls.CuDeviceGetName); err != nil {
 		return "", err
 	}
@@ -93,7 +93,7 @@ func (l *Lib) DeviceName(device int) (string, error) {
 // DeviceReset is cudaDeviceReset on device: every allocation, stream and
 // setting of the device in this process is destroyed, and a sticky error
 // cleared. Memory from before is invalid after.
-func (l *Lib) DeviceReset(device int) error {
+func (l *lib) DeviceReset(device int) error {
 	if l.unusable() {
 		return closedError(calls.DeviceReset)
 	}
@@ -105,7 +105,7 @@ func (l *Lib) DeviceReset(device int) error {
 
 // DeviceCanAccessPeer is cudaDeviceCanAccessPeer: whether device can access
 // memory on peer.
-func (l *Lib) DeviceCanAccessPeer(device, peer int) (bool, error) {
+func (l *lib) DeviceCanAccessPeer(device, peer int) (bool, error) {
 	if l.unusable() {
 		return false, closedError(calls.DeviceCanAccessPeer)
 	}

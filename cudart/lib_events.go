@@ -8,7 +8,7 @@ import (
 )
 
 // EventCreate is cudaEventCreate on device: an event with timing enabled.
-func (l *Lib) EventCreate(device int) (Event, error) {
+func (l *lib) EventCreate(device int) (Event, error) {
 	if l.unusable() {
 		return 0, closedError(calls.EventCreate)
 	}
@@ -21,7 +21,7 @@ func (l *Lib) EventCreate(device int) (Event, error) {
 
 // EventRecord is cudaEventRecord of e on stream s: e completes when the
 // work issued to s before it has.
-func (l *Lib) EventRecord(device int, e Event, s Stream) error {
+func (l *lib) EventRecord(device int, e Event, s Stream) error {
 	if l.unusable() {
 		return closedError(calls.EventRecord)
 	}
@@ -36,7 +36,7 @@ func (l *Lib) EventRecord(device int, e Event, s Stream) error {
 
 // StreamWaitEvent is cudaStreamWaitEvent: work issued to s after it waits
 // until e, as last recorded, completes. The host does not wait.
-func (l *Lib) StreamWaitEvent(device int, s Stream, e Event) error {
+func (l *lib) StreamWaitEvent(device int, s Stream, e Event) error {
 	if l.unusable() {
 		return closedError(calls.StreamWaitEvent)
 	}
@@ -51,7 +51,7 @@ func (l *Lib) StreamWaitEvent(device int, s Stream, e Event) error {
 
 // EventSynchronize is cudaEventSynchronize: the host waits until e, as last
 // recorded, completes; at once for an event never recorded.
-func (l *Lib) EventSynchronize(device int, e Event) error {
+func (l *lib) EventSynchronize(device int, e Event) error {
 	if l.unusable() {
 		return closedError(calls.EventSynchronize)
 	}
@@ -64,7 +64,7 @@ func (l *Lib) EventSynchronize(device int, e Event) error {
 // EventQuery is cudaEventQuery: whether e, as last recorded, has completed
 // (true for an event never recorded). cudaErrorNotReady is the answer
 // false, not an error.
-func (l *Lib) EventQuery(device int, e Event) (bool, error) {
+func (l *lib) EventQuery(device int, e Event) (bool, error) {
 	if l.unusable() {
 		return false, closedError(calls.EventQuery)
 	}
@@ -83,7 +83,7 @@ func (l *Lib) EventQuery(device int, e Event) (bool, error) {
 // EventElapsedTime is cudaEventElapsedTime: the time between two completed
 // events, which CUDA measures in milliseconds with a resolution of about
 // half a microsecond.
-func (l *Lib) EventElapsedTime(device int, start, end Event) (time.Duration, error) {
+func (l *lib) EventElapsedTime(device int, start, end Event) (time.Duration, error) {
 	if l.unusable() {
 		return 0, closedError(calls.EventElapsedTime)
 	}
@@ -96,7 +96,7 @@ func (l *Lib) EventElapsedTime(device int, start, end Event) (time.Duration, err
 }
 
 // EventDestroy is cudaEventDestroy.
-func (l *Lib) EventDestroy(device int, e Event) error {
+func (l *lib) EventDestroy(device int, e Event) error {
 	if l.unusable() {
 		return closedError(calls.EventDestroy)
 	}

@@ -76,7 +76,7 @@ func buildTestLibrary(t testing.TB, source string, defs ...string) string {
 }
 
 // openFake opens the fake as both runtime and driver.
-func openFake(t testing.TB, defs ...string) *Lib {
+func openFake(t testing.TB, defs ...string) *lib {
 	t.Helper()
 	so := buildFake(t, defs...)
 	l, err := Open(WithLibraryPath(so), WithDriverLibraryPath(so))
@@ -84,7 +84,7 @@ func openFake(t testing.TB, defs ...string) *Lib {
 	t.Cleanup(func() { assert.NoError(t, l.Close()) })
 	require.Equal(t, so, l.Path(), "Path is the file loaded")
 	require.Equal(t, so, l.DriverPath())
-	return l
+	return l.(*lib)
 }
 
 func TestFakeMemoryRoundTrip(t *testing.T) {

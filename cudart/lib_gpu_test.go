@@ -12,16 +12,16 @@ import (
 
 // The tests in this file run against real CUDA on device 0 and skip, with
 // Open's message, where it cannot be loaded or has no device. Sizes are a few
-// MiB. They share one Lib, never closed: unloading the runtime between tests
+// MiB. They share one Library, never closed: unloading the runtime between tests
 // would tear CUDA down and start it again.
 
 var gpuLib struct {
 	once sync.Once
-	lib  *Lib
+	lib  *lib
 	skip string
 }
 
-func gpu(t testing.TB) *Lib {
+func gpu(t testing.TB) *lib {
 	t.Helper()
 	gpuLib.once.Do(func() {
 		l, err := Open()
@@ -38,7 +38,7 @@ func gpu(t testing.TB) *Lib {
 			_ = l.Close()
 			return
 		}
-		gpuLib.lib = l
+		gpuLib.lib = l.(*lib)
 	})
 	if gpuLib.lib == nil {
 		t.Skip(gpuLib.skip)
@@ -56,7 +56,7 @@ func pattern(n int, seed byte) []byte {
 }
 
 // gpuDriver is gpu for tests that need libcuda.
-func gpuDriver(t testing.TB) *Lib {
+func gpuDriver(t testing.TB) *lib {
 	l := gpu(t)
 	if l.DriverPath() == "" {
 		_, err := l.MemGetAllocationGranularity(0, false)
@@ -320,7 +320,7 @@ func TestGPUClose(t *testing.T) {
 	_, err = l.Malloc(0, 64)
 	assert.ErrorIs(t, err, ErrClosed)
 	p, err := shared.Malloc(0, 64)
-	require.NoError(t, err, "the runtime stays loaded for the other Lib")
+	require.NoError(t, err, "the runtime stays loaded for the other lib")
 	require.NoError(t, shared.Free(0, p))
 }
 

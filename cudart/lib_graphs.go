@@ -15,7 +15,7 @@ import "github.com/cudapool/cudapool/internal/calls"
 // it with cudaErrorCapturedEvent). StreamEndCapture then fails with
 // cudaErrorStreamCaptureInvalidated, returns no graph and ends the capture,
 // and s runs work again as before.
-func (l *Lib) StreamBeginCapture(device int, s Stream, mode CaptureMode) error {
+func (l *lib) StreamBeginCapture(device int, s Stream, mode CaptureMode) error {
 	if l.unusable() {
 		return closedError(calls.StreamBeginCapture)
 	}
@@ -30,7 +30,7 @@ func (l *Lib) StreamBeginCapture(device int, s Stream, mode CaptureMode) error {
 
 // StreamEndCapture is cudaStreamEndCapture: the graph of the work s
 // recorded since StreamBeginCapture. Destroy it with GraphDestroy.
-func (l *Lib) StreamEndCapture(device int, s Stream) (Graph, error) {
+func (l *lib) StreamEndCapture(device int, s Stream) (Graph, error) {
 	if l.unusable() {
 		return 0, closedError(calls.StreamEndCapture)
 	}
@@ -43,7 +43,7 @@ func (l *Lib) StreamEndCapture(device int, s Stream) (Graph, error) {
 
 // GraphInstantiate is cudaGraphInstantiate of g with no flags. The graph
 // may be destroyed after; the GraphExec keeps its own copy of the work.
-func (l *Lib) GraphInstantiate(device int, g Graph) (GraphExec, error) {
+func (l *lib) GraphInstantiate(device int, g Graph) (GraphExec, error) {
 	if l.unusable() {
 		return 0, closedError(calls.GraphInstantiate)
 	}
@@ -56,7 +56,7 @@ func (l *Lib) GraphInstantiate(device int, g Graph) (GraphExec, error) {
 
 // GraphLaunch is cudaGraphLaunch of x on stream s: the recorded work runs
 // again, in its order, on s.
-func (l *Lib) GraphLaunch(device int, x GraphExec, s Stream) error {
+func (l *lib) GraphLaunch(device int, x GraphExec, s Stream) error {
 	if l.unusable() {
 		return closedError(calls.GraphLaunch)
 	}
@@ -70,7 +70,7 @@ func (l *Lib) GraphLaunch(device int, x GraphExec, s Stream) error {
 }
 
 // GraphExecDestroy is cudaGraphExecDestroy.
-func (l *Lib) GraphExecDestroy(device int, x GraphExec) error {
+func (l *lib) GraphExecDestroy(device int, x GraphExec) error {
 	if l.unusable() {
 		return closedError(calls.GraphExecDestroy)
 	}
@@ -81,7 +81,7 @@ func (l *Lib) GraphExecDestroy(device int, x GraphExec) error {
 }
 
 // GraphDestroy is cudaGraphDestroy.
-func (l *Lib) GraphDestroy(device int, g Graph) error {
+func (l *lib) GraphDestroy(device int, g Graph) error {
 	if l.unusable() {
 		return closedError(calls.GraphDestroy)
 	}

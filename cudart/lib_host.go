@@ -7,7 +7,7 @@ import (
 
 // HostAlloc is cudaHostAlloc with device current: size bytes of pinned host
 // memory, valid until FreeHost. Size 0 returns nil.
-func (l *Lib) HostAlloc(device int, size uint64, flags HostAllocFlags) ([]byte, error) {
+func (l *lib) HostAlloc(device int, size uint64, flags HostAllocFlags) ([]byte, error) {
 	if l.unusable() {
 		return nil, closedError(calls.HostAlloc)
 	}
@@ -20,7 +20,7 @@ func (l *Lib) HostAlloc(device int, size uint64, flags HostAllocFlags) ([]byte, 
 
 // HostGetDevicePointer is cudaHostGetDevicePointer on device: the device
 // address of b[0], in mapped host memory.
-func (l *Lib) HostGetDevicePointer(device int, b []byte) (DevicePtr, error) {
+func (l *lib) HostGetDevicePointer(device int, b []byte) (DevicePtr, error) {
 	if l.unusable() {
 		return 0, closedError(calls.HostGetDevicePointer)
 	}
@@ -35,7 +35,7 @@ func (l *Lib) HostGetDevicePointer(device int, b []byte) (DevicePtr, error) {
 }
 
 // GetDeviceFlags is cudaGetDeviceFlags on device.
-func (l *Lib) GetDeviceFlags(device int) (DeviceFlags, error) {
+func (l *lib) GetDeviceFlags(device int) (DeviceFlags, error) {
 	if l.unusable() {
 		return 0, closedError(calls.GetDeviceFlags)
 	}
@@ -47,7 +47,7 @@ func (l *Lib) GetDeviceFlags(device int) (DeviceFlags, error) {
 }
 
 // SetDeviceFlags is cudaSetDeviceFlags on device.
-func (l *Lib) SetDeviceFlags(device int, flags DeviceFlags) error {
+func (l *lib) SetDeviceFlags(device int, flags DeviceFlags) error {
 	if l.unusable() {
 		return closedError(calls.SetDeviceFlags)
 	}
@@ -60,7 +60,7 @@ func (l *Lib) SetDeviceFlags(device int, flags DeviceFlags) error {
 // HostRegister is cudaHostRegister of all of b with device current. CUDA keeps
 // using b after the call: b must stay alive until HostUnregister, so register
 // memory Go does not manage (an mmap) or keep the slice reachable.
-func (l *Lib) HostRegister(device int, b []byte, flags HostRegisterFlags) error {
+func (l *lib) HostRegister(device int, b []byte, flags HostRegisterFlags) error {
 	if l.unusable() {
 		return closedError(calls.HostRegister)
 	}
@@ -74,7 +74,7 @@ func (l *Lib) HostRegister(device int, b []byte, flags HostRegisterFlags) error 
 }
 
 // HostUnregister is cudaHostUnregister of the range that starts at b[0].
-func (l *Lib) HostUnregister(device int, b []byte) error {
+func (l *lib) HostUnregister(device int, b []byte) error {
 	if l.unusable() {
 		return closedError(calls.HostUnregister)
 	}

@@ -21,7 +21,7 @@ const jitLogBytes = 8 << 10
 // points and their parameter lists are read first (ptx.Parse), so that
 // ModuleGetFunction and LaunchKernel can refuse an unknown kernel or wrong
 // arguments before CUDA sees them.
-func (l *Lib) ModuleLoadData(device int, src string) (Module, error) {
+func (l *lib) ModuleLoadData(device int, src string) (Module, error) {
 	if err := l.driverReady(calls.CuModuleLoadDataEx); err != nil {
 		return 0, err
 	}
@@ -52,7 +52,7 @@ func (l *Lib) ModuleLoadData(device int, src string) (Module, error) {
 // ModuleGetFunction is cuModuleGetFunction: the kernel called name in m. A
 // name the module's PTX declares no .entry for is refused before the call
 // with an error wrapping ErrNotFound that lists the entries it has.
-func (l *Lib) ModuleGetFunction(device int, m Module, name string) (Function, error) {
+func (l *lib) ModuleGetFunction(device int, m Module, name string) (Function, error) {
 	if err := l.driverReady(calls.CuModuleGetFunction); err != nil {
 		return 0, err
 	}
@@ -71,7 +71,7 @@ func (l *Lib) ModuleGetFunction(device int, m Module, name string) (Function, er
 
 // ModuleUnload is cuModuleUnload. The module's functions are invalid after
 // it: LaunchKernel refuses them.
-func (l *Lib) ModuleUnload(device int, m Module) error {
+func (l *lib) ModuleUnload(device int, m Module) error {
 	if err := l.driverReady(calls.CuModuleUnload); err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (l *Lib) ModuleUnload(device int, m Module) error {
 // from the kernel's parameters in its PTX; each error names the kernel.
 // The launch is asynchronous: a fault in the kernel shows at the next
 // synchronisation.
-func (l *Lib) LaunchKernel(device int, fn Function, grid, block Dim3, sharedMem uint32, s Stream, args ...KernelArg) error {
+func (l *lib) LaunchKernel(device int, fn Function, grid, block Dim3, sharedMem uint32, s Stream, args ...KernelArg) error {
 	if err := l.driverReady(calls.CuLaunchKernel); err != nil {
 		return err
 	}

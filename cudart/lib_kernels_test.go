@@ -45,33 +45,33 @@ func TestLaunchWithoutArguments(t *testing.T) {
 func TestLibRefusesBadKernelCalls(t *testing.T) {
 	cases := []struct {
 		name string
-		call func(l *Lib) error
+		call func(l *lib) error
 		as   *Error
 		want string
 	}{
-		{"unknown kernel", func(l *Lib) error { _, err := l.ModuleGetFunction(0, 0x1000, "fil"); return err },
+		{"unknown kernel", func(l *lib) error { _, err := l.ModuleGetFunction(0, 0x1000, "fil"); return err },
 			ErrNotFound, `cuModuleGetFunction(module 0x1000, "fil") on device 0: cudaErrorSymbolNotFound (500): named symbol not found: the module's PTX has no .entry "fil"; it has empty, fill, mixed`},
-		{"unknown module", func(l *Lib) error { _, err := l.ModuleGetFunction(0, 0x1100, "fill"); return err },
+		{"unknown module", func(l *lib) error { _, err := l.ModuleGetFunction(0, 0x1100, "fill"); return err },
 			ErrInvalidResourceHandle, "not a module ModuleLoadData loaded"},
-		{"unload twice", func(l *Lib) error { return l.ModuleUnload(0, 0x1100) }, ErrInvalidResourceHandle, "unloaded already"},
-		{"module of another device", func(l *Lib) error { _, err := l.ModuleGetFunction(1, 0x1000, "fill"); return err },
+		{"unload twice", func(l *lib) error { return l.ModuleUnload(0, 0x1100) }, ErrInvalidResourceHandle, "unloaded already"},
+		{"module of another device", func(l *lib) error { _, err := l.ModuleGetFunction(1, 0x1000, "fill"); return err },
 			ErrInvalidResourceHandle, "the module was loaded on device 0"},
-		{"unload on another device", func(l *Lib) error { return l.ModuleUnload(2, 0x1000) }, ErrInvalidResourceHandle, "loaded on device 0"},
-		{"kernel of another device", func(l *Lib) error {
+		{"unload on another device", func(l *lib) error { return l.ModuleUnload(2, 0x1000) }, ErrInvalidResourceHandle, "loaded on device 0"},
+		{"kernel of another device", func(l *lib) error {
 			return l.LaunchKernel(1, 0x2000, Dim1(1), Dim1(1), 0, 0, ArgPtr(0x1000), ArgUint32(1), ArgUint32(1))
 		}, ErrInvalidResourceHandle, "kernel fill was loaded on device 0"},
-		{"too few arguments", func(l *Lib) error {
+		{"too few arguments", func(l *lib) error {
 			return l.LaunchKernel(0, 0x2000, Dim1(1), Dim1(1), 0, 0, ArgPtr(0x1000), ArgUint32(1))
 		}, ErrInvalidValue, "cuLaunchKernel(fill, grid (1,1,1), block (1,1,1), 0 B shared, stream 0x0, [ptr(0x1000) uint32(1)]) on device 0: cudaErrorInvalidValue (1): invalid argument: kernel fill takes 3 arguments (of [8 4 4] bytes), got 2"},
-		{"wrong size", func(l *Lib) error {
+		{"wrong size", func(l *lib) error {
 			return l.LaunchKernel(0, 0x2000, Dim1(1), Dim1(1), 0, 0, ArgPtr(0x1000), ArgUint64(1), ArgUint32(1))
 		}, ErrInvalidValue, "argument 1 of kernel fill is uint64(1), 8 bytes; the parameter is 4 bytes"},
-		{"zero dimension", func(l *Lib) error {
+		{"zero dimension", func(l *lib) error {
 			return l.LaunchKernel(0, 0x2000, Dim3{X: 4}, Dim1(1), 0, 0, ArgPtr(0x1000), ArgUint32(1), ArgUint32(1))
 		}, ErrInvalidValue, "grid (4,0,0) of fill: every dimension must be at least 1"},
-		{"unknown function", func(l *Lib) error { return l.LaunchKernel(0, 0x2100, Dim1(1), Dim1(1), 0, 0) },
+		{"unknown function", func(l *lib) error { return l.LaunchKernel(0, 0x2100, Dim1(1), Dim1(1), 0, 0) },
 			ErrInvalidResourceHandle, "cuLaunchKernel(function 0x2100, "},
-		{"bad PTX", func(l *Lib) error { _, err := l.ModuleLoadData(0, ".entry k(.param x)"); return err },
+		{"bad PTX", func(l *lib) error { _, err := l.ModuleLoadData(0, ".entry k(.param x)"); return err },
 			ErrInvalidPTX, "cuModuleLoadDataEx(18 B of PTX) on device 0: cudaErrorInvalidPtx (218): a PTX JIT compilation failed: cudart: PTX .entry k: parameter 0: no type"},
 	}
 	for _, c := range cases {

@@ -8,7 +8,7 @@ import (
 )
 
 // MallocManaged is cudaMallocManaged with device current.
-func (l *Lib) MallocManaged(device int, size uint64, flags MemAttachFlags) (DevicePtr, error) {
+func (l *lib) MallocManaged(device int, size uint64, flags MemAttachFlags) (DevicePtr, error) {
 	if l.unusable() {
 		return 0, closedError(calls.MallocManaged)
 	}
@@ -27,7 +27,7 @@ func (l *Lib) MallocManaged(device int, size uint64, flags MemAttachFlags) (Devi
 // _v2 function where the runtime exports it, else the new signature from
 // runtime version 13000 on, else the old one taking a device ordinal, whose
 // four arguments are the first four registers of the new one's five.
-func (l *Lib) MemPrefetchAsync(device int, p DevicePtr, n uint64, dstDevice int, s Stream) error {
+func (l *lib) MemPrefetchAsync(device int, p DevicePtr, n uint64, dstDevice int, s Stream) error {
 	if l.unusable() {
 		return closedError(calls.MemPrefetchAsync)
 	}

@@ -26,9 +26,9 @@ type launch struct {
 
 func newRecorder() *recorder { return &recorder{codes: map[calls.Call]Code{}} }
 
-// newRecorderLib is a Lib over rec (a recorder), with the driver loaded unless driverErr.
-func newRecorderLib(rec backend, driverErr error) *Lib {
-	return &Lib{be: rec, path: "recorder", driverErr: driverErr}
+// newRecorderLib is a lib over rec (a recorder), with the driver loaded unless driverErr.
+func newRecorderLib(rec backend, driverErr error) *lib {
+	return &lib{be: rec, path: "recorder", driverErr: driverErr}
 }
 
 func (f *recorder) invoke(c calls.Call, dev int, fr *frame) ret {
@@ -45,8 +45,8 @@ func (f *recorder) invoke(c calls.Call, dev int, fr *frame) ret {
 	return ret{a: 0x1000, b: 0x2000, code: f.codes[c], failed: c}
 }
 
-func (f *recorder) text(code Code, lib calls.Library) (string, string) {
-	if lib == calls.DriverLibrary {
+func (f *recorder) text(code Code, which calls.Library) (string, string) {
+	if which == calls.DriverLibrary {
 		return fmt.Sprintf("CUDA_ERROR_%d", code), "recorded driver error"
 	}
 	return fmt.Sprintf("cudaError%d", code), "recorded runtime error"

@@ -7,7 +7,7 @@ import (
 	"github.com/cudapool/cudapool/internal/ptx"
 )
 
-// registry is what a Lib remembers of the handles CUDA gave it, to refuse
+// registry is what a Library remembers of the handles CUDA gave it, to refuse
 // a call with a stale or unknown handle before CUDA sees it: using a
 // destroyed stream or an unloaded module is undefined behaviour in CUDA,
 // which may crash the process rather than return an error.
@@ -123,7 +123,7 @@ func (g *registry) streamDestroyed(s Stream) {
 	g.dead[s] = struct{}{}
 }
 
-// destroyed reports whether s was destroyed through this Lib.
+// destroyed reports whether s was destroyed through this Library.
 func (g *registry) destroyed(s Stream) bool {
 	g.mu.RLock()
 	defer g.mu.RUnlock()

@@ -8,7 +8,7 @@ import (
 )
 
 // DeviceCount is cudaGetDeviceCount.
-func (l *Lib) DeviceCount() (int, error) {
+func (l *lib) DeviceCount() (int, error) {
 	if l.unusable() {
 		return 0, closedError(calls.GetDeviceCount)
 	}
@@ -20,7 +20,7 @@ func (l *Lib) DeviceCount() (int, error) {
 }
 
 // MemGetInfo is cudaMemGetInfo on device.
-func (l *Lib) MemGetInfo(device int) (free, total uint64, err error) {
+func (l *lib) MemGetInfo(device int) (free, total uint64, err error) {
 	if l.unusable() {
 		return 0, 0, closedError(calls.MemGetInfo)
 	}
@@ -32,7 +32,7 @@ func (l *Lib) MemGetInfo(device int) (free, total uint64, err error) {
 }
 
 // Malloc is cudaMalloc on device.
-func (l *Lib) Malloc(device int, size uint64) (DevicePtr, error) {
+func (l *lib) Malloc(device int, size uint64) (DevicePtr, error) {
 	if l.unusable() {
 		return 0, closedError(calls.Malloc)
 	}
@@ -44,7 +44,7 @@ func (l *Lib) Malloc(device int, size uint64) (DevicePtr, error) {
 }
 
 // Free is cudaFree on device.
-func (l *Lib) Free(device int, p DevicePtr) error {
+func (l *lib) Free(device int, p DevicePtr) error {
 	if l.unusable() {
 		return closedError(calls.Free)
 	}
@@ -56,7 +56,7 @@ func (l *Lib) Free(device int, p DevicePtr) error {
 
 // MallocHost is cudaMallocHost with device current: size bytes of pinned host
 // memory, valid until FreeHost. Size 0 returns nil.
-func (l *Lib) MallocHost(device int, size uint64) ([]byte, error) {
+func (l *lib) MallocHost(device int, size uint64) ([]byte, error) {
 	if l.unusable() {
 		return nil, closedError(calls.MallocHost)
 	}
@@ -69,7 +69,7 @@ func (l *Lib) MallocHost(device int, size uint64) ([]byte, error) {
 
 // FreeHost is cudaFreeHost of memory from MallocHost or HostAlloc, named by
 // its first byte; an empty b frees nothing, as cudaFreeHost(NULL) does.
-func (l *Lib) FreeHost(b []byte) error {
+func (l *lib) FreeHost(b []byte) error {
 	if l.unusable() {
 		return closedError(calls.FreeHost)
 	}
@@ -85,7 +85,7 @@ func (l *Lib) FreeHost(b []byte) error {
 // Memcpy is cudaMemcpy on device. dst and src must have the same length and
 // sit on the sides kind names (Default accepts either); a copy of zero bytes
 // does nothing.
-func (l *Lib) Memcpy(device int, dst, src Mem, kind MemcpyKind) error {
+func (l *lib) Memcpy(device int, dst, src Mem, kind MemcpyKind) error {
 	if l.unusable() {
 		return closedError(calls.Memcpy)
 	}
@@ -99,7 +99,7 @@ func (l *Lib) Memcpy(device int, dst, src Mem, kind MemcpyKind) error {
 }
 
 // Memset is cudaMemset on device: n bytes at p set to value.
-func (l *Lib) Memset(device int, p DevicePtr, value byte, n uint64) error {
+func (l *lib) Memset(device int, p DevicePtr, value byte, n uint64) error {
 	if l.unusable() {
 		return closedError(calls.Memset)
 	}
@@ -110,7 +110,7 @@ func (l *Lib) Memset(device int, p DevicePtr, value byte, n uint64) error {
 }
 
 // DeviceSynchronize is cudaDeviceSynchronize on device.
-func (l *Lib) DeviceSynchronize(device int) error {
+func (l *lib) DeviceSynchronize(device int) error {
 	if l.unusable() {
 		return closedError(calls.DeviceSynchronize)
 	}

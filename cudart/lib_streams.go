@@ -6,7 +6,7 @@ import (
 )
 
 // StreamCreate is cudaStreamCreate on device.
-func (l *Lib) StreamCreate(device int) (Stream, error) {
+func (l *lib) StreamCreate(device int) (Stream, error) {
 	if l.unusable() {
 		return 0, closedError(calls.StreamCreate)
 	}
@@ -19,7 +19,7 @@ func (l *Lib) StreamCreate(device int) (Stream, error) {
 }
 
 // StreamSynchronize is cudaStreamSynchronize on device.
-func (l *Lib) StreamSynchronize(device int, s Stream) error {
+func (l *lib) StreamSynchronize(device int, s Stream) error {
 	if l.unusable() {
 		return closedError(calls.StreamSynchronize)
 	}
@@ -30,7 +30,7 @@ func (l *Lib) StreamSynchronize(device int, s Stream) error {
 }
 
 // StreamDestroy is cudaStreamDestroy on device.
-func (l *Lib) StreamDestroy(device int, s Stream) error {
+func (l *lib) StreamDestroy(device int, s Stream) error {
 	if l.unusable() {
 		return closedError(calls.StreamDestroy)
 	}
@@ -49,7 +49,7 @@ func (l *Lib) StreamDestroy(device int, s Stream) error {
 // call returns, so only pinned memory is read or written after it: that
 // memory must stay allocated, and a registered Go slice alive, until s is
 // synchronised.
-func (l *Lib) MemcpyAsync(device int, dst, src Mem, kind MemcpyKind, s Stream) error {
+func (l *lib) MemcpyAsync(device int, dst, src Mem, kind MemcpyKind, s Stream) error {
 	if l.unusable() {
 		return closedError(calls.MemcpyAsync)
 	}

@@ -11,14 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// method is one exported method of Lib; the table says which calls it makes.
+// method is one exported method of lib; the table says which calls it makes.
 type method struct {
 	name string
 	// dev: the method takes a device ordinal and passes it on. Otherwise the
 	// device the backend sees is -1 (none) or, for virtual memory, that of the
 	// last MemCreate.
 	dev  bool
-	call func(l *Lib, dev int) error
+	call func(l *lib, dev int) error
 }
 
 // calls are the calls the table says m makes, in order.
@@ -32,74 +32,74 @@ func methods() []method {
 	d := DeviceMem(0x1000, 64)
 	h := HostMem(host)
 	return []method{
-		{"DeviceCount", false, func(l *Lib, _ int) error { _, err := l.DeviceCount(); return err }},
-		{"MemGetInfo", true, func(l *Lib, dev int) error { _, _, err := l.MemGetInfo(dev); return err }},
-		{"Malloc", true, func(l *Lib, dev int) error { _, err := l.Malloc(dev, 64); return err }},
-		{"Free", true, func(l *Lib, dev int) error { return l.Free(dev, 0x1000) }},
-		{"MallocHost", true, func(l *Lib, dev int) error { _, err := l.MallocHost(dev, 64); return err }},
-		{"FreeHost", false, func(l *Lib, _ int) error { return l.FreeHost(host) }},
-		{"Memcpy", true, func(l *Lib, dev int) error { return l.Memcpy(dev, d, h, HostToDevice) }},
-		{"Memset", true, func(l *Lib, dev int) error { return l.Memset(dev, 0x1000, 7, 64) }},
-		{"DeviceSynchronize", true, func(l *Lib, dev int) error { return l.DeviceSynchronize(dev) }},
-		{"StreamCreate", true, func(l *Lib, dev int) error { _, err := l.StreamCreate(dev); return err }},
-		{"StreamSynchronize", true, func(l *Lib, dev int) error { return l.StreamSynchronize(dev, 1) }},
-		{"StreamDestroy", true, func(l *Lib, dev int) error { return l.StreamDestroy(dev, 1) }},
-		{"MemcpyAsync", true, func(l *Lib, dev int) error { return l.MemcpyAsync(dev, h, d, DeviceToHost, 1) }},
-		{"HostAlloc", true, func(l *Lib, dev int) error { _, err := l.HostAlloc(dev, 64, HostAllocMapped); return err }},
-		{"HostGetDevicePointer", true, func(l *Lib, dev int) error { _, err := l.HostGetDevicePointer(dev, host); return err }},
-		{"GetDeviceFlags", true, func(l *Lib, dev int) error { _, err := l.GetDeviceFlags(dev); return err }},
-		{"SetDeviceFlags", true, func(l *Lib, dev int) error { return l.SetDeviceFlags(dev, DeviceMapHost) }},
-		{"HostRegister", true, func(l *Lib, dev int) error { return l.HostRegister(dev, host, HostRegisterMapped) }},
-		{"HostUnregister", true, func(l *Lib, dev int) error { return l.HostUnregister(dev, host) }},
-		{"MallocManaged", true, func(l *Lib, dev int) error { _, err := l.MallocManaged(dev, 64, MemAttachGlobal); return err }},
-		{"MemPrefetchAsync", true, func(l *Lib, dev int) error { return l.MemPrefetchAsync(dev, 0x1000, 64, CPUDevice, 0) }},
-		{"MallocAsync", true, func(l *Lib, dev int) error { _, err := l.MallocAsync(dev, 64, 1); return err }},
-		{"FreeAsync", true, func(l *Lib, dev int) error { return l.FreeAsync(dev, 0x1000, 1) }},
-		{"MemPoolReleaseThreshold", true, func(l *Lib, dev int) error { _, err := l.MemPoolReleaseThreshold(dev); return err }},
-		{"SetMemPoolReleaseThreshold", true, func(l *Lib, dev int) error { return l.SetMemPoolReleaseThreshold(dev, 1<<20) }},
-		{"SetDevice", true, func(l *Lib, dev int) error { return l.SetDevice(dev) }},
-		{"DeviceGetLimit", true, func(l *Lib, dev int) error { _, err := l.DeviceGetLimit(dev, LimitMallocHeapSize); return err }},
-		{"DeviceSetLimit", true, func(l *Lib, dev int) error { return l.DeviceSetLimit(dev, LimitMallocHeapSize, 1<<24) }},
-		{"RuntimeVersion", false, func(l *Lib, _ int) error { _, err := l.RuntimeVersion(); return err }},
-		{"DriverVersion", false, func(l *Lib, _ int) error { _, err := l.DriverVersion(); return err }},
-		{"DeviceName", true, func(l *Lib, dev int) error { _, err := l.DeviceName(dev); return err }},
-		{"DeviceReset", true, func(l *Lib, dev int) error { return l.DeviceReset(dev) }},
-		{"DeviceCanAccessPeer", false, func(l *Lib, dev int) error { _, err := l.DeviceCanAccessPeer(dev, 0); return err }},
-		{"MemGetAllocationGranularity", true, func(l *Lib, dev int) error { _, err := l.MemGetAllocationGranularity(dev, true); return err }},
-		{"MemCreate", true, func(l *Lib, dev int) error { _, err := l.MemCreate(dev, 2<<20); return err }},
-		{"MemRelease", false, func(l *Lib, _ int) error { return l.MemRelease(1) }},
-		{"MemAddressReserve", false, func(l *Lib, _ int) error { _, err := l.MemAddressReserve(2<<20, 0, 0); return err }},
-		{"MemAddressFree", false, func(l *Lib, _ int) error { return l.MemAddressFree(0x1000, 2<<20) }},
-		{"MemMap", false, func(l *Lib, _ int) error { return l.MemMap(0x1000, 2<<20, 0, 1) }},
-		{"MemUnmap", false, func(l *Lib, _ int) error { return l.MemUnmap(0x1000, 2<<20) }},
-		{"MemSetAccess", false, func(l *Lib, _ int) error { return l.MemSetAccess(0x1000, 2<<20, []int{0, 1}) }},
-		{"ModuleLoadData", true, func(l *Lib, dev int) error { _, err := l.ModuleLoadData(dev, testPTX); return err }},
-		{"ModuleGetFunction", true, func(l *Lib, dev int) error {
+		{"DeviceCount", false, func(l *lib, _ int) error { _, err := l.DeviceCount(); return err }},
+		{"MemGetInfo", true, func(l *lib, dev int) error { _, _, err := l.MemGetInfo(dev); return err }},
+		{"Malloc", true, func(l *lib, dev int) error { _, err := l.Malloc(dev, 64); return err }},
+		{"Free", true, func(l *lib, dev int) error { return l.Free(dev, 0x1000) }},
+		{"MallocHost", true, func(l *lib, dev int) error { _, err := l.MallocHost(dev, 64); return err }},
+		{"FreeHost", false, func(l *lib, _ int) error { return l.FreeHost(host) }},
+		{"Memcpy", true, func(l *lib, dev int) error { return l.Memcpy(dev, d, h, HostToDevice) }},
+		{"Memset", true, func(l *lib, dev int) error { return l.Memset(dev, 0x1000, 7, 64) }},
+		{"DeviceSynchronize", true, func(l *lib, dev int) error { return l.DeviceSynchronize(dev) }},
+		{"StreamCreate", true, func(l *lib, dev int) error { _, err := l.StreamCreate(dev); return err }},
+		{"StreamSynchronize", true, func(l *lib, dev int) error { return l.StreamSynchronize(dev, 1) }},
+		{"StreamDestroy", true, func(l *lib, dev int) error { return l.StreamDestroy(dev, 1) }},
+		{"MemcpyAsync", true, func(l *lib, dev int) error { return l.MemcpyAsync(dev, h, d, DeviceToHost, 1) }},
+		{"HostAlloc", true, func(l *lib, dev int) error { _, err := l.HostAlloc(dev, 64, HostAllocMapped); return err }},
+		{"HostGetDevicePointer", true, func(l *lib, dev int) error { _, err := l.HostGetDevicePointer(dev, host); return err }},
+		{"GetDeviceFlags", true, func(l *lib, dev int) error { _, err := l.GetDeviceFlags(dev); return err }},
+		{"SetDeviceFlags", true, func(l *lib, dev int) error { return l.SetDeviceFlags(dev, DeviceMapHost) }},
+		{"HostRegister", true, func(l *lib, dev int) error { return l.HostRegister(dev, host, HostRegisterMapped) }},
+		{"HostUnregister", true, func(l *lib, dev int) error { return l.HostUnregister(dev, host) }},
+		{"MallocManaged", true, func(l *lib, dev int) error { _, err := l.MallocManaged(dev, 64, MemAttachGlobal); return err }},
+		{"MemPrefetchAsync", true, func(l *lib, dev int) error { return l.MemPrefetchAsync(dev, 0x1000, 64, CPUDevice, 0) }},
+		{"MallocAsync", true, func(l *lib, dev int) error { _, err := l.MallocAsync(dev, 64, 1); return err }},
+		{"FreeAsync", true, func(l *lib, dev int) error { return l.FreeAsync(dev, 0x1000, 1) }},
+		{"MemPoolReleaseThreshold", true, func(l *lib, dev int) error { _, err := l.MemPoolReleaseThreshold(dev); return err }},
+		{"SetMemPoolReleaseThreshold", true, func(l *lib, dev int) error { return l.SetMemPoolReleaseThreshold(dev, 1<<20) }},
+		{"SetDevice", true, func(l *lib, dev int) error { return l.SetDevice(dev) }},
+		{"DeviceGetLimit", true, func(l *lib, dev int) error { _, err := l.DeviceGetLimit(dev, LimitMallocHeapSize); return err }},
+		{"DeviceSetLimit", true, func(l *lib, dev int) error { return l.DeviceSetLimit(dev, LimitMallocHeapSize, 1<<24) }},
+		{"RuntimeVersion", false, func(l *lib, _ int) error { _, err := l.RuntimeVersion(); return err }},
+		{"DriverVersion", false, func(l *lib, _ int) error { _, err := l.DriverVersion(); return err }},
+		{"DeviceName", true, func(l *lib, dev int) error { _, err := l.DeviceName(dev); return err }},
+		{"DeviceReset", true, func(l *lib, dev int) error { return l.DeviceReset(dev) }},
+		{"DeviceCanAccessPeer", false, func(l *lib, dev int) error { _, err := l.DeviceCanAccessPeer(dev, 0); return err }},
+		{"MemGetAllocationGranularity", true, func(l *lib, dev int) error { _, err := l.MemGetAllocationGranularity(dev, true); return err }},
+		{"MemCreate", true, func(l *lib, dev int) error { _, err := l.MemCreate(dev, 2<<20); return err }},
+		{"MemRelease", false, func(l *lib, _ int) error { return l.MemRelease(1) }},
+		{"MemAddressReserve", false, func(l *lib, _ int) error { _, err := l.MemAddressReserve(2<<20, 0, 0); return err }},
+		{"MemAddressFree", false, func(l *lib, _ int) error { return l.MemAddressFree(0x1000, 2<<20) }},
+		{"MemMap", false, func(l *lib, _ int) error { return l.MemMap(0x1000, 2<<20, 0, 1) }},
+		{"MemUnmap", false, func(l *lib, _ int) error { return l.MemUnmap(0x1000, 2<<20) }},
+		{"MemSetAccess", false, func(l *lib, _ int) error { return l.MemSetAccess(0x1000, 2<<20, []int{0, 1}) }},
+		{"ModuleLoadData", true, func(l *lib, dev int) error { _, err := l.ModuleLoadData(dev, testPTX); return err }},
+		{"ModuleGetFunction", true, func(l *lib, dev int) error {
 			l.handles.addModule(0x1000, dev, testPTXInfo())
 			_, err := l.ModuleGetFunction(dev, 0x1000, "fill")
 			return err
 		}},
-		{"ModuleUnload", true, func(l *Lib, dev int) error {
+		{"ModuleUnload", true, func(l *lib, dev int) error {
 			l.handles.addModule(0x1000, dev, testPTXInfo())
 			return l.ModuleUnload(dev, 0x1000)
 		}},
-		{"LaunchKernel", true, func(l *Lib, dev int) error {
+		{"LaunchKernel", true, func(l *lib, dev int) error {
 			withFill(l, dev)
 			return l.LaunchKernel(dev, 0x2000, Dim1(2), Dim1(64), 0, 1, ArgPtr(0x1000), ArgUint32(128), ArgUint32(7))
 		}},
-		{"EventCreate", true, func(l *Lib, dev int) error { _, err := l.EventCreate(dev); return err }},
-		{"EventRecord", true, func(l *Lib, dev int) error { return l.EventRecord(dev, 0x3000, 1) }},
-		{"StreamWaitEvent", true, func(l *Lib, dev int) error { return l.StreamWaitEvent(dev, 1, 0x3000) }},
-		{"EventSynchronize", true, func(l *Lib, dev int) error { return l.EventSynchronize(dev, 0x3000) }},
-		{"EventQuery", true, func(l *Lib, dev int) error { _, err := l.EventQuery(dev, 0x3000); return err }},
-		{"EventElapsedTime", true, func(l *Lib, dev int) error { _, err := l.EventElapsedTime(dev, 0x3000, 0x3010); return err }},
-		{"EventDestroy", true, func(l *Lib, dev int) error { return l.EventDestroy(dev, 0x3000) }},
-		{"StreamBeginCapture", true, func(l *Lib, dev int) error { return l.StreamBeginCapture(dev, 1, CaptureModeGlobal) }},
-		{"StreamEndCapture", true, func(l *Lib, dev int) error { _, err := l.StreamEndCapture(dev, 1); return err }},
-		{"GraphInstantiate", true, func(l *Lib, dev int) error { _, err := l.GraphInstantiate(dev, 0x4000); return err }},
-		{"GraphLaunch", true, func(l *Lib, dev int) error { return l.GraphLaunch(dev, 0x5000, 1) }},
-		{"GraphExecDestroy", true, func(l *Lib, dev int) error { return l.GraphExecDestroy(dev, 0x5000) }},
-		{"GraphDestroy", true, func(l *Lib, dev int) error { return l.GraphDestroy(dev, 0x4000) }},
+		{"EventCreate", true, func(l *lib, dev int) error { _, err := l.EventCreate(dev); return err }},
+		{"EventRecord", true, func(l *lib, dev int) error { return l.EventRecord(dev, 0x3000, 1) }},
+		{"StreamWaitEvent", true, func(l *lib, dev int) error { return l.StreamWaitEvent(dev, 1, 0x3000) }},
+		{"EventSynchronize", true, func(l *lib, dev int) error { return l.EventSynchronize(dev, 0x3000) }},
+		{"EventQuery", true, func(l *lib, dev int) error { _, err := l.EventQuery(dev, 0x3000); return err }},
+		{"EventElapsedTime", true, func(l *lib, dev int) error { _, err := l.EventElapsedTime(dev, 0x3000, 0x3010); return err }},
+		{"EventDestroy", true, func(l *lib, dev int) error { return l.EventDestroy(dev, 0x3000) }},
+		{"StreamBeginCapture", true, func(l *lib, dev int) error { return l.StreamBeginCapture(dev, 1, CaptureModeGlobal) }},
+		{"StreamEndCapture", true, func(l *lib, dev int) error { _, err := l.StreamEndCapture(dev, 1); return err }},
+		{"GraphInstantiate", true, func(l *lib, dev int) error { _, err := l.GraphInstantiate(dev, 0x4000); return err }},
+		{"GraphLaunch", true, func(l *lib, dev int) error { return l.GraphLaunch(dev, 0x5000, 1) }},
+		{"GraphExecDestroy", true, func(l *lib, dev int) error { return l.GraphExecDestroy(dev, 0x5000) }},
+		{"GraphDestroy", true, func(l *lib, dev int) error { return l.GraphDestroy(dev, 0x4000) }},
 	}
 }
 
@@ -231,22 +231,22 @@ func TestLibRefusesBadArguments(t *testing.T) {
 	host := make([]byte, 16)
 	cases := []struct {
 		name string
-		call func(l *Lib) error
+		call func(l *lib) error
 		want string
 	}{
-		{"copy lengths differ", func(l *Lib) error { return l.Memcpy(0, HostMem(host), DeviceMem(0x1000, 32), DeviceToHost) }, "dst has 16 B (16 B) but src has 32 B (32 B)"},
-		{"async copy lengths differ", func(l *Lib) error {
+		{"copy lengths differ", func(l *lib) error { return l.Memcpy(0, HostMem(host), DeviceMem(0x1000, 32), DeviceToHost) }, "dst has 16 B (16 B) but src has 32 B (32 B)"},
+		{"async copy lengths differ", func(l *lib) error {
 			return l.MemcpyAsync(0, DeviceMem(0x1000, 8), HostMem(host), HostToDevice, 0)
 		}, "dst has 8 B"},
-		{"host dst of a copy to device", func(l *Lib) error { return l.Memcpy(0, HostMem(host), HostMem(host), HostToDevice) }, "cudaMemcpyHostToDevice copies host to device, not host to host"},
-		{"device src of a copy from host", func(l *Lib) error {
+		{"host dst of a copy to device", func(l *lib) error { return l.Memcpy(0, HostMem(host), HostMem(host), HostToDevice) }, "cudaMemcpyHostToDevice copies host to device, not host to host"},
+		{"device src of a copy from host", func(l *lib) error {
 			return l.Memcpy(0, HostMem(host), DeviceMem(0x1000, 16), HostToHost)
 		}, "copies host to host, not device to host"},
-		{"unknown kind", func(l *Lib) error { return l.Memcpy(0, HostMem(host), HostMem(host), 9) }, "kind 9 is not a cudaMemcpyKind"},
-		{"register nothing", func(l *Lib) error { return l.HostRegister(0, nil, HostRegisterDefault) }, "no memory to register"},
-		{"unregister nothing", func(l *Lib) error { return l.HostUnregister(0, host[:0]) }, "no memory to unregister"},
-		{"device pointer of nothing", func(l *Lib) error { _, err := l.HostGetDevicePointer(0, nil); return err }, "no memory to map"},
-		{"access for no device", func(l *Lib) error { return l.MemSetAccess(0x1000, 2<<20, nil) }, "no device"},
+		{"unknown kind", func(l *lib) error { return l.Memcpy(0, HostMem(host), HostMem(host), 9) }, "kind 9 is not a cudaMemcpyKind"},
+		{"register nothing", func(l *lib) error { return l.HostRegister(0, nil, HostRegisterDefault) }, "no memory to register"},
+		{"unregister nothing", func(l *lib) error { return l.HostUnregister(0, host[:0]) }, "no memory to unregister"},
+		{"device pointer of nothing", func(l *lib) error { _, err := l.HostGetDevicePointer(0, nil); return err }, "no memory to map"},
+		{"access for no device", func(l *lib) error { return l.MemSetAccess(0x1000, 2<<20, nil) }, "no device"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -313,7 +313,7 @@ func TestMemcpyChecksProperty(t *testing.T) {
 }
 
 func TestLibPaths(t *testing.T) {
-	l := &Lib{be: newRecorder(), path: "/x/libcudart.so.13", driverPath: "/y/libcuda.so.1"}
+	l := &lib{be: newRecorder(), path: "/x/libcudart.so.13", driverPath: "/y/libcuda.so.1"}
 	assert.Equal(t, "/x/libcudart.so.13", l.Path())
 	assert.Equal(t, "/y/libcuda.so.1", l.DriverPath())
 }

@@ -9,7 +9,7 @@ import (
 
 // MemGetAllocationGranularity is cuMemGetAllocationGranularity for pinned
 // memory on device.
-func (l *Lib) MemGetAllocationGranularity(device int, recommended bool) (uint64, error) {
+func (l *lib) MemGetAllocationGranularity(device int, recommended bool) (uint64, error) {
 	if err := l.driverReady(calls.CuMemGetAllocationGranularity); err != nil {
 		return 0, err
 	}
@@ -26,7 +26,7 @@ func (l *Lib) MemGetAllocationGranularity(device int, recommended bool) (uint64,
 
 // MemCreate is cuMemCreate of size bytes of pinned memory on device. Device
 // becomes the one whose context the calls without a device use.
-func (l *Lib) MemCreate(device int, size uint64) (PhysHandle, error) {
+func (l *lib) MemCreate(device int, size uint64) (PhysHandle, error) {
 	if err := l.driverReady(calls.CuMemCreate); err != nil {
 		return 0, err
 	}
@@ -39,7 +39,7 @@ func (l *Lib) MemCreate(device int, size uint64) (PhysHandle, error) {
 }
 
 // MemRelease is cuMemRelease.
-func (l *Lib) MemRelease(h PhysHandle) error {
+func (l *lib) MemRelease(h PhysHandle) error {
 	if err := l.driverReady(calls.CuMemRelease); err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func (l *Lib) MemRelease(h PhysHandle) error {
 
 // MemAddressReserve is cuMemAddressReserve. A non-zero hint asks for that
 // address; the result may differ.
-func (l *Lib) MemAddressReserve(size, alignment uint64, hint DevicePtr) (DevicePtr, error) {
+func (l *lib) MemAddressReserve(size, alignment uint64, hint DevicePtr) (DevicePtr, error) {
 	if err := l.driverReady(calls.CuMemAddressReserve); err != nil {
 		return 0, err
 	}
@@ -63,7 +63,7 @@ func (l *Lib) MemAddressReserve(size, alignment uint64, hint DevicePtr) (DeviceP
 }
 
 // MemAddressFree is cuMemAddressFree.
-func (l *Lib) MemAddressFree(p DevicePtr, size uint64) error {
+func (l *lib) MemAddressFree(p DevicePtr, size uint64) error {
 	if err := l.driverReady(calls.CuMemAddressFree); err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func (l *Lib) MemAddressFree(p DevicePtr, size uint64) error {
 }
 
 // MemMap is cuMemMap: size bytes of h, from offset, at p.
-func (l *Lib) MemMap(p DevicePtr, size, offset uint64, h PhysHandle) error {
+func (l *lib) MemMap(p DevicePtr, size, offset uint64, h PhysHandle) error {
 	if err := l.driverReady(calls.CuMemMap); err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (l *Lib) MemMap(p DevicePtr, size, offset uint64, h PhysHandle) error {
 }
 
 // MemUnmap is cuMemUnmap.
-func (l *Lib) MemUnmap(p DevicePtr, size uint64) error {
+func (l *lib) MemUnmap(p DevicePtr, size uint64) error {
 	if err := l.driverReady(calls.CuMemUnmap); err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (l *Lib) MemUnmap(p DevicePtr, size uint64) error {
 
 // MemSetAccess is cuMemSetAccess with one read-write CUmemAccessDesc per
 // device, in one call.
-func (l *Lib) MemSetAccess(p DevicePtr, size uint64, devices []int) error {
+func (l *lib) MemSetAccess(p DevicePtr, size uint64, devices []int) error {
 	if err := l.driverReady(calls.CuMemSetAccess); err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (l *Lib) MemSetAccess(p DevicePtr, size uint64, devices []int) error {
 }
 
 // driverReady is the error of driver call c made now, if it cannot be.
-func (l *Lib) driverReady(c calls.Call) error {
+func (l *lib) driverReady(c calls.Call) error {
 	if l.unusable() {
 		return closedError(c)
 	}
@@ -122,4 +122,4 @@ func (l *Lib) driverReady(c calls.Call) error {
 	return nil
 }
 
-func (l *Lib) vmmDev() int { return int(l.vmmDevice.Load()) }
+func (l *lib) vmmDev() int { return int(l.vmmDevice.Load()) }

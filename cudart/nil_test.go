@@ -1,32 +1,31 @@
-package cudart_test
+package cudart
 
 import (
 	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-
-	"github.com/cudapool/cudapool/cudart"
 )
 
-func TestANilLibIsClosed(t *testing.T) {
-	var l *cudart.Lib
+func TestANilLibraryIsClosed(t *testing.T) {
+	var l *lib
 	_, err := l.Malloc(0, 256)
-	assert.ErrorIs(t, err, cudart.ErrClosed)
+	assert.ErrorIs(t, err, ErrClosed)
 	_, _, err = l.MemGetInfo(0)
-	assert.ErrorIs(t, err, cudart.ErrClosed)
+	assert.ErrorIs(t, err, ErrClosed)
 	_, err = l.MemCreate(0, 2<<20)
-	assert.ErrorIs(t, err, cudart.ErrClosed)
+	assert.ErrorIs(t, err, ErrClosed)
 	_, err = l.ModuleLoadData(0, "")
-	assert.ErrorIs(t, err, cudart.ErrClosed)
-	assert.ErrorIs(t, l.Close(), cudart.ErrClosed)
+	assert.ErrorIs(t, err, ErrClosed)
+	assert.ErrorIs(t, l.Close(), ErrClosed)
 	assert.Empty(t, l.Path())
 	assert.Empty(t, l.DriverPath())
 }
 
-// Every method of a nil *Lib returns instead of panicking.
-func TestNoMethodOfANilLibPanics(t *testing.T) {
-	v := reflect.ValueOf((*cudart.Lib)(nil))
+// Every method of a nil *lib returns instead of panicking.
+func TestNoMethodOfANilLibraryPanics(t *testing.T) {
+	v := reflect.ValueOf((*lib)(nil))
+	assert.Equal(t, reflect.TypeFor[Library]().NumMethod(), v.NumMethod(), "every method of Library is called")
 	for i := range v.NumMethod() {
 		m, name := v.Method(i), v.Type().Method(i).Name
 		args := make([]reflect.Value, m.Type().NumIn())

@@ -64,7 +64,7 @@ func WithDriverLibraryPath(path string) Option {
 // The driver (libcuda.so.1) is needed only by the virtual memory calls and
 // DeviceName. If it cannot be loaded, Open still succeeds and those calls
 // return an error wrapping ErrNoDriverLibrary that says why.
-func Open(opts ...Option) (*Lib, error) {
+func Open(opts ...Option) (Library, error) {
 	var c config
 	for _, o := range opts {
 		o(&c)
@@ -73,7 +73,7 @@ func Open(opts ...Option) (*Lib, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Lib{be: ld.be, path: ld.path, driverPath: ld.driverPath, driverErr: ld.driverErr, prefetchLocation: ld.prefetchLocation}, nil
+	return &lib{be: ld.be, path: ld.path, driverPath: ld.driverPath, driverErr: ld.driverErr, prefetchLocation: ld.prefetchLocation}, nil
 }
 
 // loaded is what load found.
@@ -83,7 +83,7 @@ type loaded struct {
 	driverPath string // the driver's file; empty when not loaded
 	driverErr  error  // why the driver is not loaded, wrapping ErrNoDriverLibrary
 
-	prefetchLocation bool // see Lib.prefetchLocation
+	prefetchLocation bool // see lib.prefetchLocation
 }
 
 // candidates lists the paths to try in order, without repeats: the option's

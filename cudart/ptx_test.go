@@ -41,7 +41,7 @@ func testPTXInfo() ptx.Info {
 }
 
 // withFill registers module 0x1000 with function 0x2000, fill, in l.
-func withFill(l *Lib, dev int) {
+func withFill(l *lib, dev int) {
 	info := testPTXInfo()
 	l.handles.addModule(0x1000, dev, info)
 	e, _ := info.Entry("fill")

@@ -3,8 +3,8 @@ package cudart
 import "time"
 
 // Runtime is what the pool needs from CUDA: device and pinned host memory,
-// copies, memset and synchronisation. *Lib implements it against real CUDA and
-// cudarttest.Fake against memory in the process.
+// copies, memset and synchronisation. The Library from Open implements it
+// against real CUDA and cudarttest.Fake against memory in the process.
 //
 // Every call that depends on CUDA's current device takes the device ordinal
 // and selects it inside the same call: a goroutine may move to another OS
@@ -200,7 +200,7 @@ type Graphs interface {
 	GraphDestroy(device int, g Graph) error
 }
 
-// Full is every ability: what *Lib and cudarttest.Fake both provide.
+// Full is every ability: what the Library from Open and cudarttest.Fake both provide.
 type Full interface {
 	Runtime
 	Streams

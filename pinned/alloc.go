@@ -26,7 +26,7 @@ var errLeftPinned = errors.New("pinned: cleanup failed; memory is left pinned")
 // error then says.
 func Alloc(rt cudart.Runtime, device int, size uint64, opts ...Option) (*Region, error) {
 	if rt == nil {
-		return nil, fmt.Errorf("%w: nil runtime; pass cudart.Open's *Lib or a cudarttest fake", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: nil runtime; pass cudart.Open's Library or a cudarttest fake", ErrInvalidOption)
 	}
 	c := defaults()
 	for i, o := range opts {

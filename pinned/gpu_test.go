@@ -13,16 +13,16 @@ import (
 
 // The tests in this file run against real CUDA on device 0 and skip, with
 // the loader's message, where it cannot be loaded or has no device. They
-// share one Lib, never closed: unloading the runtime between tests would
+// share one Library, never closed: unloading the runtime between tests would
 // tear CUDA down and start it again.
 
 var gpuLib struct {
 	once sync.Once
-	lib  *cudart.Lib
+	lib  cudart.Library
 	skip string
 }
 
-func gpu(t *testing.T) *cudart.Lib {
+func gpu(t *testing.T) cudart.Library {
 	t.Helper()
 	gpuLib.once.Do(func() {
 		l, err := cudart.Open()

@@ -42,7 +42,7 @@ type Registration struct {
 // package's Caveats.
 func Register(rt cudart.Runtime, device int, b []byte, flags Flags) (*Registration, error) {
 	if rt == nil {
-		return nil, fmt.Errorf("%w: nil runtime; pass cudart.Open's *Lib or a cudarttest fake", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: nil runtime; pass cudart.Open's Library or a cudarttest fake", ErrInvalidOption)
 	}
 	if err := flags.validate(); err != nil {
 		return nil, err

@@ -53,7 +53,7 @@ type Pool struct {
 // to the error returned.
 func New(rt cudart.Runtime, opts ...Option) (*Pool, error) {
 	if rt == nil {
-		return nil, fmt.Errorf("%w: nil runtime; pass cudart.Open's *Lib or a cudarttest fake", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: nil runtime; pass cudart.Open's Library or a cudarttest fake", ErrInvalidOption)
 	}
 	cfg, err := configure(opts)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 )
 
 func ExampleNewArena() {
-	// On a GPU host, rt is the *cudart.Lib from cudart.Open.
+	// On a GPU host, rt is the cudart.Library from cudart.Open.
 	rt := cudarttest.NewFake()
 	// 1 TiB of address space: reserving it costs no memory.
 	a, err := vmem.NewArena(rt, 0, 1<<40)

@@ -34,7 +34,7 @@ func devices(n int) []cudarttest.Option {
 
 // openCUDA returns real CUDA with at least n devices, each able to access
 // the others' memory, or skips saying why.
-func openCUDA(t testing.TB, n int) *cudart.Lib {
+func openCUDA(t testing.TB, n int) cudart.Library {
 	t.Helper()
 	lib, err := cudart.Open()
 	if err != nil {

@@ -31,7 +31,7 @@ type phys struct {
 
 func newPhys(vm cudart.VirtualMemory, device int, opts []Option) (phys, error) {
 	if vm == nil {
-		return phys{}, fmt.Errorf("%w: nil runtime; pass cudart.Open's *Lib or a cudarttest fake", ErrInvalidOption)
+		return phys{}, fmt.Errorf("%w: nil runtime; pass cudart.Open's Library or a cudarttest fake", ErrInvalidOption)
 	}
 	gran, err := vm.MemGetAllocationGranularity(device, true)
 	if err != nil {

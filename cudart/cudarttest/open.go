@@ -27,7 +27,7 @@ type Runtime struct {
 	Description string
 	// CUDA is true for real CUDA.
 	CUDA bool
-	lib  *cudart.Lib
+	lib  cudart.Library
 }
 
 // Close unloads CUDA; it does nothing for the fake. It frees nothing: free
@@ -63,7 +63,7 @@ func OpenMode(mode string, opts ...Option) (*Runtime, error) {
 }
 
 // openCUDA loads CUDA and checks that it has a device.
-func openCUDA() (*cudart.Lib, error) {
+func openCUDA() (cudart.Library, error) {
 	lib, err := cudart.Open()
 	if err != nil {
 		return nil, err
