@@ -5,8 +5,9 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/cudapool/cudapool/internal/calls"
 	"github.com/ebitengine/purego"
+
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // This file and dl.go are the only ones in the package that use unsafe: here

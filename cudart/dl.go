@@ -8,8 +8,9 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/cudapool/cudapool/internal/calls"
 	"github.com/ebitengine/purego"
+
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // rtldNoDelete is glibc's RTLD_NODELETE, which purego does not name.

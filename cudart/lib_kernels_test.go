@@ -4,10 +4,11 @@ import (
 	"math"
 	"testing"
 
-	"github.com/cudapool/cudapool/internal/calls"
-	"github.com/cudapool/cudapool/internal/ptx"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/internal/ptx"
 )
 
 func TestLaunchPassesArguments(t *testing.T) {

@@ -6,9 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cudapool/cudapool/internal/calls"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // method is one exported method of lib; the table says which calls it makes.

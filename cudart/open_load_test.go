@@ -4,9 +4,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cudapool/cudapool/internal/calls"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // openMissing opens with opts and the runtime's environment variable set to
