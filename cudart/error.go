@@ -157,6 +157,10 @@ var ErrSymbolNotFound = errors.New("cudart: symbol not found")
 // memory calls (driver API) are unavailable; the runtime calls still work.
 var ErrNoDriverLibrary = errors.New("cudart: CUDA driver library (libcuda.so.1) not loaded; virtual memory calls are unavailable")
 
+// ErrInvalidOption means an option given to Open was refused: the error
+// wrapping it says which.
+var ErrInvalidOption = errors.New("cudart: invalid option")
+
 // ErrClosed means a call was made on a Library after Close.
 var ErrClosed = errors.New("cudart: library closed")
 

@@ -1,6 +1,10 @@
 package cudart
 
-import "os"
+import (
+	"os"
+
+	"github.com/cudapool/cudapool/internal/opt"
+)
 
 // Environment variables that name the libraries to load, tried after the
 // paths given as options and before the default names.
@@ -29,8 +33,24 @@ var defaultRuntimeNames = []string{
 // the loader's path.
 var defaultDriverNames = []string{"libcuda.so.1"}
 
-// Option configures Open.
-type Option func(*config)
+// Option configures Open. Options are values made by the With functions of
+// this package; a nil one is refused with an error wrapping ErrInvalidOption.
+type Option interface {
+	apply(*config) error
+}
+
+// option is an Option made from a function of this package.
+type option func(*config) error
+
+func (o option) apply(c *config) error { return o(c) }
+
+// set is an Option that cannot fail.
+func set(f func(*config)) Option {
+	return option(func(c *config) error {
+		f(c)
+		return nil
+	})
+}
 
 type config struct {
 	runtimePath string
@@ -40,7 +60,7 @@ type config struct {
 // WithLibraryPath makes Open try path first for the CUDA runtime, before
 // $CUDAPOOL_CUDART and the default names.
 func WithLibraryPath(path string) Option {
-	return func(c *config) { c.runtimePath = path }
+	return set(func(c *config) { c.runtimePath = path })
 }
 
 // WithDriverLibraryPath makes Open try path first for the CUDA driver, before
@@ -48,7 +68,7 @@ func WithLibraryPath(path string) Option {
 // itself loads (the one the loader finds as libcuda.so.1): memory from a
 // second copy of the driver is not visible to the runtime.
 func WithDriverLibraryPath(path string) Option {
-	return func(c *config) { c.driverPath = path }
+	return set(func(c *config) { c.driverPath = path })
 }
 
 // Open loads the CUDA runtime and, if it can, the driver, and looks up every
@@ -66,8 +86,8 @@ func WithDriverLibraryPath(path string) Option {
 // return an error wrapping ErrNoDriverLibrary that says why.
 func Open(opts ...Option) (Library, error) {
 	var c config
-	for _, o := range opts {
-		o(&c)
+	if err := opt.Apply(opts, ErrInvalidOption, func(o Option) error { return o.apply(&c) }); err != nil {
+		return nil, err
 	}
 	ld, err := load(candidates(c.runtimePath, EnvRuntimeLibrary, defaultRuntimeNames), candidates(c.driverPath, EnvDriverLibrary, defaultDriverNames))
 	if err != nil {

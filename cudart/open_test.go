@@ -32,3 +32,10 @@ func TestDefaultNames(t *testing.T) {
 	}, defaultRuntimeNames, "the search order is documented")
 	assert.Equal(t, []string{"libcuda.so.1"}, defaultDriverNames)
 }
+
+func TestOpenRefusesANilOption(t *testing.T) {
+	l, err := Open(WithLibraryPath("/nonexistent/libcudart.so"), nil)
+	assert.Nil(t, l)
+	assert.ErrorIs(t, err, ErrInvalidOption)
+	assert.EqualError(t, err, "cudart: invalid option: option 2 of 2 is nil")
+}

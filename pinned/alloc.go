@@ -9,6 +9,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/opt"
 )
 
 // maxInt is the largest length a slice can have.
@@ -29,11 +30,8 @@ func Alloc(rt cudart.Runtime, device int, size uint64, opts ...Option) (*Region,
 		return nil, fmt.Errorf("%w: nil runtime; pass cudart.Open's Library or a cudarttest fake", ErrInvalidOption)
 	}
 	c := defaults()
-	for i, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("%w: option %d of %d is nil", ErrInvalidOption, i+1, len(opts))
-		}
-		o(&c)
+	if err := opt.Apply(opts, ErrInvalidOption, func(o Option) error { return o.apply(&c) }); err != nil {
+		return nil, err
 	}
 	if err := c.method.validate(); err != nil {
 		return nil, err

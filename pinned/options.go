@@ -6,8 +6,25 @@ import (
 	"go.uber.org/zap"
 )
 
-// Option configures Alloc.
-type Option func(*config)
+// Option configures Alloc. Options are values made by the With functions of
+// this package; Alloc applies them before it pins anything, and refuses a nil
+// one with an error wrapping ErrInvalidOption.
+type Option interface {
+	apply(*config) error
+}
+
+// option is an Option made from a function of this package.
+type option func(*config) error
+
+func (o option) apply(c *config) error { return o(c) }
+
+// set is an Option that cannot fail.
+func set(f func(*config)) Option {
+	return option(func(c *config) error {
+		f(c)
+		return nil
+	})
+}
 
 type config struct {
 	method   Method
@@ -27,35 +44,35 @@ func defaults() config {
 }
 
 // WithMethod selects how the memory is pinned (default MethodRegister).
-func WithMethod(m Method) Option { return func(c *config) { c.method = m } }
+func WithMethod(m Method) Option { return set(func(c *config) { c.method = m }) }
 
 // WithFlags sets the flags (default none). WriteCombined makes a registering
 // method fall back to MethodHostAlloc, the only one that offers it.
-func WithFlags(f Flags) Option { return func(c *config) { c.flags = f } }
+func WithFlags(f Flags) Option { return set(func(c *config) { c.flags = f }) }
 
 // WithWorkers sets how many goroutines touch the pages of a registered region
 // before it is pinned (default GOMAXPROCS). Values below 1 keep the default.
 func WithWorkers(n int) Option {
-	return func(c *config) {
+	return set(func(c *config) {
 		if n >= 1 {
 			c.workers = n
 		}
-	}
+	})
 }
 
 // WithFallback says whether a registering method that cannot pin (a runtime
 // or platform without registration, WriteCombined, cudaHostRegister refused)
 // falls back to MethodHostAlloc (default true). Region.Method reports the method
 // that was used. With false, Alloc returns the registration's error instead.
-func WithFallback(on bool) Option { return func(c *config) { c.fallback = on } }
+func WithFallback(on bool) Option { return set(func(c *config) { c.fallback = on }) }
 
 // WithLogger sets the logger (default zap.NewNop()). Alloc logs a fallback at
 // Warn when registration failed and at Info when the flags asked for it, and
 // how long pinning took at Debug.
 func WithLogger(l *zap.Logger) Option {
-	return func(c *config) {
+	return set(func(c *config) {
 		if l != nil {
 			c.logger = l
 		}
-	}
+	})
 }

@@ -135,9 +135,9 @@ func TestWorkersAndFlagsStrings(t *testing.T) {
 	assert.Equal(t, "RegisterNoHugePages", MethodRegisterNoHugePages.String())
 	assert.Equal(t, "Method(-1)", Method(-1).String())
 	c := defaults()
-	WithWorkers(0)(&c)
+	require.NoError(t, WithWorkers(0).apply(&c))
 	assert.Equal(t, defaults().workers, c.workers, "WithWorkers(0) keeps the default")
-	WithWorkers(5)(&c)
+	require.NoError(t, WithWorkers(5).apply(&c))
 	assert.Equal(t, 5, c.workers)
 }
 

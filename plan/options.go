@@ -4,11 +4,29 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/cudapool/cudapool/internal/opt"
 )
 
-// Option adjusts one call to Plan. A nil Option is refused with an error
-// wrapping ErrInvalidOption.
-type Option func(*config)
+// Option adjusts one call to Plan. Options are values made by the With
+// functions of this package; a nil Option is refused with an error wrapping
+// ErrInvalidOption.
+type Option interface {
+	apply(*config) error
+}
+
+// option is an Option made from a function of this package.
+type option func(*config) error
+
+func (o option) apply(c *config) error { return o(c) }
+
+// set is an Option that cannot fail.
+func set(f func(*config)) Option {
+	return option(func(c *config) error {
+		f(c)
+		return nil
+	})
+}
 
 type config struct {
 	placed []Placed
@@ -21,8 +39,6 @@ type config struct {
 	// limit bounds the exact search in time; zero means the default.
 	limit time.Duration
 	ctx   context.Context
-	// bad is the first option refused, reported by Plan.
-	bad error
 }
 
 func defaults() config { return config{tries: -1} }
@@ -30,16 +46,8 @@ func defaults() config { return config{tries: -1} }
 // configure applies the options in order and returns the first refusal.
 func configure(opts []Option) (config, error) {
 	cfg := defaults()
-	for k, o := range opts {
-		if o == nil {
-			return cfg, fmt.Errorf("plan: option %d is nil: %w", k, ErrInvalidOption)
-		}
-		o(&cfg)
-		if cfg.bad != nil {
-			return cfg, cfg.bad
-		}
-	}
-	return cfg, nil
+	err := opt.Apply(opts, ErrInvalidOption, func(o Option) error { return o.apply(&cfg) })
+	return cfg, err
 }
 
 // WithPlaced gives buffers that already have offsets. The new requests are
@@ -48,7 +56,7 @@ func configure(opts []Option) (config, error) {
 // checked (Validate does that); each must be a valid request at an offset
 // that is a multiple of its alignment.
 func WithPlaced(placed []Placed) Option {
-	return func(c *config) { c.placed = placed }
+	return set(func(c *config) { c.placed = placed })
 }
 
 // WithTries bounds the search that follows the greedy orders to n decoded
@@ -58,7 +66,7 @@ func WithPlaced(placed []Placed) Option {
 // the lower bound. The bound is a count, never a duration, so that a plan
 // depends on its input alone.
 func WithTries(n int) Option {
-	return func(c *config) { c.tries = max(n, 0) }
+	return set(func(c *config) { c.tries = max(n, 0) })
 }
 
 // WithCapacity asks for a layout whose arena is at most bytes. Plan then
@@ -69,12 +77,13 @@ func WithTries(n int) Option {
 // the search proved that none fits or ran out of time. A capacity of zero
 // is refused with ErrInvalidOption.
 func WithCapacity(bytes uint64) Option {
-	return func(c *config) {
+	return option(func(c *config) error {
 		if bytes == 0 {
-			c.bad = fmt.Errorf("plan: capacity is zero: %w", ErrInvalidOption)
+			return fmt.Errorf("%w: WithCapacity(0): a capacity is 1 B or more", ErrInvalidOption)
 		}
 		c.capacity, c.hasCap = bytes, true
-	}
+		return nil
+	})
 }
 
 // DefaultCapacityTimeLimit bounds a search for a layout within a capacity
@@ -89,12 +98,13 @@ const DefaultCapacityTimeLimit = 10 * time.Second
 // gives the same layout as it would with no limit. A limit that is not
 // positive is refused with ErrInvalidOption.
 func WithTimeLimit(d time.Duration) Option {
-	return func(c *config) {
+	return option(func(c *config) error {
 		if d <= 0 {
-			c.bad = fmt.Errorf("plan: time limit %v is not positive: %w", d, ErrInvalidOption)
+			return fmt.Errorf("%w: WithTimeLimit(%v): a time limit is positive", ErrInvalidOption, d)
 		}
 		c.limit = d
-	}
+		return nil
+	})
 }
 
 // WithContext stops the exact search when ctx is done, as WithTimeLimit
@@ -102,10 +112,11 @@ func WithTimeLimit(d time.Duration) Option {
 // does not lift the default budgets. A nil ctx is refused with
 // ErrInvalidOption.
 func WithContext(ctx context.Context) Option {
-	return func(c *config) {
+	return option(func(c *config) error {
 		if ctx == nil {
-			c.bad = fmt.Errorf("plan: context is nil: %w", ErrInvalidOption)
+			return fmt.Errorf("%w: WithContext(nil): pass context.Background() for none", ErrInvalidOption)
 		}
 		c.ctx = ctx
-	}
+		return nil
+	})
 }

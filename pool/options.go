@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/opt"
 	"github.com/cudapool/cudapool/pinned"
 )
 
@@ -62,13 +63,8 @@ func defaults() config {
 // position so the caller can find it.
 func configure(opts []Option) (config, error) {
 	cfg := defaults()
-	for i, o := range opts {
-		if o == nil {
-			return config{}, fmt.Errorf("%w: option %d of %d is nil", ErrInvalidOption, i+1, len(opts))
-		}
-		if err := o.apply(&cfg); err != nil {
-			return config{}, err
-		}
+	if err := opt.Apply(opts, ErrInvalidOption, func(o Option) error { return o.apply(&cfg) }); err != nil {
+		return config{}, err
 	}
 	return cfg, nil
 }

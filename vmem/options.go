@@ -3,12 +3,31 @@ package vmem
 import (
 	"fmt"
 	"slices"
+
+	"github.com/cudapool/cudapool/internal/opt"
 )
 
-// Option configures an Arena or a Vector.
-type Option func(*options)
+// Option configures an Arena or a Vector. Options are values made by the
+// With functions of this package, applied before any CUDA call; a nil one is
+// refused with an error wrapping ErrInvalidOption.
+type Option interface {
+	apply(*config) error
+}
 
-type options struct {
+// option is an Option made from a function of this package.
+type option func(*config) error
+
+func (o option) apply(c *config) error { return o(c) }
+
+// set is an Option that cannot fail.
+func set(f func(*config)) Option {
+	return option(func(c *config) error {
+		f(c)
+		return nil
+	})
+}
+
+type config struct {
 	peers []int
 	chunk uint64 // 0: the recommended granularity
 }
@@ -20,7 +39,7 @@ type options struct {
 // peer that cannot access the owner's memory; the growth then fails and
 // changes nothing.
 func WithPeers(devices ...int) Option {
-	return func(o *options) { o.peers = append(o.peers, devices...) }
+	return set(func(c *config) { c.peers = append(c.peers, devices...) })
 }
 
 // WithChunk sets the unit in which mapped memory grows: each growth maps the
@@ -30,7 +49,7 @@ func WithPeers(devices ...int) Option {
 // chunk makes fewer, larger growths when a caller grows in small steps, as
 // a pool placing buffers one by one does. bytes must be a multiple of the
 // recommended granularity; 0 keeps the default.
-func WithChunk(bytes uint64) Option { return func(o *options) { o.chunk = bytes } }
+func WithChunk(bytes uint64) Option { return set(func(c *config) { c.chunk = bytes }) }
 
 // settings is what NewArena and NewVector derive from the options and the
 // device.
@@ -41,12 +60,9 @@ type settings struct {
 }
 
 func newSettings(device int, gran uint64, opts []Option) (settings, error) {
-	var o options
-	for i, opt := range opts {
-		if opt == nil {
-			return settings{}, fmt.Errorf("%w: option %d of %d is nil", ErrInvalidOption, i+1, len(opts))
-		}
-		opt(&o)
+	var o config
+	if err := opt.Apply(opts, ErrInvalidOption, func(x Option) error { return x.apply(&o) }); err != nil {
+		return settings{}, err
 	}
 	s := settings{gran: gran, chunk: gran, access: []int{device}}
 	if o.chunk != 0 {

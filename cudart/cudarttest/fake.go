@@ -11,7 +11,7 @@ import (
 // Fake is an in-process CUDA runtime: see the package documentation. The
 // zero value is not usable; call NewFake.
 type Fake struct {
-	opts options // fixed at NewFake
+	opts config // fixed at NewFake
 
 	// mu guards everything below: the address space and the bytes behind
 	// it, host memory, streams, physical handles, per-device state, the call
@@ -66,12 +66,14 @@ func freshDevice() deviceState {
 var _ cudart.Full = (*Fake)(nil)
 
 // NewFake returns a fake runtime with one device of 80 GiB unless options say
-// otherwise. It panics on options no GPU could have (a negative device count,
-// a granularity that is not a power of two).
+// otherwise. It panics, with an error wrapping ErrInvalidOption, on a nil
+// option or one no GPU could have (a negative device count, a granularity
+// that is not a power of two): they are a mistake in the test, not a
+// condition to handle.
 func NewFake(opts ...Option) *Fake {
-	o := newOptions(opts)
-	if err := o.validate(); err != nil {
-		panic(err.Error())
+	o, err := configure(opts)
+	if err != nil {
+		panic(err)
 	}
 	f := &Fake{
 		opts:       o,
@@ -107,7 +109,7 @@ type TB interface {
 // cleanup.
 func NewFakeT(t TB, opts ...Option) *Fake {
 	t.Helper()
-	if err := newOptions(opts).validate(); err != nil {
+	if _, err := configure(opts); err != nil {
 		t.Fatalf("%v", err)
 	}
 	f := NewFake(opts...)

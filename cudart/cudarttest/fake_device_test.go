@@ -112,12 +112,19 @@ func TestDeviceStateDefaultsAndRoundTrips(t *testing.T) {
 }
 
 func TestNewFakePanicsOnImpossibleOptions(t *testing.T) {
-	assert.Panics(t, func() { cudarttest.NewFake(cudarttest.WithDevices(-1)) })
-	assert.Panics(t, func() { cudarttest.NewFake(cudarttest.WithDevices(65)) })
-	assert.Panics(t, func() { cudarttest.NewFake(cudarttest.WithGranularity(3 * mib)) })
-	assert.Panics(t, func() { cudarttest.NewFake(cudarttest.WithPeerAccess(0, 0)) }, "a device and itself")
-	assert.Panics(t, func() { cudarttest.NewFake(cudarttest.WithPeerAccess(0, 1)) }, "a device the fake lacks")
-	assert.Panics(t, func() { cudarttest.NewFake(cudarttest.WithPeerAccess(-1, 0)) })
+	for want, opts := range map[string][]cudarttest.Option{
+		"cudarttest: invalid option: WithDevices(-1): want 0 to 64":                                 {cudarttest.WithDevices(-1)},
+		"cudarttest: invalid option: WithDevices(65): want 0 to 64":                                 {cudarttest.WithDevices(65)},
+		"cudarttest: invalid option: WithGranularity(3145728): want a power of two of at least 256": {cudarttest.WithGranularity(3 * mib)},
+		"cudarttest: invalid option: WithPeerAccess(0, 0): want two different devices, 0 to 63":     {cudarttest.WithPeerAccess(0, 0)},
+		"cudarttest: invalid option: WithPeerAccess names device 1 of 1":                            {cudarttest.WithPeerAccess(0, 1)},
+		"cudarttest: invalid option: WithPeerAccess(-1, 0): want two different devices, 0 to 63":    {cudarttest.WithPeerAccess(-1, 0)},
+		"cudarttest: invalid option: option 2 of 2 is nil":                                          {cudarttest.WithDevices(2), nil},
+	} {
+		assert.PanicsWithError(t, want, func() { cudarttest.NewFake(opts...) })
+		_, err := cudarttest.OpenMode("fake", opts...)
+		assert.ErrorIs(t, err, cudarttest.ErrInvalidOption, want)
+	}
 }
 
 // TestZeroDevicesIsNoDevice: a fake with no device answers as CUDA does on

@@ -1,21 +1,39 @@
 package cudarttest
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/cudapool/cudapool/align"
+	"github.com/cudapool/cudapool/internal/opt"
 )
 
-// Option configures a Fake.
-type Option func(*options)
+// Option configures a Fake. Options are values made by the With functions of
+// this package; a nil one, or one no GPU could have, is refused with an error
+// wrapping ErrInvalidOption.
+type Option interface {
+	apply(*config) error
+}
 
-type options struct {
+// option is an Option made from a function of this package.
+type option func(*config) error
+
+func (o option) apply(c *config) error { return o(c) }
+
+// set is an Option that cannot fail.
+func set(f func(*config)) Option {
+	return option(func(c *config) error {
+		f(c)
+		return nil
+	})
+}
+
+type config struct {
 	devices     int
 	deviceMem   uint64
 	granularity uint64
 	hostMem     uint64
 	peers       [maxDevices]uint64 // bit p of peers[d]: d can access p's memory
-	badPeers    [][2]int           // WithPeerAccess pairs that name no two devices
 	memcheck    bool
 }
 
@@ -23,8 +41,8 @@ type options struct {
 // per device.
 const maxDevices = 64
 
-func defaultOptions() options {
-	return options{
+func defaults() config {
+	return config{
 		devices:     1,
 		deviceMem:   80 << 30,
 		granularity: 2 << 20,
@@ -32,47 +50,68 @@ func defaultOptions() options {
 	}
 }
 
-// newOptions applies opts to the defaults.
-func newOptions(opts []Option) options {
-	o := defaultOptions()
-	for _, opt := range opts {
-		opt(&o)
+// ErrInvalidOption means an option of NewFake, NewFakeT, Open or OpenMode
+// was refused: nil, or a value no GPU could have. The error wrapping it says
+// which.
+var ErrInvalidOption = errors.New("cudarttest: invalid option")
+
+// configure applies opts to the defaults and checks what they make together.
+func configure(opts []Option) (config, error) {
+	c := defaults()
+	if err := opt.Apply(opts, ErrInvalidOption, func(o Option) error { return o.apply(&c) }); err != nil {
+		return config{}, err
 	}
-	return o
+	return c, c.validate()
 }
 
 // WithDevices sets the number of devices (default 1). Zero is allowed, to
 // test code on a machine with no GPU; at most 64.
-func WithDevices(n int) Option { return func(o *options) { o.devices = n } }
+func WithDevices(n int) Option {
+	return option(func(c *config) error {
+		if n < 0 || n > maxDevices {
+			return fmt.Errorf("%w: WithDevices(%d): want 0 to %d", ErrInvalidOption, n, maxDevices)
+		}
+		c.devices = n
+		return nil
+	})
+}
 
 // WithDeviceMemory sets each device's memory in bytes (default 80 GiB, an
 // 80 GiB H100). It is only a limit: bytes are backed when first written.
-func WithDeviceMemory(bytes uint64) Option { return func(o *options) { o.deviceMem = bytes } }
+func WithDeviceMemory(bytes uint64) Option { return set(func(c *config) { c.deviceMem = bytes }) }
 
 // WithGranularity sets the virtual memory allocation granularity, minimum and
 // recommended alike (default 2 MiB, what current GPUs report). It must be a
 // power of two.
-func WithGranularity(bytes uint64) Option { return func(o *options) { o.granularity = bytes } }
+func WithGranularity(bytes uint64) Option {
+	return option(func(c *config) error {
+		if !align.IsPowerOfTwo(bytes) || bytes < align.CUDA {
+			return fmt.Errorf("%w: WithGranularity(%d): want a power of two of at least %d", ErrInvalidOption, bytes, align.CUDA)
+		}
+		c.granularity = bytes
+		return nil
+	})
+}
 
 // WithHostMemory limits the host memory pinned at once, by MallocHost,
 // HostAlloc and HostRegister together (default 64 GiB): beyond it, they fail
 // with cudaErrorMemoryAllocation, as CUDA does when the host has no more
 // memory to pin. Pinned memory is mapped lazily, so only what is touched
 // costs memory.
-func WithHostMemory(bytes uint64) Option { return func(o *options) { o.hostMem = bytes } }
+func WithHostMemory(bytes uint64) Option { return set(func(c *config) { c.hostMem = bytes }) }
 
 // WithPeerAccess lets devices a and b access each other's memory
 // (DeviceCanAccessPeer, MemSetAccess). By default no device can access
 // another's, as on GPUs with neither NVLink nor PCIe peer-to-peer.
 func WithPeerAccess(a, b int) Option {
-	return func(o *options) {
-		if a >= 0 && a < maxDevices && b >= 0 && b < maxDevices && a != b {
-			o.peers[a] |= 1 << b
-			o.peers[b] |= 1 << a
-			return
+	return option(func(c *config) error {
+		if a < 0 || a >= maxDevices || b < 0 || b >= maxDevices || a == b {
+			return fmt.Errorf("%w: WithPeerAccess(%d, %d): want two different devices, 0 to %d", ErrInvalidOption, a, b, maxDevices-1)
 		}
-		o.badPeers = append(o.badPeers, [2]int{a, b})
-	}
+		c.peers[a] |= 1 << b
+		c.peers[b] |= 1 << a
+		return nil
+	})
 }
 
 // WithMemcheck makes the fake enforce the memory annotations
@@ -84,25 +123,15 @@ func WithPeerAccess(a, b int) Option {
 // a stream (a kernel, a device-to-device copy) faults the device, as a
 // kernel's illegal access does, and a later synchronisation reports it.
 // Memory outside every heap is checked as without the option.
-func WithMemcheck() Option { return func(o *options) { o.memcheck = true } }
+func WithMemcheck() Option { return set(func(c *config) { c.memcheck = true }) }
 
-// validate reports options no GPU could have; NewFake panics on them, since
-// they are a mistake in the test, not a condition to handle.
-func (o options) validate() error {
-	if o.devices < 0 || o.devices > maxDevices {
-		return fmt.Errorf("cudarttest: WithDevices(%d): want 0 to %d", o.devices, maxDevices)
-	}
-	if len(o.badPeers) > 0 {
-		p := o.badPeers[0]
-		return fmt.Errorf("cudarttest: WithPeerAccess(%d, %d): want two different devices of %d", p[0], p[1], o.devices)
-	}
-	for d := o.devices; d < maxDevices; d++ {
-		if o.peers[d] != 0 {
-			return fmt.Errorf("cudarttest: WithPeerAccess names device %d of %d", d, o.devices)
+// validate refuses what options name together that no GPU could have: peer
+// access for a device the fake lacks.
+func (c config) validate() error {
+	for d := c.devices; d < maxDevices; d++ {
+		if c.peers[d] != 0 {
+			return fmt.Errorf("%w: WithPeerAccess names device %d of %d", ErrInvalidOption, d, c.devices)
 		}
-	}
-	if !align.IsPowerOfTwo(o.granularity) || o.granularity < align.CUDA {
-		return fmt.Errorf("cudarttest: WithGranularity(%d): want a power of two of at least %d", o.granularity, align.CUDA)
 	}
 	return nil
 }

@@ -42,9 +42,13 @@ func (r *Runtime) Close() error {
 // OpenMode opens the runtime mode names: "cuda" (an error, with the loader's
 // message, when CUDA cannot be loaded or has no device), "fake" (NewFake with
 // opts), or "auto" or "" (CUDA when it loads and has a device, else the
-// fake). opts apply to the fake only. It is what programs with a -runtime
+// fake). opts apply to the fake only, but are checked whatever the mode: a
+// refused one is an error wrapping ErrInvalidOption. It is what programs with a -runtime
 // flag call; tests call Open.
 func OpenMode(mode string, opts ...Option) (*Runtime, error) {
+	if _, err := configure(opts); err != nil {
+		return nil, err
+	}
 	switch mode {
 	case "fake":
 		return &Runtime{Full: NewFake(opts...), Description: "fake (cudarttest, no GPU used)"}, nil

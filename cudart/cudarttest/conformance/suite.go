@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -9,13 +11,40 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/internal/opt"
 )
 
-// Option configures TestRuntime.
-type Option func(*suite)
+// Option configures TestRuntime. Options are values made by the functions
+// of this package; a nil one fails the test with an error wrapping
+// ErrInvalidOption.
+type Option interface {
+	apply(*config) error
+}
 
-// OnDevice runs the suite on device ordinal d (default 0).
-func OnDevice(d int) Option { return func(s *suite) { s.dev = d } }
+// option is an Option made from a function of this package.
+type option func(*config) error
+
+func (o option) apply(c *config) error { return o(c) }
+
+type config struct {
+	dev int
+}
+
+// ErrInvalidOption means an option of TestRuntime was refused: the error
+// wrapping it says which.
+var ErrInvalidOption = errors.New("conformance: invalid option")
+
+// OnDevice runs the suite on device ordinal d (default 0), which must be 0
+// or more.
+func OnDevice(d int) Option {
+	return option(func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("%w: OnDevice(%d): a device ordinal is 0 or more", ErrInvalidOption, d)
+		}
+		c.dev = d
+		return nil
+	})
+}
 
 // suite is one run of TestRuntime.
 type suite struct {
@@ -38,13 +67,13 @@ type suite struct {
 // GPU and for the fake alike. It uses a few MiB of device memory and frees
 // everything it allocates, even when an assertion fails.
 func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...Option) {
-	s := &suite{rt: rt}
-	for _, o := range opts {
-		o(s)
+	var c config
+	if err := opt.Apply(opts, ErrInvalidOption, func(o Option) error { return o.apply(&c) }); err != nil {
+		t.Fatal(err)
 	}
+	s := &suite{rt: rt, dev: c.dev}
 	count, err := rt.DeviceCount()
 	require.NoError(t, err, calls.GetDeviceCount)
-	require.Greater(t, s.dev, -1, "suite device")
 	require.Less(t, s.dev, count, "the suite's device must exist")
 
 	t.Run("DeviceInfo", s.testDeviceInfo)
