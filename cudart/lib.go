@@ -81,7 +81,7 @@ func (l *lib) DriverPath() string {
 // ErrClosed after it, as on a nil *lib.
 func (l *lib) Close() error {
 	if l == nil {
-		return fmt.Errorf("cudart: nil *lib: %w", ErrClosed)
+		return fmt.Errorf("%w: nil Library", ErrClosed)
 	}
 	if l.closed.CompareAndSwap(false, true) {
 		l.be.close()
@@ -106,7 +106,7 @@ func (l *lib) fail(c calls.Call, r ret, format string, args ...any) error {
 func (l *lib) unusable() bool { return l == nil || l.closed.Load() }
 
 // closedError is the error of a method that makes call c, called after Close.
-func closedError(c calls.Call) error { return fmt.Errorf("%s: %w", c, ErrClosed) }
+func closedError(c calls.Call) error { return fmt.Errorf("%w: %s", ErrClosed, c) }
 
 // invalid is the error of a call to c refused before it reached CUDA: an
 // *Error with CUDA's code for an invalid argument, and why. format and args

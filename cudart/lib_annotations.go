@@ -57,7 +57,7 @@ func (a *annotations) release() {
 
 // annotationClosed is the error of annotation function fn on a nil or
 // closed Library.
-func annotationClosed(fn string) error { return fmt.Errorf("cudart: %s: %w", fn, ErrClosed) }
+func annotationClosed(fn string) error { return fmt.Errorf("%w: %s", ErrClosed, fn) }
 
 // misuse is the error of annotation function fn refused by the registry.
 func misuse(fn string, err error) error {

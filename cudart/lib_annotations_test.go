@@ -349,7 +349,7 @@ func TestAnnotationsOnANilOrClosedLib(t *testing.T) {
 			for fn, call := range calls {
 				err := call()
 				assert.ErrorIs(t, err, ErrClosed, fn)
-				assert.EqualError(t, err, "cudart: "+fn+": cudart: library closed")
+				assert.EqualError(t, err, "cudart: library closed: "+fn)
 			}
 		})
 	}

@@ -11,6 +11,18 @@ type DevicePtr uintptr
 // String formats the address in hex, as CUDA tools print it.
 func (p DevicePtr) String() string { return fmt.Sprintf("0x%x", uintptr(p)) }
 
+// Format prints p as the integer it is under the integer verbs (%x "1000",
+// %#x "0x1000", %X, %d, with widths and flags), and as String does under %v
+// and %s, in hex with its 0x. Without it, fmt would print String's text under
+// every verb, so %x would give the hex of that text.
+func (p DevicePtr) Format(f fmt.State, verb rune) {
+	format := fmt.FormatString(f, verb)
+	if verb == 'v' || verb == 's' {
+		format = "%#" + fmt.FormatString(f, 'x')[1:]
+	}
+	fmt.Fprintf(f, format, uintptr(p))
+}
+
 // Add returns p advanced by n bytes.
 func (p DevicePtr) Add(n uint64) DevicePtr { return p + DevicePtr(n) }
 

@@ -51,7 +51,7 @@ func (r *Region) DevicePtr() (cudart.DevicePtr, error) {
 	case r.freed:
 		return 0, ErrFreed
 	case r.flags&Mapped == 0:
-		return 0, fmt.Errorf("%w (flags: %s)", ErrNotMapped, r.flags)
+		return 0, fmt.Errorf("%w: flags %s", ErrNotMapped, r.flags)
 	}
 	return r.dev, nil
 }

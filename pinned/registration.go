@@ -96,7 +96,7 @@ func (g *Registration) DevicePtr() (cudart.DevicePtr, error) {
 	case g.chunks == nil:
 		return 0, ErrNotRegistered
 	case g.flags&Mapped == 0:
-		return 0, fmt.Errorf("%w (flags: %s)", ErrNotMapped, g.flags)
+		return 0, fmt.Errorf("%w: flags %s", ErrNotMapped, g.flags)
 	}
 	return g.dev, nil
 }

@@ -22,7 +22,7 @@ import (
 // Every error about the content wraps ErrTrace and names the line.
 func ReadCSV(r io.Reader, unit uint64) ([]Request, error) {
 	if unit == 0 {
-		return nil, fmt.Errorf("plan: CSV unit is zero: %w", ErrInvalidRequest)
+		return nil, failf(ErrInvalidRequest, "CSV unit is zero")
 	}
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = true

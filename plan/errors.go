@@ -1,6 +1,9 @@
 package plan
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // ErrInvalidRequest is wrapped by every error about a request that cannot be
 // planned: a zero size, an alignment that is not a power of two, a negative
@@ -29,3 +32,31 @@ var ErrInvalidOption = errors.New("plan: invalid option")
 // ErrNoFit is wrapped by the *NoFitError that Plan returns when no layout
 // within WithCapacity's capacity was found.
 var ErrNoFit = errors.New("plan: no layout fits the capacity")
+
+// failure is an error of the package: its sentinel, whose text leads, then
+// what failed and why, e.g. "plan: invalid request: request 3 (...): size is
+// zero". It keeps the sentinel first however many callers add what failed.
+type failure struct {
+	sentinel error
+	detail   string
+}
+
+// failf is an error wrapping sentinel, its text followed by the formatted
+// detail.
+func failf(sentinel error, format string, args ...any) error {
+	return &failure{sentinel, fmt.Sprintf(format, args...)}
+}
+
+func (e *failure) Error() string { return e.sentinel.Error() + ": " + e.detail }
+
+func (e *failure) Unwrap() error { return e.sentinel }
+
+// within says that err, an error of the package, is about what (e.g.
+// "request 3 (...)"): the detail gains what, the sentinel stays first.
+func within(err error, format string, args ...any) error {
+	var f *failure
+	if errors.As(err, &f) {
+		return &failure{f.sentinel, fmt.Sprintf(format, args...) + ": " + f.detail}
+	}
+	return fmt.Errorf("plan: %s: %w", fmt.Sprintf(format, args...), err)
+}

@@ -2,7 +2,6 @@ package plan
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 
 	"github.com/dustin/go-humanize"
@@ -17,7 +16,7 @@ func LowerBound(reqs []Request) (uint64, error) {
 	for i, r := range reqs {
 		s, err := spanOf(r)
 		if err != nil {
-			return 0, fmt.Errorf("request %d: %w", i, err)
+			return 0, within(err, "request %d", i)
 		}
 		spans[i] = s
 	}
@@ -32,7 +31,7 @@ type span struct {
 
 func spanOf(r Request) (span, error) {
 	if reason, sentinel := r.flaw(); sentinel != nil {
-		return span{}, fmt.Errorf("%s: %w", reason, sentinel)
+		return span{}, failf(sentinel, "%s", reason)
 	}
 	fp, err := r.Footprint()
 	return span{first: r.First, last: r.Last, size: fp}, err
@@ -62,8 +61,8 @@ func peak(spans []span) (uint64, error) {
 			e++
 		}
 		if alive+s.size < alive {
-			return 0, fmt.Errorf("more than 2^64 bytes alive at step %d (%s before the last): %w",
-				s.first, humanize.IBytes(alive), ErrOverflow)
+			return 0, failf(ErrOverflow, "more than 2^64 bytes alive at step %d (%s before the last)",
+				s.first, humanize.IBytes(alive))
 		}
 		alive += s.size
 		best = max(best, alive)

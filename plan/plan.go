@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/dustin/go-humanize"
@@ -44,8 +43,8 @@ func Plan(reqs []Request, opts ...Option) (*Result, error) {
 	if len(reqs) > 0 {
 		offs, top, proven, ok := solve(p, cfg)
 		if !ok {
-			return nil, fmt.Errorf("plan: no offsets below 2^64 for %d requests around placed buffers up to %s: %w",
-				len(reqs), humanize.IBytes(p.fixedTop), ErrOverflow)
+			return nil, failf(ErrOverflow, "no offsets below 2^64 for %d requests around placed buffers up to %s",
+				len(reqs), humanize.IBytes(p.fixedTop))
 		}
 		copy(res.Offsets, offs)
 		res.ArenaBytes = max(top, p.fixedTop)

@@ -2,7 +2,6 @@ package plan
 
 import (
 	"cmp"
-	"fmt"
 	"math"
 
 	"github.com/cudapool/cudapool/align"
@@ -41,7 +40,7 @@ func newProblem(reqs []Request, placed []Placed) (*problem, error) {
 	for i, r := range reqs {
 		s, err := spanOf(r)
 		if err != nil {
-			return nil, fmt.Errorf("request %d (%s): %w", i, r, err)
+			return nil, within(err, "request %d (%s)", i, r)
 		}
 		p.items[i] = item{span: s, align: r.alignment()}
 		all[i] = s
@@ -49,14 +48,14 @@ func newProblem(reqs []Request, placed []Placed) (*problem, error) {
 	for i, pl := range placed {
 		s, err := spanOf(pl.Request)
 		if err != nil {
-			return nil, fmt.Errorf("placed buffer %d (%s): %w", i, pl.Request, err)
+			return nil, within(err, "placed buffer %d (%s)", i, pl.Request)
 		}
 		if !align.Is(pl.Offset, pl.alignment()) {
-			return nil, fmt.Errorf("placed buffer %d (%s): offset %d is not a multiple of %d: %w",
-				i, pl.Request, pl.Offset, pl.alignment(), ErrInvalidRequest)
+			return nil, failf(ErrInvalidRequest, "placed buffer %d (%s): offset %d is not a multiple of %d",
+				i, pl.Request, pl.Offset, pl.alignment())
 		}
 		if pl.Offset > math.MaxUint64-s.size {
-			return nil, fmt.Errorf("placed buffer %d (%s): offset %d + size: %w", i, pl.Request, pl.Offset, ErrOverflow)
+			return nil, failf(ErrOverflow, "placed buffer %d (%s): offset %d + size", i, pl.Request, pl.Offset)
 		}
 		p.fixed[i] = s
 		p.fixedOff[i] = pl.Offset

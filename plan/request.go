@@ -39,7 +39,7 @@ type Placed struct {
 func (r Request) Footprint() (uint64, error) {
 	fp, err := align.Up(r.Size, uint64(align.CUDA))
 	if err != nil {
-		return 0, fmt.Errorf("size %d rounded up to %d bytes: %w", r.Size, align.CUDA, ErrOverflow)
+		return 0, failf(ErrOverflow, "size %d rounded up to %d bytes", r.Size, align.CUDA)
 	}
 	return fp, nil
 }

@@ -50,7 +50,7 @@ type tensorJSON struct {
 func ReadTrace(r io.Reader) (*Trace, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
-		return nil, fmt.Errorf("reading trace: %w", err)
+		return nil, fmt.Errorf("plan: read trace: %w", err)
 	}
 	var raw traceJSON
 	if err := json.Unmarshal(data, &raw); err != nil {

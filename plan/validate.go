@@ -2,7 +2,6 @@ package plan
 
 import (
 	"cmp"
-	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -17,20 +16,20 @@ import (
 // ErrInvalidRequest or ErrOverflow.
 func Validate(reqs []Request, offsets []uint64) error {
 	if len(offsets) != len(reqs) {
-		return fmt.Errorf("%d offsets for %d requests: %w", len(offsets), len(reqs), ErrInvalidRequest)
+		return failf(ErrInvalidRequest, "%d offsets for %d requests", len(offsets), len(reqs))
 	}
 	spans := make([]span, len(reqs))
 	for i, r := range reqs {
 		s, err := spanOf(r)
 		if err != nil {
-			return fmt.Errorf("request %d (%s): %w", i, r, err)
+			return within(err, "request %d (%s)", i, r)
 		}
 		if !align.Is(offsets[i], r.alignment()) {
-			return fmt.Errorf("request %d (%s): offset %d is not a multiple of %d: %w",
-				i, r, offsets[i], r.alignment(), ErrInvalidRequest)
+			return failf(ErrInvalidRequest, "request %d (%s): offset %d is not a multiple of %d",
+				i, r, offsets[i], r.alignment())
 		}
 		if offsets[i] > math.MaxUint64-s.size {
-			return fmt.Errorf("request %d (%s): offset %d + size: %w", i, r, offsets[i], ErrOverflow)
+			return failf(ErrOverflow, "request %d (%s): offset %d + size", i, r, offsets[i])
 		}
 		spans[i] = s
 	}
@@ -38,8 +37,8 @@ func Validate(reqs []Request, offsets []uint64) error {
 		if a > b {
 			a, b = b, a
 		}
-		return fmt.Errorf("request %d (%s) at offset %d and request %d (%s) at offset %d share bytes: %w",
-			a, reqs[a], offsets[a], b, reqs[b], offsets[b], ErrOverlap)
+		return failf(ErrOverlap, "request %d (%s) at offset %d and request %d (%s) at offset %d share bytes",
+			a, reqs[a], offsets[a], b, reqs[b], offsets[b])
 	})
 }
 

@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -67,4 +68,20 @@ func TestValidateMatchesBruteForce(t *testing.T) {
 	}
 	assert.Greater(t, overlaps, 100)
 	assert.Less(t, overlaps, 1900)
+}
+
+// TestErrorsLeadWithTheirSentinel: every error says the package and what
+// failed first, then which request and why, however deep it was made.
+func TestErrorsLeadWithTheirSentinel(t *testing.T) {
+	zero := plan.Request{Size: 0, Last: 1}
+	err := plan.Validate([]plan.Request{{Size: 256, Last: 1}, zero}, []uint64{0, 256})
+	require.ErrorIs(t, err, plan.ErrInvalidRequest)
+	assert.EqualError(t, err, fmt.Sprintf("plan: invalid request: request 1 (%s): size is zero", zero))
+	_, err = plan.LowerBound([]plan.Request{zero})
+	assert.EqualError(t, err, "plan: invalid request: request 0: size is zero")
+	_, err = plan.Plan([]plan.Request{zero})
+	assert.EqualError(t, err, fmt.Sprintf("plan: invalid request: request 0 (%s): size is zero", zero))
+	_, err = plan.Request{Size: math.MaxUint64, Last: 1}.Footprint()
+	require.ErrorIs(t, err, plan.ErrOverflow)
+	assert.EqualError(t, err, "plan: size overflows 64 bits: size 18446744073709551615 rounded up to 256 bytes")
 }

@@ -116,7 +116,7 @@ func ptxParams(toks []string) ([]uint32, error) {
 		}
 		n, err := ptxParam(toks[:end])
 		if err != nil {
-			return nil, fmt.Errorf("parameter %d: %w", len(sizes), err)
+			return nil, fmt.Errorf("parameter %d: %w", len(sizes)+1, err)
 		}
 		sizes = append(sizes, n)
 		toks = toks[min(end+1, len(toks)):]

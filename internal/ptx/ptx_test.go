@@ -58,8 +58,8 @@ func TestParsePTXErrors(t *testing.T) {
 	for ptx, want := range map[string]string{
 		".entry":                               "ends after .entry",
 		".entry k(.param .u64 a":               "without its closing parenthesis",
-		".entry k(.param a) {}":                "parameter 0: no type",
-		".entry k(.param .u32 a, .u32 b) {}":   "parameter 1",
+		".entry k(.param a) {}":                "parameter 1: no type",
+		".entry k(.param .u32 a, .u32 b) {}":   "parameter 2",
 		".entry k(.param .b8 a[x]) {}":         `array length "x"`,
 		".entry k() {} .entry k() {}":          ".entry k twice",
 		".entry k(.param .b8 a[4) {}":          "array length of",
