@@ -2,6 +2,7 @@ package cudarttest_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,20 +10,56 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestFakeLinksNoTestingPackages: a program that links the fake (its
-// package and everything that package imports) links neither testing nor
-// testify, so that the fake can ship in programs and not only in tests.
-func TestFakeLinksNoTestingPackages(t *testing.T) {
+// goList is `go list -deps` of pkgs, with format; it skips the test where
+// no go command is installed.
+func goList(t *testing.T, format string, pkgs ...string) []string {
+	t.Helper()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skipf("no go command to list dependencies with: %v", err)
 	}
-	out, err := exec.Command(gobin, "list", "-deps", ".").Output()
-	require.NoError(t, err, "go list -deps")
-	deps := strings.Fields(string(out))
+	out, err := exec.Command(gobin, append([]string{"list", "-deps", "-f", format}, pkgs...)...).Output()
+	require.NoError(t, err, "go list -deps %s", strings.Join(pkgs, " "))
+	return strings.Fields(string(out))
+}
+
+// TestFakeLinksNoTestingPackages: a program that links the fake (its
+// package and everything that package imports) links neither testing nor
+// testify, so that the fake can ship in programs and not only in tests.
+func TestFakeLinksNoTestingPackages(t *testing.T) {
+	deps := goList(t, "{{.ImportPath}}", ".")
 	require.Contains(t, deps, "github.com/cudapool/cudapool/cudart/cudarttest", "go list lists the package itself")
 	for _, d := range deps {
 		assert.NotEqual(t, "testing", d, "cudarttest links testing")
 		assert.False(t, strings.HasPrefix(d, "github.com/stretchr/testify"), "cudarttest links %s", d)
 	}
+}
+
+// userPackages are what a user's code and tests import: the pool, the fake
+// and the conformance suite.
+var userPackages = []string{
+	"github.com/cudapool/cudapool/pool",
+	"github.com/cudapool/cudapool/cudart/cudarttest",
+	"github.com/cudapool/cudapool/cudart/cudarttest/conformance",
+}
+
+// TestUsersGainOnlyTheDesignsModules: a module whose code and tests import
+// pool, cudarttest and conformance gains, outside the standard library and
+// this module, only purego, zap (with multierr) and go-humanize: no testify,
+// no YAML parser, which its own go list -deps -test would otherwise show.
+func TestUsersGainOnlyTheDesignsModules(t *testing.T) {
+	pkgs := goList(t, "{{if not .Standard}}{{.ImportPath}}{{end}}", userPackages...)
+	require.Subset(t, pkgs, userPackages, "go list lists the packages themselves")
+	for _, p := range pkgs {
+		assert.False(t, strings.Contains(p, "testify") || strings.Contains(p, "yaml"), "a user's module gains %s", p)
+	}
+	modules := goList(t, "{{if not .Standard}}{{with .Module}}{{.Path}}{{end}}{{end}}", userPackages...)
+	slices.Sort(modules)
+	assert.Equal(t, []string{
+		"github.com/cudapool/cudapool",
+		"github.com/dustin/go-humanize",
+		"github.com/ebitengine/purego",
+		"go.uber.org/multierr",
+		"go.uber.org/zap",
+	}, slices.Compact(modules))
 }

@@ -8,6 +8,7 @@
 // a GPU. Where CUDA leaves a behaviour undefined the suite does not test it;
 // the fake refuses it, and cudarttest's own tests say so.
 //
-// The package imports testing and testify; cudarttest does not, so a program
-// that links the fake links neither.
+// The package imports testing, but not testify: a user's module that imports
+// it gains no testify and no YAML parser. cudarttest imports neither, so a
+// program that links the fake links neither.
 package conformance

@@ -7,10 +7,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/internal/check/require"
 	"github.com/cudapool/cudapool/internal/opt"
 )
 

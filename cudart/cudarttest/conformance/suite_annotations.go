@@ -3,10 +3,9 @@ package conformance
 import (
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/check/assert"
+	"github.com/cudapool/cudapool/internal/check/require"
 )
 
 // testAnnotations: the memory annotations check their arguments the same way

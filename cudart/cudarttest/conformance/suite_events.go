@@ -4,11 +4,10 @@ import (
 	"math"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/internal/check/assert"
+	"github.com/cudapool/cudapool/internal/check/require"
 )
 
 // event creates an event destroyed at cleanup.

@@ -5,11 +5,10 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/internal/check/assert"
+	"github.com/cudapool/cudapool/internal/check/require"
 )
 
 // testGraphs: a chain of copies and kernels captured on a stream replays

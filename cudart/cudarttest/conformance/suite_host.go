@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/internal/check/assert"
+	"github.com/cudapool/cudapool/internal/check/require"
 )
 
 // pinned allocates pinned host memory freed at cleanup.

@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/internal/check/assert"
+	"github.com/cudapool/cudapool/internal/check/require"
 )
 
 const (
