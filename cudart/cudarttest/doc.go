@@ -23,6 +23,25 @@
 // errors.Is against the cudart sentinels; the Call field names the call, its
 // arguments in human sizes and, for the fake's own checks, what was wrong.
 //
+// # The Fake's methods
+//
+// A Fake answers every method of cudart.Full as CUDA would. Its own methods,
+// for the test that drives it, fall in four groups:
+//
+//   - Fault injection: FailNth, FailCall and FailCallNth fail the next or the
+//     nth call, or every call of a CUDA name; FailAsync faults the device at
+//     the next work it runs; ClearFaults drops what has not fired.
+//   - Inspection: Calls and ResetCalls, the CUDA calls made; Live and
+//     CheckLeaks, what is still allocated; HostAllocFlags,
+//     HostRegisterFlags and HostRegisterIsLazy, how host memory was pinned;
+//     PrefetchedTo, where managed memory was sent; MemHeaps and MemRegions,
+//     the memory annotations registered.
+//   - Kernels: RegisterKernel, a Go implementation (KernelFunc, which sees a
+//     KernelContext) for a PTX entry point.
+//   - Devices: fixed at NewFake by its options, WithDevices,
+//     WithDeviceMemory, WithGranularity, WithHostMemory, WithPeerAccess and
+//     WithMemcheck.
+//
 // # Streams and synchronisation
 //
 // Asynchronous work is queued, per device, and takes effect only at a
