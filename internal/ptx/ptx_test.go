@@ -7,34 +7,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// testPTX declares an entry with pointer and scalar parameters, one with an
-// array and a half-width one, one without parameters, and the device malloc.
-const testPTX = `
-.version 8.0
-.target sm_80
-.address_size 64
-
-.visible .entry fill(
-	.param .u64 .ptr.global.align 4 fill_p,
-	.param .u32 fill_n, /* a count */
-	.param .u32 fill_value
-)
-{
-	ret;
-}
-
-.extern .func (.param .b64 func_retval0) malloc(.param .b64 malloc_param_0);
-
-.visible .entry mixed(.param .align 8 .b8 mixed_s[24], .param .f64 mixed_d, .param .u16 mixed_h)
-{
-	ret;
-}
-
-.visible .entry empty
-{
-	ret;
-}
-`
+// testPTX declares an entry with pointer and scalar parameters between
+// comments, the device malloc, one with an array and a half-width parameter,
+// and one without parameters.
+const testPTX = ".version 8.0\n.target sm_80\n// fill(u32 *p, u32 n, u32 value)\n" +
+	".visible .entry fill(.param .u64 .ptr.global.align 4 fill_p, .param .u32 fill_n /* a count */, .param .u32 fill_value) { ret; }\n" +
+	".extern .func (.param .b64 func_retval0) malloc(.param .b64 malloc_param_0);\n" +
+	".visible .entry mixed(.param .align 8 .b8 mixed_s[24], .param .f64 mixed_d, .param .u16 mixed_h) { ret; }\n" +
+	".visible .entry empty { ret; }\n"
 
 func TestParsePTX(t *testing.T) {
 	info, err := Parse(testPTX)
