@@ -43,7 +43,10 @@
 // resets, so no kernel still running can write into memory that is about to
 // be reused; work the caller queued on other devices is not waited for.
 // Close waits the same way, for the pool's device and the devices given
-// WithPeerAccess, before it frees, unmaps or unregisters anything.
+// WithPeerAccess, before it frees, unmaps or unregisters anything. The
+// device work the pool queues itself (guard fills, poison) is waited for on
+// its own before memory under it is trimmed, unmapped or freed, even when
+// the wait for the caller's streams failed.
 //
 // A Pool is safe for concurrent use: one mutex guards the arenas and every
 // handle's placement. Placement order among goroutines is the order their

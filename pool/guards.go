@@ -227,7 +227,11 @@ func (l *ledger) fill(p *Pool, off, n uint64, v byte) error {
 		}
 		return nil
 	}
-	return p.rt.Memset(p.dev, l.mem.device().Add(off), v, n)
+	if err := p.rt.Memset(p.dev, l.mem.device().Add(off), v, n); err != nil {
+		return err
+	}
+	p.queued = true
+	return nil
 }
 
 // read is the arena's used bytes, copied to the host in one call for

@@ -39,6 +39,7 @@ type Pool struct {
 	streams   []cudart.Stream    // the streams ReleaseAll and Close wait for; none: the whole device
 	events    []cudart.Event     // one per stream, recorded to wait for it
 	annot     cudart.Annotations // the runtime's annotations when a tool listens, else nil
+	queued    bool               // device work of the pool's own (guard and poison fills) not yet waited for
 	step      int32              // the step Step last set...
 	stepSet   bool               // ...once Step was called since New or ReleaseAll
 }
@@ -190,7 +191,15 @@ func (p *Pool) close() error {
 	defer p.mu.Unlock()
 	var errs []error
 	if !p.closed {
-		if err := p.wait(true); err != nil {
+		werr := p.wait(true)
+		if werr != nil {
+			errs = append(errs, fmt.Errorf("pool: before freeing the arenas: %w", werr))
+		}
+		// Waited for on its own: a wait on the caller's streams that failed
+		// does not end the pool's fills, which must not run on memory
+		// unmapped under them. A sticky fault has already ended them, and
+		// says so once.
+		if err := p.settle(); err != nil && werr == nil {
 			errs = append(errs, fmt.Errorf("pool: before freeing the arenas: %w", err))
 		}
 		errs = append(errs, p.dropEvents())

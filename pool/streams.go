@@ -71,6 +71,8 @@ func (p *Pool) wait(all bool) error {
 		for _, d := range devs {
 			if err := p.rt.DeviceSynchronize(d); err != nil {
 				errs = append(errs, fmt.Errorf("pool: wait for device %d: %w", d, err))
+			} else if d == p.dev {
+				p.queued = false
 			}
 		}
 		return errors.Join(errs...)
@@ -87,6 +89,21 @@ func (p *Pool) wait(all bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// settle waits for the device work the pool queued itself, the guard and
+// poison fills on the legacy default stream, before memory under it is
+// unmapped, trimmed or freed: a fill that ran after would fault the context.
+// The caller holds p.mu.
+func (p *Pool) settle() error {
+	if !p.queued {
+		return nil
+	}
+	if err := p.rt.DeviceSynchronize(p.dev); err != nil {
+		return fmt.Errorf("pool: wait for the pool's own fills on device %d: %w", p.dev, err)
+	}
+	p.queued = false
+	return nil
 }
 
 // dropEvents destroys the events of the pool's streams. The caller holds p.mu.
