@@ -10,9 +10,12 @@ import (
 // goes, as in CUDA: its queued work, unrun, and its sticky error; its device,
 // managed and stream-ordered memory; the pinned host memory allocated or
 // registered on it (allocated memory is unmapped, so a slice kept from
-// before faults on use); its streams; its physical memory, unmapped from
-// every reservation; and its limits, flags and release threshold, back to
-// their defaults. Address reservations are the process's and stay.
+// before faults on use); its streams, events, modules with their functions,
+// captures, graphs and their instantiations, whose handles every call then
+// refuses; its physical memory, unmapped from every reservation; its
+// device-side malloc heap; and its limits, flags and release threshold, back
+// to their defaults. Address reservations are the process's and stay.
+// DeviceResets counts the resets.
 func (f *Fake) DeviceReset(device int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -55,6 +58,57 @@ func (f *Fake) reset(device int) *failure {
 			delete(f.phys, h)
 		}
 	}
+	f.dropHandles(device)
+	resets := f.devs[device].resets
 	f.devs[device] = freshDevice()
+	f.devs[device].resets = resets + 1
 	return nil
+}
+
+// dropHandles forgets the events, modules, functions, captures, graphs and
+// graph execs of device, and its malloc heap.
+func (f *Fake) dropHandles(device int) {
+	for e, ev := range f.evs.live {
+		if ev.device == device {
+			delete(f.evs.live, e)
+		}
+	}
+	for m, mod := range f.kern.modules {
+		if mod.device == device {
+			delete(f.kern.modules, m)
+		}
+	}
+	for fn, k := range f.kern.functions {
+		if _, ok := f.kern.modules[k.module]; !ok {
+			delete(f.kern.functions, fn)
+		}
+	}
+	delete(f.kern.heapUsed, device)
+	delete(f.kern.heapFixed, device)
+	for s, c := range f.graph.captures {
+		if c.device == device {
+			delete(f.graph.captures, s)
+		}
+	}
+	for g, r := range f.graph.graphs {
+		if r.device == device {
+			delete(f.graph.graphs, g)
+		}
+	}
+	for x, r := range f.graph.execs {
+		if r.device == device {
+			delete(f.graph.execs, x)
+		}
+	}
+}
+
+// DeviceResets is how many times DeviceReset succeeded on device; 0 for a
+// device the fake does not have.
+func (f *Fake) DeviceResets(device int) uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.device(device) != nil {
+		return 0
+	}
+	return f.devs[device].resets
 }
