@@ -81,34 +81,55 @@ func composeCases() []composeCase {
 // sticky fault, and Close must leave nothing behind.
 func TestEveryCombinationOfOptionsComposes(t *testing.T) {
 	for _, c := range composeCases() {
-		t.Run(c.String(), func(t *testing.T) { runComposeCase(t, c) })
+		t.Run(c.String(), func(t *testing.T) {
+			e := newComposeEnv(t, c)
+			p, err := pool.New(e.f, e.options(t)...)
+			require.NoError(t, err)
+			e.synced(t, "New")
+			for round := range 2 {
+				e.cycle(t, p, round)
+			}
+			require.NoError(t, p.Close())
+			e.synced(t, "Close")
+			require.NoError(t, p.Close(), "a second Close")
+			e.done(t)
+		})
 	}
 }
 
-func runComposeCase(t *testing.T, c composeCase) {
+// composeEnv is a strict fake made for a case, and the stream the case's
+// pools wait for.
+type composeEnv struct {
+	c       composeCase
+	f       *cudarttest.Fake
+	devices int
+	stream  cudart.Stream // 0 unless c.streams
+}
+
+func newComposeEnv(t *testing.T, c composeCase) *composeEnv {
 	fakeOpts := []cudarttest.Option{cudarttest.WithDeviceMemory(gib)}
-	devices := 1
+	e := &composeEnv{c: c, devices: 1}
 	if deviceKinds[c.device].peers {
-		devices = 2
+		e.devices = 2
 		fakeOpts = append(fakeOpts, cudarttest.WithDevices(2), cudarttest.WithPeerAccess(0, 1))
 	}
 	if c.memcheck {
 		fakeOpts = append(fakeOpts, cudarttest.WithMemcheck())
 	}
-	f := cudarttest.NewFake(fakeOpts...)
-	synced := func(after string) {
-		t.Helper()
-		for d := range devices {
-			require.NoError(t, f.DeviceSynchronize(d), "device %d after %s: no sticky error", d, after)
-		}
-	}
+	e.f = cudarttest.NewFake(fakeOpts...)
+	return e
+}
+
+// options are the case's pool options, with a new stream when the case
+// waits for one.
+func (e *composeEnv) options(t *testing.T) []pool.Option {
+	c := e.c
 	opts := append(append([]pool.Option{}, deviceKinds[c.device].opts...), hostKinds[c.host].opts...)
-	var stream cudart.Stream
 	if c.streams {
 		var err error
-		stream, err = f.StreamCreate(0)
+		e.stream, err = e.f.StreamCreate(0)
 		require.NoError(t, err)
-		opts = append(opts, pool.WithStreams(stream))
+		opts = append(opts, pool.WithStreams(e.stream))
 	}
 	if c.managed {
 		opts = append(opts, pool.WithManagedBytes(mib))
@@ -119,37 +140,49 @@ func runComposeCase(t *testing.T, c composeCase) {
 	if c.mallocs {
 		opts = append(opts, pool.WithMallocHeap(16*mib))
 	}
-	p, err := pool.New(f, opts...)
-	require.NoError(t, err)
-	synced("New")
-	for round := range 2 {
-		bufs := composeWants(t, p, c)
-		synced("Want")
-		require.NoError(t, p.Commit())
-		synced("Commit")
-		for i, b := range bufs {
-			composeRoundTrip(t, f, b, stream, byte(16*round+i+1))
-		}
-		synced("writes")
-		if c.lifetimes && len(bufs) > 0 {
-			require.NoError(t, p.Step(0))
-			require.NoError(t, p.Step(1))
-			synced("Step")
-		}
-		if c.guards && len(bufs) > 0 {
-			require.NoError(t, p.Check())
-			synced("Check")
-		}
-		require.NoError(t, p.ReleaseAll())
-		synced("ReleaseAll")
+	return opts
+}
+
+// synced fails t unless every device synchronises without error.
+func (e *composeEnv) synced(t *testing.T, after string) {
+	t.Helper()
+	for d := range e.devices {
+		require.NoError(t, e.f.DeviceSynchronize(d), "device %d after %s: no sticky error", d, after)
 	}
-	require.NoError(t, p.Close())
-	synced("Close")
-	require.NoError(t, p.Close(), "a second Close")
-	if c.streams {
-		require.NoError(t, f.StreamDestroy(0, stream))
+}
+
+// cycle runs one round of Want, Commit, writes, Step, Check and
+// ReleaseAll, synchronising after each.
+func (e *composeEnv) cycle(t *testing.T, p *pool.Pool, round int) {
+	t.Helper()
+	bufs := composeWants(t, p, e.c)
+	e.synced(t, "Want")
+	require.NoError(t, p.Commit())
+	e.synced(t, "Commit")
+	for i, b := range bufs {
+		composeRoundTrip(t, e.f, b, e.stream, byte(16*round+i+1))
 	}
-	require.NoError(t, f.CheckLeaks())
+	e.synced(t, "writes")
+	if e.c.lifetimes && len(bufs) > 0 {
+		require.NoError(t, p.Step(0))
+		require.NoError(t, p.Step(1))
+		e.synced(t, "Step")
+	}
+	if e.c.guards && len(bufs) > 0 {
+		require.NoError(t, p.Check())
+		e.synced(t, "Check")
+	}
+	require.NoError(t, p.ReleaseAll())
+	e.synced(t, "ReleaseAll")
+}
+
+// done destroys the stream and fails t if anything is left.
+func (e *composeEnv) done(t *testing.T) {
+	t.Helper()
+	if e.stream != 0 {
+		require.NoError(t, e.f.StreamDestroy(0, e.stream))
+	}
+	require.NoError(t, e.f.CheckLeaks())
 }
 
 // composeWants queues three buffers in every arena the pool has, with

@@ -57,4 +57,18 @@
 // A failed New frees what it took and puts back the malloc heap size and
 // device flags it changed; a failed Close keeps what it could not free and
 // the next Close tries again. Nothing is freed by a finalizer: call Close.
+//
+// Recovery from a sticky fault (a kernel that wrote to a bad address: every
+// CUDA call then fails with cudaErrorIllegalAddress) is CUDA's
+// cudaDeviceReset, which frees every allocation, pinned and registered host
+// memory, stream and event of the device. A pool made before the reset sees
+// it when the reset went through cudart (cudart.Device.DeviceResets): every
+// call that would touch its memory fails with ErrDeviceReset, and Close
+// forgets what the reset freed, without waiting or freeing it again,
+// returns an error matching ErrDeviceReset once and nil after. Then make a
+// new pool, on the same runtime or a new one: package pinned has forgotten
+// the old host arena, so its addresses may be pinned again. Slices and
+// addresses taken from the old pool are invalid; touching a host buffer's
+// slice crashes the program, as its memory is unmapped. A reset made
+// outside cudart is not seen: Close then fails on what the reset freed.
 package pool

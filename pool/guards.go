@@ -94,8 +94,8 @@ func (p *Pool) Check() error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return ErrClosed
+	if err := p.alive(); err != nil {
+		return err
 	}
 	return p.checkGuards()
 }

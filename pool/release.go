@@ -33,8 +33,8 @@ func (p *Pool) ReleaseAll() error {
 func (p *Pool) release() (placed int, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return 0, ErrClosed
+	if err := p.alive(); err != nil {
+		return 0, err
 	}
 	if err := p.wait(false); err != nil {
 		return 0, fmt.Errorf("pool: before release: %w", err)

@@ -28,8 +28,8 @@ func (p *Pool) UseStreams(streams ...cudart.Stream) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return ErrClosed
+	if err := p.alive(); err != nil {
+		return err
 	}
 	return p.addStreams(streams)
 }
