@@ -46,7 +46,9 @@
 // WithPeerAccess, before it frees, unmaps or unregisters anything. The
 // device work the pool queues itself (guard fills, poison) is waited for on
 // its own before memory under it is trimmed, unmapped or freed, even when
-// the wait for the caller's streams failed.
+// the wait for the caller's streams failed. A stream given with WithStreams
+// or UseStreams must stay alive while the pool waits for it: drop it with
+// ForgetStreams before destroying it.
 //
 // A Pool is safe for concurrent use: one mutex guards the arenas and every
 // handle's placement. Placement order among goroutines is the order their
