@@ -89,15 +89,7 @@ func (e *CorruptedError) Is(target error) bool { return target == ErrCorrupted }
 // naming each buffer whose guard changed, or nil. A pool without guards
 // returns ErrNoGuards.
 func (p *Pool) Check() error {
-	if err := p.valid(); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.alive(); err != nil {
-		return err
-	}
-	return p.checkGuards()
+	return p.locked(p.checkGuards)
 }
 
 // checkGuards is Check with p.mu held.

@@ -179,6 +179,19 @@ func (p *Pool) alive() error {
 	return nil
 }
 
+// locked runs fn with p.mu held, on a pool New made that is alive.
+func (p *Pool) locked(fn func() error) error {
+	if err := p.valid(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.alive(); err != nil {
+		return err
+	}
+	return fn()
+}
+
 // valid refuses a nil or zero Pool, which New did not make.
 func (p *Pool) valid() error {
 	if p == nil || p.rt == nil {

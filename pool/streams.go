@@ -26,15 +26,7 @@ func WithStreams(streams ...cudart.Stream) Option {
 // WithStreams). A stream given twice is waited for once. A stream CUDA does
 // not know is refused with ErrInvalidStream, and then none is added.
 func (p *Pool) UseStreams(streams ...cudart.Stream) error {
-	if err := p.valid(); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.alive(); err != nil {
-		return err
-	}
-	return p.addStreams(streams)
+	return p.locked(func() error { return p.addStreams(streams) })
 }
 
 // ForgetStreams drops streams from those ReleaseAll and Close wait for: call
@@ -45,14 +37,11 @@ func (p *Pool) UseStreams(streams ...cudart.Stream) error {
 // pool does not wait for is refused with ErrInvalidStream, and then none is
 // dropped.
 func (p *Pool) ForgetStreams(streams ...cudart.Stream) error {
-	if err := p.valid(); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.alive(); err != nil {
-		return err
-	}
+	return p.locked(func() error { return p.forgetStreams(streams) })
+}
+
+// forgetStreams is ForgetStreams with p.mu held.
+func (p *Pool) forgetStreams(streams []cudart.Stream) error {
 	for _, s := range streams {
 		if !slices.Contains(p.streams, s) {
 			return fmt.Errorf("%w: ForgetStreams(%#x): the pool does not wait for that stream", ErrInvalidStream, uintptr(s))

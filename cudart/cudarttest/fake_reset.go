@@ -1,6 +1,7 @@
 package cudarttest
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/cudapool/cudapool/cudart"
@@ -68,38 +69,22 @@ func (f *Fake) reset(device int) *failure {
 // dropHandles forgets the events, modules, functions, captures, graphs and
 // graph execs of device, and its malloc heap.
 func (f *Fake) dropHandles(device int) {
-	for e, ev := range f.evs.live {
-		if ev.device == device {
-			delete(f.evs.live, e)
-		}
-	}
-	for m, mod := range f.kern.modules {
-		if mod.device == device {
-			delete(f.kern.modules, m)
-		}
-	}
-	for fn, k := range f.kern.functions {
-		if _, ok := f.kern.modules[k.module]; !ok {
-			delete(f.kern.functions, fn)
-		}
-	}
+	dropOwned(f.evs.live, device)
+	dropOwned(f.kern.modules, device)
+	maps.DeleteFunc(f.kern.functions, func(_ cudart.Function, k *fakeFunction) bool {
+		_, ok := f.kern.modules[k.module]
+		return !ok
+	})
 	delete(f.kern.heapUsed, device)
 	delete(f.kern.heapFixed, device)
-	for s, c := range f.graph.captures {
-		if c.device == device {
-			delete(f.graph.captures, s)
-		}
-	}
-	for g, r := range f.graph.graphs {
-		if r.device == device {
-			delete(f.graph.graphs, g)
-		}
-	}
-	for x, r := range f.graph.execs {
-		if r.device == device {
-			delete(f.graph.execs, x)
-		}
-	}
+	maps.DeleteFunc(f.graph.captures, func(_ cudart.Stream, c *capture) bool { return c.device == device })
+	dropOwned(f.graph.graphs, device)
+	dropOwned(f.graph.execs, device)
+}
+
+// dropOwned deletes the objects of device from m.
+func dropOwned[K comparable, V interface{ owner() int }](m map[K]V, device int) {
+	maps.DeleteFunc(m, func(_ K, v V) bool { return v.owner() == device })
 }
 
 // DeviceResets is how many times DeviceReset succeeded on device; 0 for a
