@@ -5,9 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
-	"os/exec"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -64,13 +61,7 @@ func TestRecoveryAfterAStickyFault(t *testing.T) {
 			recoverFromFault(t, rt)
 			return
 		}
-		child := exec.Command(os.Args[0], "-test.run", "^TestRecoveryAfterAStickyFault$", "-test.v")
-		child.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
-			return strings.HasPrefix(kv, "NVTX_INJECTION64_PATH=")
-		}), resetChild+"=1")
-		out, err := child.CombinedOutput()
-		require.NoError(t, err, "the child that faults its device:\n%s", out)
-		t.Logf("the child that faults its device passed:\n%s", out)
+		runChild(t, "TestRecoveryAfterAStickyFault", resetChild, "the child that faults its device")
 	})
 }
 
