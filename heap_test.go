@@ -103,6 +103,22 @@ func deviceMalloc(t *testing.T, rt cudart.Full, p *pool.Pool, size uint64) bool 
 	return binary.LittleEndian.Uint32(b) == 1
 }
 
+// runChild runs test alone in a child process of the test binary, with
+// marker set in its environment, and fails t with its output unless it
+// passes. The child does not annotate: compute-sanitizer 2025.3's NVTX
+// library crashed inside nvtxMemHeapRegister when a child process of the
+// sanitized test loaded it.
+func runChild(t *testing.T, test, marker, what string) {
+	t.Helper()
+	child := exec.Command(os.Args[0], "-test.run", "^"+test+"$", "-test.v")
+	child.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "NVTX_INJECTION64_PATH=")
+	}), marker+"=1")
+	out, err := child.CombinedOutput()
+	require.NoError(t, err, "%s:\n%s", what, out)
+	t.Logf("%s passed:\n%s", what, out)
+}
+
 func newHeapPool(t *testing.T, rt cudart.Full, opts ...pool.Option) *pool.Pool {
 	t.Helper()
 	p, err := pool.New(rt, append([]pool.Option{pool.WithDeviceBytes(4 << 20), pool.WithHostBytes(1 << 20), pool.WithHostPinning(pinned.MethodHostAlloc)}, opts...)...)
@@ -127,16 +143,7 @@ func TestDeviceMallocHeap(t *testing.T) {
 			fresh := cudarttest.NewFakeT(t)
 			assert.False(t, deviceMalloc(t, fresh, newHeapPool(t, fresh), 16<<20), "16 MiB is beyond the default heap")
 		} else {
-			child := exec.Command(os.Args[0], "-test.run", "^TestDeviceMallocHeap$", "-test.v")
-			// The child does not annotate: compute-sanitizer 2025.3's NVTX
-			// library crashed inside nvtxMemHeapRegister when a child
-			// process of the sanitized test loaded it.
-			child.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
-				return strings.HasPrefix(kv, "NVTX_INJECTION64_PATH=")
-			}), defaultHeapChild+"=1")
-			out, err := child.CombinedOutput()
-			require.NoError(t, err, "the default-heap child:\n%s", out)
-			t.Logf("the default-heap child passed:\n%s", out)
+			runChild(t, "TestDeviceMallocHeap", defaultHeapChild, "the default-heap child")
 		}
 		p := newHeapPool(t, rt, pool.WithMallocHeap(64<<20))
 		assert.GreaterOrEqual(t, p.MallocHeap(), uint64(64<<20))

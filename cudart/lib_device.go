@@ -3,6 +3,8 @@ package cudart
 import (
 	"bytes"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/internal/calls"
@@ -100,7 +102,29 @@ func (l *lib) DeviceReset(device int) error {
 	if r := l.call(calls.DeviceReset, device); r.code != 0 {
 		return l.fail(calls.DeviceReset, r, "() on device %d", device)
 	}
+	resetCounter(device).Add(1)
 	return nil
+}
+
+// deviceResets counts the resets of each device ordinal made through any
+// *Lib: they all share the process's CUDA state.
+var deviceResets sync.Map // int -> *atomic.Uint64
+
+func resetCounter(device int) *atomic.Uint64 {
+	if c, ok := deviceResets.Load(device); ok {
+		return c.(*atomic.Uint64)
+	}
+	c, _ := deviceResets.LoadOrStore(device, new(atomic.Uint64))
+	return c.(*atomic.Uint64)
+}
+
+// DeviceResets is how many times DeviceReset succeeded on device through
+// any *Lib of the process. It makes no CUDA call.
+func (l *Lib) DeviceResets(device int) uint64 {
+	if c, ok := deviceResets.Load(device); ok {
+		return c.(*atomic.Uint64).Load()
+	}
+	return 0
 }
 
 // DeviceCanAccessPeer is cudaDeviceCanAccessPeer: whether device can access

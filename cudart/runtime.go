@@ -113,6 +113,12 @@ type Device interface {
 	// DeviceReset is cudaDeviceReset: it destroys every allocation, stream
 	// and setting of device in this process and clears a sticky error.
 	DeviceReset(device int) error
+	// DeviceResets is how many times DeviceReset succeeded on device, so
+	// that code holding memory from before can tell it is gone: a *Lib
+	// counts the resets made through every *Lib of the process, as CUDA's
+	// state is the process's; a reset made outside this package is not
+	// counted.
+	DeviceResets(device int) uint64
 	// DeviceCanAccessPeer is cudaDeviceCanAccessPeer: whether device can
 	// access memory on peer, which MemSetAccess needs to grant it.
 	DeviceCanAccessPeer(device, peer int) (bool, error)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/devreset"
 )
 
 // allocHost is MethodHostAlloc: cudaHostAlloc, or cudaMallocHost on a
@@ -17,6 +18,7 @@ func allocHost(rt cudart.Runtime, device int, size uint64, c config) (*Region, e
 	}
 	var p []byte
 	var err error
+	reset := devreset.Start(rt, device)
 	if ok {
 		if c.flags&Mapped != 0 {
 			enableMapHost(ha, device, c.logger)
@@ -28,8 +30,8 @@ func allocHost(rt cudart.Runtime, device int, size uint64, c config) (*Region, e
 	if err != nil {
 		return nil, fmt.Errorf("pinned: cudaHostAlloc of %s (flags %s): %w", bytesize.Format(size), c.flags, err)
 	}
-	r := &Region{rt: rt, device: device, method: MethodHostAlloc, flags: c.flags, b: p, host: p}
-	if err := pinnedRanges.claim(r.b, r.what()); err != nil {
+	r := &Region{rt: rt, device: device, method: MethodHostAlloc, flags: c.flags, b: p, host: p, reset: reset}
+	if err := pinnedRanges.claim(r.b, r.what(), reset); err != nil {
 		return nil, errors.Join(err, rt.FreeHost(p))
 	}
 	if c.flags&Mapped != 0 {

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/devreset"
 )
 
 // allocRegistered implements the registering methods: mmap, huge page advice,
@@ -36,8 +37,8 @@ func allocRegistered(rt cudart.Runtime, device int, size uint64, c config) (*Reg
 	if needsTouch(rt) {
 		touch(m, c.workers)
 	}
-	r := &Region{rt: rt, hr: hr, device: device, method: c.method, flags: c.flags, b: m, mapping: m}
-	if err := pinnedRanges.claim(m, r.what()); err != nil {
+	r := &Region{rt: rt, hr: hr, device: device, method: c.method, flags: c.flags, b: m, mapping: m, reset: devreset.Start(rt, device)}
+	if err := pinnedRanges.claim(m, r.what(), r.reset); err != nil {
 		return nil, errors.Join(err, unmapAnon(m))
 	}
 	if ha != nil {

@@ -64,6 +64,14 @@
 // or Unregister. Pinning is process-wide in CUDA, and so is the package's
 // record of pinned ranges, whichever runtime pinned them.
 //
+// A reset of the device (cudaDeviceReset through cudart, which counts it)
+// unpins everything pinned on it and frees cudaHostAlloc's memory: Free and
+// Unregister then call no CUDA and forget the memory, and the package's
+// record no longer refuses pinning those addresses again, on any runtime. A
+// reset made outside cudart is not seen; a cudaHostUnregister that says
+// cudaErrorHostMemoryNotRegistered is then taken as unpinned all the same,
+// and reported.
+//
 // Pinned memory cannot be paged out: pinning much of a host's memory
 // starves the rest of the system.
 package pinned

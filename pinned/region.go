@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/devreset"
 )
 
 // Region is pinned host memory from Alloc. Its methods are safe for
@@ -17,6 +18,7 @@ type Region struct {
 	method Method // the method used, after any fallback
 	flags  Flags
 	dev    cudart.DevicePtr // the device address, when Mapped
+	reset  devreset.Watch   // sees a reset of device, which unpins the memory
 
 	mu      sync.Mutex // guards the fields below
 	b       []byte     // what Bytes returns; nil once freed
@@ -75,7 +77,10 @@ func (r *Region) Flags() Flags {
 
 // Free unpins the memory and returns it to the system. It is idempotent.
 // When CUDA refuses, the error says so and the region keeps what it could
-// not release, so that calling Free again retries only that.
+// not release, so that calling Free again retries only that. After a reset
+// of the device (cudaDeviceReset through cudart), which unpinned the memory
+// and freed what cudaHostAlloc gave, Free calls no CUDA: it unmaps what the
+// package mapped itself and forgets the region.
 func (r *Region) Free() error {
 	if r == nil {
 		return errNilRegion
@@ -92,6 +97,9 @@ func (r *Region) Free() error {
 func (r *Region) release() error {
 	if r.freed {
 		return nil
+	}
+	if r.reset.Reset() {
+		return r.forget()
 	}
 	var errs []error
 	if r.mapping != nil {
@@ -116,13 +124,34 @@ func (r *Region) release() error {
 		if err := r.rt.FreeHost(r.host); err != nil {
 			// Still pinned: claim it again, which cannot collide, since
 			// nothing else can have been given this memory.
-			return errors.Join(append(errs, fmt.Errorf("pinned: cudaFreeHost: %w", err), pinnedRanges.claim(r.b, r.what()))...)
+			return errors.Join(append(errs, fmt.Errorf("pinned: cudaFreeHost: %w", err), pinnedRanges.claim(r.b, r.what(), r.reset))...)
 		}
 		r.host = nil
 	}
 	r.b = nil
 	r.freed = true
 	return errors.Join(errs...)
+}
+
+// forget is release after a reset of the region's device: CUDA has unpinned
+// the memory and freed cudaHostAlloc's, so only the package's own mapping is
+// left to unmap.
+func (r *Region) forget() error {
+	if r.mapping != nil {
+		pinnedRanges.forget(r.mapping, r.reset)
+		r.chunks = nil
+		if err := unmapAnon(r.mapping); err != nil {
+			return err
+		}
+		r.mapping = nil
+	}
+	if r.host != nil {
+		pinnedRanges.forget(r.b, r.reset)
+		r.host = nil
+	}
+	r.b = nil
+	r.freed = true
+	return nil
 }
 
 // what describes the region for the registry's messages.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/devreset"
 )
 
 // Registration is memory the caller already had, pinned by Register. Its
@@ -18,6 +19,7 @@ type Registration struct {
 	b      []byte
 	flags  Flags
 	dev    cudart.DevicePtr // the device address, when Mapped
+	reset  devreset.Watch   // sees a reset of device, which unpins b
 
 	mu     sync.Mutex // guards chunks
 	chunks [][]byte   // the chunks of b still registered; nil once unregistered
@@ -63,13 +65,14 @@ func Register(rt cudart.Runtime, device int, b []byte, flags Flags) (*Registrati
 			return nil, fmt.Errorf("%w: Mapped needs cudaHostGetDevicePointer, which the runtime (%T) lacks (no cudart.HostAllocator)", ErrUnsupported, rt)
 		}
 	}
-	if err := pinnedRanges.claim(b, "registered by Register"); err != nil {
+	reset := devreset.Start(rt, device)
+	if err := pinnedRanges.claim(b, "registered by Register", reset); err != nil {
 		return nil, err
 	}
 	if ha != nil {
 		enableMapHost(ha, device, zap.NewNop())
 	}
-	g := &Registration{hr: hr, device: device, b: b, flags: flags}
+	g := &Registration{hr: hr, device: device, b: b, flags: flags, reset: reset}
 	var err error
 	if g.chunks, err = registerChunks(hr, device, b, flags); err == nil && ha != nil {
 		g.dev, err = devicePointer(ha, device, g.chunks)
@@ -104,7 +107,9 @@ func (g *Registration) DevicePtr() (cudart.DevicePtr, error) {
 // Unregister unpins the memory; call it before the memory goes away. A
 // second call returns ErrNotRegistered. When CUDA refuses, the error says so
 // and the registration keeps what is still pinned, so that calling
-// Unregister again retries only that.
+// Unregister again retries only that. After a reset of the device
+// (cudaDeviceReset through cudart), which unpinned the memory, it calls no
+// CUDA and forgets the registration.
 func (g *Registration) Unregister() error {
 	if g == nil {
 		return errNilRegistration
@@ -120,6 +125,11 @@ func (g *Registration) Unregister() error {
 // unregister is Unregister with g.mu held, or during Register before g is
 // shared.
 func (g *Registration) unregister() error {
+	if g.reset.Reset() {
+		g.chunks = nil
+		pinnedRanges.forget(g.b, g.reset)
+		return nil
+	}
 	left, err := unregisterChunks(g.hr, g.device, g.chunks)
 	if len(left) > 0 {
 		g.chunks = left

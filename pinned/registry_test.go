@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/internal/devreset"
 )
 
 // model is the simplest registry: which byte of a buffer belongs to which
@@ -66,7 +67,7 @@ func TestRegistryAgreesWithModel(t *testing.T) {
 				}
 				continue
 			}
-			err := reg.claim(buf[lo:hi], "test")
+			err := reg.claim(buf[lo:hi], "test", devreset.Watch{})
 			if m.overlaps(lo, hi) {
 				require.ErrorIs(t, err, ErrAlreadyRegistered, "seed %d step %d: [%d, %d)", seed, step, lo, hi)
 				continue

@@ -222,10 +222,7 @@ func (p *Pool) maintain(l *ledger, fn func() error) error {
 	if err := p.annot.MemRegionsRegister(l.heap, []cudart.MemRegion{whole}); err != nil {
 		return fmt.Errorf("pool: annotate the %s arena for upkeep: %w", l.kind, err)
 	}
-	err := fn()
-	if l.mem.host() == nil {
-		err = errors.Join(err, p.rt.DeviceSynchronize(p.dev))
-	}
+	err := errors.Join(fn(), p.settle())
 	if uerr := p.annot.MemRegionsUnregister(l.heap, []cudart.DevicePtr{whole.Addr}); uerr != nil {
 		return errors.Join(err, fmt.Errorf("pool: unannotate the %s arena after upkeep: %w", l.kind, uerr))
 	}

@@ -25,6 +25,10 @@ type arena interface {
 	// close frees the memory. If it fails, what could not be freed is kept
 	// and the next close tries again; once it succeeds it does nothing.
 	close() error
+	// forget is close after a reset of the device, which freed the memory:
+	// it gives back only what the reset left, and calls close's CUDA on
+	// nothing the reset destroyed.
+	forget() error
 	// annotatable reports whether memory tools accept the arena as a heap
 	// (cudart.Annotations).
 	annotatable() bool

@@ -108,9 +108,10 @@ func (b *Buffer) invalid() error {
 // usable says why the handle cannot be used now, if it cannot. The caller
 // holds p.mu.
 func (b *Buffer) usable() error {
+	if err := b.p.alive(); err != nil {
+		return fmt.Errorf("%w: %s", err, b.label())
+	}
 	switch {
-	case b.p.closed:
-		return fmt.Errorf("%w: %s", ErrClosed, b.label())
 	case b.gen != b.p.gen:
 		return fmt.Errorf("%w: %s", ErrReleased, b.label())
 	case !b.placed:

@@ -43,7 +43,12 @@
 // resets, so no kernel still running can write into memory that is about to
 // be reused; work the caller queued on other devices is not waited for.
 // Close waits the same way, for the pool's device and the devices given
-// WithPeerAccess, before it frees, unmaps or unregisters anything.
+// WithPeerAccess, before it frees, unmaps or unregisters anything. The
+// device work the pool queues itself (guard fills, poison) is waited for on
+// its own before memory under it is trimmed, unmapped or freed, even when
+// the wait for the caller's streams failed. A stream given with WithStreams
+// or UseStreams must stay alive while the pool waits for it: drop it with
+// ForgetStreams before destroying it.
 //
 // A Pool is safe for concurrent use: one mutex guards the arenas and every
 // handle's placement. Placement order among goroutines is the order their
@@ -54,4 +59,18 @@
 // A failed New frees what it took and puts back the malloc heap size and
 // device flags it changed; a failed Close keeps what it could not free and
 // the next Close tries again. Nothing is freed by a finalizer: call Close.
+//
+// Recovery from a sticky fault (a kernel that wrote to a bad address: every
+// CUDA call then fails with cudaErrorIllegalAddress) is CUDA's
+// cudaDeviceReset, which frees every allocation, pinned and registered host
+// memory, stream and event of the device. A pool made before the reset sees
+// it when the reset went through cudart (cudart.Device.DeviceResets): every
+// call that would touch its memory fails with ErrDeviceReset, and Close
+// forgets what the reset freed, without waiting or freeing it again,
+// returns an error matching ErrDeviceReset once and nil after. Then make a
+// new pool, on the same runtime or a new one: package pinned has forgotten
+// the old host arena, so its addresses may be pinned again. Slices and
+// addresses taken from the old pool are invalid; touching a host buffer's
+// slice crashes the program, as its memory is unmapped. A reset made
+// outside cudart is not seen: Close then fails on what the reset freed.
 package pool

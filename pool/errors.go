@@ -40,6 +40,19 @@ var ErrInvalidRequest = errors.New("pool: invalid request")
 // range, or one the runtime cannot honour.
 var ErrInvalidOption = errors.New("pool: invalid option")
 
+// ErrDeviceReset is returned by every call that would touch the arenas once
+// the pool's device was reset (cudaDeviceReset through cudart), which freed
+// them, and once by Close, which then forgets them: see the package's
+// Caveats.
+var ErrDeviceReset = errors.New("pool: device reset")
+
+// ErrInvalidStream is returned when a stream given to WithStreams or
+// UseStreams is one CUDA does not know, when ReleaseAll or Close cannot wait
+// for a stream destroyed since (the error names it: drop it with
+// ForgetStreams), and by ForgetStreams for a stream the pool does not wait
+// for.
+var ErrInvalidStream = errors.New("pool: invalid stream")
+
 // ErrWrongArena is returned by Ptr on a host buffer that has no device
 // address, and by Bytes on a device buffer.
 var ErrWrongArena = errors.New("pool: wrong arena for this call")

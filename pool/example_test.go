@@ -202,3 +202,44 @@ func ExamplePool_Step() {
 	// logits at step 1: <nil>
 	// activations at step 1 fail: true
 }
+
+// After a sticky fault (here injected; on a GPU, a kernel writing to a bad
+// address), every CUDA call fails until cudaDeviceReset. The pool made
+// before the reset then closes once with ErrDeviceReset, and a new pool with
+// the same options works.
+func ExamplePool_Close_afterDeviceReset() {
+	rt := cudarttest.NewFake()
+	opts := []pool.Option{pool.WithDeviceBytes(1 << 20), pool.WithHostBytes(1 << 20)}
+	p, err := pool.New(rt, opts...)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = rt.FailAsync(0, cudart.ErrIllegalAddress.Code)
+	scratch, _ := rt.Malloc(0, 256)
+	_ = rt.Memset(0, scratch, 0, 256)
+	fmt.Println("fault:", errors.Is(rt.DeviceSynchronize(0), cudart.ErrIllegalAddress))
+	fmt.Println("release:", errors.Is(p.ReleaseAll(), cudart.ErrIllegalAddress))
+
+	if err := rt.DeviceReset(0); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("close:", errors.Is(p.Close(), pool.ErrDeviceReset))
+	fmt.Println("close again:", p.Close())
+
+	q, err := pool.New(rt, opts...)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer q.Close()
+	b, _ := q.WantHost(100)
+	fmt.Println("new pool:", q.Commit(), b.Size())
+	// Output:
+	// fault: true
+	// release: true
+	// close: true
+	// close again: <nil>
+	// new pool: <nil> 100
+}

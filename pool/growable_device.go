@@ -87,6 +87,10 @@ func (a *growableDevice) release() error {
 	return nil
 }
 
+// forget is close: package vmem sees the reset and frees the address range
+// only.
+func (a *growableDevice) forget() error { return a.close() }
+
 func (a *growableDevice) close() error {
 	if err := a.va.Close(); err != nil {
 		return fmt.Errorf("pool: free %s growable device arena: %w", bytesize.Format(a.va.Max()), err)

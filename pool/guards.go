@@ -89,15 +89,7 @@ func (e *CorruptedError) Is(target error) bool { return target == ErrCorrupted }
 // naming each buffer whose guard changed, or nil. A pool without guards
 // returns ErrNoGuards.
 func (p *Pool) Check() error {
-	if err := p.valid(); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return ErrClosed
-	}
-	return p.checkGuards()
+	return p.locked(p.checkGuards)
 }
 
 // checkGuards is Check with p.mu held.
@@ -227,7 +219,11 @@ func (l *ledger) fill(p *Pool, off, n uint64, v byte) error {
 		}
 		return nil
 	}
-	return p.rt.Memset(p.dev, l.mem.device().Add(off), v, n)
+	if err := p.rt.Memset(p.dev, l.mem.device().Add(off), v, n); err != nil {
+		return err
+	}
+	p.queued = true
+	return nil
 }
 
 // read is the arena's used bytes, copied to the host in one call for

@@ -60,6 +60,11 @@ func (a *managedArena) stats(s ArenaStats) ArenaStats { return s }
 
 func (a *managedArena) annotatable() bool { return true }
 
+func (a *managedArena) forget() error {
+	a.closed = true
+	return nil
+}
+
 func (a *managedArena) close() error {
 	if a.closed {
 		return nil

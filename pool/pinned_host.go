@@ -61,6 +61,9 @@ func (a *pinnedHost) stats(s ArenaStats) ArenaStats { return s }
 
 func (a *pinnedHost) annotatable() bool { return true }
 
+// forget is close: package pinned sees the reset and forgets the region.
+func (a *pinnedHost) forget() error { return a.close() }
+
 func (a *pinnedHost) close() error {
 	if a.freed {
 		return nil

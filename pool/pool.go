@@ -9,6 +9,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/devreset"
 	"github.com/cudapool/cudapool/pinned"
 )
 
@@ -22,8 +23,9 @@ type Pool struct {
 	log   *zap.Logger
 	debug bool // the logger is enabled at Debug: log each request
 
-	heapBytes   uint64        // the device malloc heap CUDA granted, when WithMallocHeap was given
-	hostPinning pinned.Method // how the host arena was pinned, after any fallback
+	heapBytes   uint64         // the device malloc heap CUDA granted, when WithMallocHeap was given
+	hostPinning pinned.Method  // how the host arena was pinned, after any fallback
+	reset       devreset.Watch // sees a reset of the device, which frees the arenas
 
 	// mu guards every field below and the placement fields of every Buffer
 	// the pool handed out. It is never held while caller code (an option, a
@@ -39,6 +41,9 @@ type Pool struct {
 	streams   []cudart.Stream    // the streams ReleaseAll and Close wait for; none: the whole device
 	events    []cudart.Event     // one per stream, recorded to wait for it
 	annot     cudart.Annotations // the runtime's annotations when a tool listens, else nil
+	queued    bool               // device work of the pool's own (guard and poison fills) not yet waited for
+	resetSaid bool               // Close has returned ErrDeviceReset
+	freed     bool               // Close has given everything back
 	step      int32              // the step Step last set...
 	stepSet   bool               // ...once Step was called since New or ReleaseAll
 }
@@ -62,7 +67,8 @@ func New(rt cudart.Runtime, opts ...Option) (*Pool, error) {
 	if err := checkDevices(rt, &cfg); err != nil {
 		return nil, err
 	}
-	p := &Pool{rt: rt, dev: cfg.device, peers: cfg.peers, log: cfg.logger, debug: cfg.logger.Core().Enabled(zap.DebugLevel)}
+	p := &Pool{rt: rt, dev: cfg.device, peers: cfg.peers, log: cfg.logger, debug: cfg.logger.Core().Enabled(zap.DebugLevel),
+		reset: devreset.Start(rt, cfg.device)}
 	var undo undoList
 	done := false
 	defer func() {
@@ -161,6 +167,31 @@ func (p *Pool) reserve(cfg *config, undo *undoList) error {
 	return p.registerHeaps(undo)
 }
 
+// alive refuses a call on a closed pool, or on one whose device was reset.
+// The caller holds p.mu.
+func (p *Pool) alive() error {
+	switch {
+	case p.closed:
+		return ErrClosed
+	case p.reset.Reset():
+		return fmt.Errorf("%w: device %d was reset since New, which freed the arenas; Close the pool and make a new one", ErrDeviceReset, p.dev)
+	}
+	return nil
+}
+
+// locked runs fn with p.mu held, on a pool New made that is alive.
+func (p *Pool) locked(fn func() error) error {
+	if err := p.valid(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.alive(); err != nil {
+		return err
+	}
+	return fn()
+}
+
 // valid refuses a nil or zero Pool, which New did not make.
 func (p *Pool) valid() error {
 	if p == nil || p.rt == nil {
@@ -176,6 +207,8 @@ func (p *Pool) valid() error {
 // If waiting fails, the device has ended that work with an error, so Close
 // frees the arenas all the same and returns the error. Close is idempotent:
 // if freeing failed, the error is returned and a later Close tries again.
+// After a reset of the device, Close forgets what the reset freed, waits for
+// nothing, and returns an error matching ErrDeviceReset, once.
 func (p *Pool) Close() error {
 	if err := p.valid(); err != nil {
 		return err
@@ -188,9 +221,23 @@ func (p *Pool) Close() error {
 func (p *Pool) close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	switch {
+	case p.freed:
+		return nil
+	case p.reset.Reset():
+		return p.closeAfterReset()
+	}
 	var errs []error
 	if !p.closed {
-		if err := p.wait(true); err != nil {
+		werr := p.wait(true)
+		if werr != nil {
+			errs = append(errs, fmt.Errorf("pool: before freeing the arenas: %w", werr))
+		}
+		// Waited for on its own: a wait on the caller's streams that failed
+		// does not end the pool's fills, which must not run on memory
+		// unmapped under them. A sticky fault has already ended them, and
+		// says so once.
+		if err := p.settle(); err != nil && werr == nil {
 			errs = append(errs, fmt.Errorf("pool: before freeing the arenas: %w", err))
 		}
 		errs = append(errs, p.dropEvents())
@@ -204,7 +251,31 @@ func (p *Pool) close() error {
 			}
 		}
 	}
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	p.freed = err == nil
+	return err
+}
+
+// closeAfterReset is close once the device was reset: CUDA freed the
+// arenas, the pinning and the events with it, and the handles are invalid,
+// so the pool forgets them, calling CUDA only for what the reset leaves. The
+// caller holds p.mu.
+func (p *Pool) closeAfterReset() error {
+	p.closed = true
+	p.streams, p.events, p.queued = nil, nil, false
+	errs := []error{p.unregisterHeaps()}
+	for _, l := range p.arenas {
+		if l != nil {
+			errs = append(errs, l.mem.forget())
+		}
+	}
+	err := errors.Join(errs...)
+	p.freed = err == nil
+	if !p.resetSaid {
+		p.resetSaid = true
+		err = errors.Join(fmt.Errorf("%w: device %d was reset since New, which freed the arenas; the pool forgot them and is closed", ErrDeviceReset, p.dev), err)
+	}
+	return err
 }
 
 // Device is the ordinal of the GPU the pool's arenas are on.

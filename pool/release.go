@@ -16,7 +16,9 @@ import (
 // fails, the pool is released all the same and the error says so. With
 // WithGuards it first checks every guard and fills the arenas with
 // ReleasedPoison; a damaged guard is reported as a *CorruptedError, and the
-// pool is released all the same.
+// pool is released all the same. The poison is waited for before anything
+// is trimmed; if that wait fails, the arenas keep their memory and the
+// error says so.
 func (p *Pool) ReleaseAll() error {
 	if err := p.valid(); err != nil {
 		return err
@@ -31,8 +33,8 @@ func (p *Pool) ReleaseAll() error {
 func (p *Pool) release() (placed int, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return 0, ErrClosed
+	if err := p.alive(); err != nil {
+		return 0, err
 	}
 	if err := p.wait(false); err != nil {
 		return 0, fmt.Errorf("pool: before release: %w", err)
@@ -56,8 +58,16 @@ func (p *Pool) release() (placed int, err error) {
 	}
 	p.gen++
 	p.committed = false
+	// The poison just queued runs before any memory under it is trimmed.
+	settled := p.settle()
+	if settled != nil {
+		errs = append(errs, fmt.Errorf("pool: released, but the arenas keep their memory: %w", settled))
+	}
 	for _, l := range p.arenas {
 		if l != nil {
+			if settled != nil {
+				continue
+			}
 			if err := l.mem.release(); err != nil {
 				errs = append(errs, fmt.Errorf("pool: released, but: %w", err))
 			}

@@ -51,8 +51,8 @@ func (p *Pool) Commit() error {
 func (p *Pool) satisfy(commit bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return ErrClosed
+	if err := p.alive(); err != nil {
+		return err
 	}
 	var plans [numArenas]layout
 	for k, l := range p.arenas {

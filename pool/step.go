@@ -36,8 +36,8 @@ func (p *Pool) Step(step int) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return ErrClosed
+	if err := p.alive(); err != nil {
+		return err
 	}
 	placed := false
 	for _, l := range p.arenas {

@@ -13,29 +13,60 @@ import (
 // recording an event on each and waiting for it, rather than for the whole
 // device, so two pools on one GPU do not stall each other. Work queued on
 // other streams is not waited for: list every stream that touches the pool.
-// The runtime must implement cudart.Events. UseStreams adds streams created
-// later.
+// The runtime must implement cudart.Events. Each stream is checked when
+// given, by recording its event on it: one CUDA does not know (never
+// created, or destroyed) makes New fail with ErrInvalidStream. UseStreams
+// adds streams created later, and ForgetStreams drops them.
 func WithStreams(streams ...cudart.Stream) Option {
 	s := slices.Clone(streams)
 	return set(func(c *config) { c.streams = s })
 }
 
 // UseStreams adds streams to those ReleaseAll and Close wait for (see
-// WithStreams). A stream given twice is waited for once.
+// WithStreams). A stream given twice is waited for once. A stream CUDA does
+// not know is refused with ErrInvalidStream, and then none is added.
 func (p *Pool) UseStreams(streams ...cudart.Stream) error {
-	if err := p.valid(); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return ErrClosed
-	}
-	return p.addStreams(streams)
+	return p.locked(func() error { return p.addStreams(streams) })
 }
 
-// addStreams creates an event for each stream not yet known. The caller
-// holds p.mu, or New is still building p.
+// ForgetStreams drops streams from those ReleaseAll and Close wait for: call
+// it before destroying a stream the pool waits for. A stream destroyed
+// first makes ReleaseAll fail with ErrInvalidStream, naming it, and reset
+// nothing; ForgetStreams of it then lets the next ReleaseAll go on. Once no
+// stream is left, the pool waits for the whole device again. A stream the
+// pool does not wait for is refused with ErrInvalidStream, and then none is
+// dropped.
+func (p *Pool) ForgetStreams(streams ...cudart.Stream) error {
+	return p.locked(func() error { return p.forgetStreams(streams) })
+}
+
+// forgetStreams is ForgetStreams with p.mu held.
+func (p *Pool) forgetStreams(streams []cudart.Stream) error {
+	for _, s := range streams {
+		if !slices.Contains(p.streams, s) {
+			return fmt.Errorf("%w: ForgetStreams(%#x): the pool does not wait for that stream", ErrInvalidStream, uintptr(s))
+		}
+	}
+	ev := p.rt.(cudart.Events) // a pool with streams has events
+	var errs []error
+	for _, s := range streams {
+		i := slices.Index(p.streams, s)
+		if i < 0 {
+			continue // given twice
+		}
+		if err := ev.EventDestroy(p.dev, p.events[i]); err != nil {
+			errs = append(errs, fmt.Errorf("pool: destroy the event of stream %#x, which the pool still waits for: %w", uintptr(s), err))
+			continue
+		}
+		p.streams = slices.Delete(p.streams, i, i+1)
+		p.events = slices.Delete(p.events, i, i+1)
+	}
+	return errors.Join(errs...)
+}
+
+// addStreams creates an event for each stream not yet known and checks the
+// stream by recording the event on it; if one fails, it adds none. The
+// caller holds p.mu, or New is still building p.
 func (p *Pool) addStreams(streams []cudart.Stream) error {
 	if len(streams) == 0 {
 		return nil
@@ -44,18 +75,45 @@ func (p *Pool) addStreams(streams []cudart.Stream) error {
 	if !ok {
 		return fmt.Errorf("%w: WithStreams needs a runtime with events (cudart.Events); %T has none", ErrInvalidOption, p.rt)
 	}
-	for _, s := range streams {
-		if slices.Contains(p.streams, s) {
-			continue
+	var added []cudart.Stream
+	var events []cudart.Event
+	err := func() error {
+		for _, s := range streams {
+			if slices.Contains(p.streams, s) || slices.Contains(added, s) {
+				continue
+			}
+			e, err := ev.EventCreate(p.dev)
+			if err != nil {
+				return fmt.Errorf("pool: create the event that waits for stream %#x: %w", uintptr(s), err)
+			}
+			events = append(events, e)
+			if err := ev.EventRecord(p.dev, e, s); err != nil {
+				return streamError("check", s, err)
+			}
+			added = append(added, s)
 		}
-		e, err := ev.EventCreate(p.dev)
-		if err != nil {
-			return fmt.Errorf("pool: create the event that waits for stream %#x: %w", uintptr(s), err)
+		return nil
+	}()
+	if err != nil {
+		for _, e := range events {
+			if derr := ev.EventDestroy(p.dev, e); derr != nil {
+				err = errors.Join(err, fmt.Errorf("pool: destroy a stream's event: %w", derr))
+			}
 		}
-		p.streams = append(p.streams, s)
-		p.events = append(p.events, e)
+		return err
 	}
+	p.streams = append(p.streams, added...)
+	p.events = append(p.events, events...)
 	return nil
+}
+
+// streamError is the error of a call on stream s that failed: one wrapping
+// ErrInvalidStream when CUDA does not know the stream.
+func streamError(what string, s cudart.Stream, err error) error {
+	if errors.Is(err, cudart.ErrInvalidResourceHandle) {
+		return fmt.Errorf("%w: %s stream %#x: CUDA does not know it (never created, or destroyed); ForgetStreams drops it: %w", ErrInvalidStream, what, uintptr(s), err)
+	}
+	return fmt.Errorf("pool: %s stream %#x: %w", what, uintptr(s), err)
 }
 
 // wait blocks until the work that may use the arenas is done: the work on the
@@ -71,6 +129,8 @@ func (p *Pool) wait(all bool) error {
 		for _, d := range devs {
 			if err := p.rt.DeviceSynchronize(d); err != nil {
 				errs = append(errs, fmt.Errorf("pool: wait for device %d: %w", d, err))
+			} else if d == p.dev {
+				p.queued = false
 			}
 		}
 		return errors.Join(errs...)
@@ -79,7 +139,7 @@ func (p *Pool) wait(all bool) error {
 	var errs []error
 	for i, s := range p.streams {
 		if err := ev.EventRecord(p.dev, p.events[i], s); err != nil {
-			errs = append(errs, fmt.Errorf("pool: record the wait on stream %#x: %w", uintptr(s), err))
+			errs = append(errs, streamError("record the wait on", s, err))
 			continue
 		}
 		if err := ev.EventSynchronize(p.dev, p.events[i]); err != nil {
@@ -87,6 +147,21 @@ func (p *Pool) wait(all bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// settle waits for the device work the pool queued itself, the guard and
+// poison fills on the legacy default stream, before memory under it is
+// unmapped, trimmed or freed: a fill that ran after would fault the context.
+// The caller holds p.mu.
+func (p *Pool) settle() error {
+	if !p.queued {
+		return nil
+	}
+	if err := p.rt.DeviceSynchronize(p.dev); err != nil {
+		return fmt.Errorf("pool: wait for the pool's own fills on device %d: %w", p.dev, err)
+	}
+	p.queued = false
+	return nil
 }
 
 // dropEvents destroys the events of the pool's streams. The caller holds p.mu.

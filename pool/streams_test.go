@@ -1,6 +1,7 @@
 package pool_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -61,4 +62,64 @@ func TestAFailedNewDestroysTheEventsItMade(t *testing.T) {
 	require.ErrorIs(t, err, cudart.ErrMemoryAllocation)
 	f.ClearFaults()
 	assert.Zero(t, f.Live().Events)
+}
+
+func TestStreamsCUDADoesNotKnowAreRefused(t *testing.T) {
+	f := cudarttest.NewFakeT(t)
+	dead, err := f.StreamCreate(0)
+	require.NoError(t, err)
+	require.NoError(t, f.StreamDestroy(0, dead))
+	for name, s := range map[string]cudart.Stream{"never created": 12345, "destroyed": dead} {
+		_, err := pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithStreams(s))
+		assert.ErrorIs(t, err, pool.ErrInvalidStream, name)
+		assert.ErrorIs(t, err, cudart.ErrInvalidResourceHandle, name)
+		assert.ErrorContains(t, err, fmt.Sprintf("stream %#x", uintptr(s)), name)
+		assert.Zero(t, f.Live().Events, "%s: the failed New destroyed its events", name)
+	}
+
+	good, err := f.StreamCreate(0)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, f.StreamDestroy(0, good)) })
+	p, err := pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(0))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, p.Close()) })
+	assert.ErrorIs(t, p.UseStreams(good, 12345), pool.ErrInvalidStream)
+	assert.Zero(t, f.Live().Events, "a refused UseStreams adds no stream")
+	f.ResetCalls()
+	require.NoError(t, p.ReleaseAll())
+	assert.Equal(t, []string{"cudaDeviceSynchronize"}, f.Calls(), "the pool still waits for the whole device")
+}
+
+func TestADestroyedStreamIsNamedAndCanBeForgotten(t *testing.T) {
+	f := cudarttest.NewFakeT(t)
+	s1, err := f.StreamCreate(0)
+	require.NoError(t, err)
+	s2, err := f.StreamCreate(0)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, f.StreamDestroy(0, s2)) })
+	p, err := pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithStreams(s1, s2))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, p.Close()) })
+	_, err = p.WantDevice(256)
+	require.NoError(t, err)
+	require.NoError(t, p.Satisfy())
+
+	require.NoError(t, f.StreamDestroy(0, s1), "destroyed while the pool waits for it")
+	err = p.ReleaseAll()
+	require.ErrorIs(t, err, pool.ErrInvalidStream)
+	assert.ErrorContains(t, err, fmt.Sprintf("stream %#x", uintptr(s1)), "the error names the stream")
+	assert.Equal(t, 1, p.Stats().Device.Placed, "nothing was reset")
+
+	assert.ErrorIs(t, p.ForgetStreams(s1, 777), pool.ErrInvalidStream, "a stream the pool does not wait for")
+	require.NoError(t, p.ForgetStreams(s1))
+	assert.Equal(t, 1, f.Live().Events, "s1's event is destroyed, s2's kept")
+	f.ResetCalls()
+	require.NoError(t, p.ReleaseAll())
+	assert.Equal(t, []string{"cudaEventRecord", "cudaEventSynchronize"}, f.Calls(), "the pool waits for s2 only")
+	assert.ErrorIs(t, p.ForgetStreams(s1), pool.ErrInvalidStream, "forgotten already")
+
+	require.NoError(t, p.ForgetStreams(s2))
+	f.ResetCalls()
+	require.NoError(t, p.ReleaseAll())
+	assert.Equal(t, []string{"cudaDeviceSynchronize"}, f.Calls(), "with no stream left, the whole device")
 }

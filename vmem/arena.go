@@ -7,6 +7,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/devreset"
 )
 
 // Arena is a range of device address space of fixed base and maximum size,
@@ -18,6 +19,7 @@ type Arena struct {
 	base     cudart.DevicePtr // fixed at NewArena
 	max      uint64           // as asked of NewArena
 	reserved uint64           // max rounded up to the granularity
+	reset    devreset.Watch   // sees a reset of the device, which releases the physical memory
 
 	// mu guards p (the segments and the deferred cleanups) and closed.
 	mu     sync.Mutex
@@ -41,11 +43,12 @@ func NewArena(vm cudart.VirtualMemory, device int, maxBytes uint64, opts ...Opti
 	if !ok {
 		return nil, fmt.Errorf("%w: arena of %d bytes overflows once rounded up to the granularity %s", ErrInvalidSize, maxBytes, bytesize.Format(p.gran))
 	}
+	reset := devreset.Start(vm, device)
 	base, err := vm.MemAddressReserve(reserved, p.gran, 0)
 	if err != nil {
 		return nil, fmt.Errorf("vmem: reserve %s of address space on device %d: %w", bytesize.Format(reserved), device, err)
 	}
-	return &Arena{base: base, max: maxBytes, reserved: reserved, p: p}, nil
+	return &Arena{base: base, max: maxBytes, reserved: reserved, p: p, reset: reset}, nil
 }
 
 // Base is the arena's first address. It never changes.
@@ -135,7 +138,10 @@ func (a *Arena) Trim(n uint64) error {
 // Close unmaps and releases all the physical memory and frees the address
 // range. What CUDA refuses is kept and reported, and a later Close retries
 // it; once everything is freed, Close returns nil. Ensure and Trim fail with
-// ErrClosed from the first Close on.
+// ErrClosed from the first Close on. After a reset of the device
+// (cudaDeviceReset through cudart), which unmapped and released the
+// physical memory, Close only frees the address range, which is the
+// process's.
 func (a *Arena) Close() error {
 	if a == nil {
 		return errNilArena
@@ -146,6 +152,9 @@ func (a *Arena) Close() error {
 		return nil
 	}
 	a.closed = true
+	if a.reset.Reset() {
+		a.p.segs, a.p.later = nil, nil
+	}
 	if err := a.p.teardown(a.base); err != nil || len(a.p.segs) > 0 || len(a.p.later) > 0 {
 		return fmt.Errorf("vmem: close arena at %s (call Close again to retry): %w", a.base, err)
 	}

@@ -55,6 +55,7 @@ type deviceState struct {
 	queue      []pending   // work queued on the device's streams, in issue order
 	sticky     *failure    // the fault every call returns until DeviceReset
 	asyncFault cudart.Code // FailAsync's code for the next work to run; 0 for none
+	resets     uint64      // DeviceReset calls that succeeded: kept across them
 }
 
 // freshDevice is a device as NewFake and DeviceReset leave it.

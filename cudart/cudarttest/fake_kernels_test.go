@@ -24,7 +24,12 @@ func loadProbe(t *testing.T, f *cudarttest.Fake, fn cudarttest.KernelFunc) cudar
 	f.RegisterKernel("probe", fn)
 	m, err := f.ModuleLoadData(0, probePTX)
 	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, f.ModuleUnload(0, m)) })
+	resets := f.DeviceResets(0)
+	t.Cleanup(func() {
+		if f.DeviceResets(0) == resets { // else the reset unloaded it
+			assert.NoError(t, f.ModuleUnload(0, m))
+		}
+	})
 	k, err := f.ModuleGetFunction(0, m, "probe")
 	require.NoError(t, err)
 	return k
@@ -84,16 +89,20 @@ func TestFakeKernelFaults(t *testing.T) {
 			f := cudarttest.NewFakeT(t)
 			p, err := f.Malloc(0, 64)
 			require.NoError(t, err)
+			noop := func(*cudarttest.KernelContext) error { return nil }
 			fn := loadProbe(t, f, c.fn)
-			ok := loadProbe(t, f, func(*cudarttest.KernelContext) error { return nil })
+			ok := loadProbe(t, f, noop)
 			require.NoError(t, launch(f, fn, p, 64), "the launch is queued")
 			err = f.DeviceSynchronize(0)
 			assert.ErrorIs(t, err, c.as)
 			assert.ErrorContains(t, err, c.want)
 			assert.ErrorIs(t, launch(f, ok, p, 64), c.as, "the fault is sticky")
 			require.NoError(t, f.DeviceReset(0), "it frees p too")
+			assert.Equal(t, uint64(1), f.DeviceResets(0))
 			p, err = f.Malloc(0, 64)
 			require.NoError(t, err)
+			assert.ErrorIs(t, launch(f, ok, p, 64), cudart.ErrInvalidResourceHandle, "the reset unloaded the module")
+			ok = loadProbe(t, f, noop)
 			require.NoError(t, launch(f, ok, p, 64))
 			assert.NoError(t, f.DeviceSynchronize(0), "the device works after the reset")
 			require.NoError(t, f.Free(0, p))

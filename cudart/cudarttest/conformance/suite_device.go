@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/cudapool/cudapool/cudart"
@@ -52,24 +53,71 @@ func (s *suite) testDevice(t *testing.T) {
 	})
 }
 
-// testReset: cudaDeviceReset destroys what the device holds, its memory
-// included, and the device works after it.
+// testReset: cudaDeviceReset destroys what the device holds, and the device
+// works after it: its memory is freed (a free of a pointer from before is
+// refused), its pinned host memory freed, its host registrations undone (the
+// same bytes register again), and physical memory mapped into a reservation
+// released, while the reservation stays the process's. DeviceResets counts
+// each reset.
 func (s *suite) testReset(t *testing.T) {
-	d, ok := s.rt.(cudart.Device)
-	if !ok {
-		t.Skip("runtime does not implement cudart.Device")
+	d := need[cudart.Device](t, s.rt, "Device")
+	// reset resets the device, checks the count and returns the free memory
+	// before and after.
+	reset := func(t *testing.T) (during, after uint64) {
+		t.Helper()
+		during, _, err := s.rt.MemGetInfo(s.dev)
+		require.NoError(t, err)
+		n := d.DeviceResets(s.dev)
+		require.NoError(t, d.DeviceReset(s.dev))
+		assert.Equal(t, n+1, d.DeviceResets(s.dev), "DeviceResets counts the reset")
+		after, _, err = s.rt.MemGetInfo(s.dev)
+		require.NoError(t, err)
+		return during, after
 	}
-	const n = 64 * mib
-	_, err := s.rt.Malloc(s.dev, n)
-	require.NoError(t, err, "memory the reset frees")
-	during, _, err := s.rt.MemGetInfo(s.dev)
-	require.NoError(t, err)
-	require.NoError(t, d.DeviceReset(s.dev))
-	after, _, err := s.rt.MemGetInfo(s.dev)
-	require.NoError(t, err)
-	assert.GreaterOrEqual(t, after, during+n/2, "the reset returned the memory")
-	p := s.malloc(t, mib)
-	want := pattern(90, mib)
-	s.write(t, p, want)
-	assert.True(t, bytes.Equal(want, s.read(t, p, mib)), "the device works after the reset")
+	t.Run("Memory", func(t *testing.T) {
+		const n = 64 * mib
+		p, err := s.rt.Malloc(s.dev, n)
+		require.NoError(t, err, "memory the reset frees")
+		during, after := reset(t)
+		assert.GreaterOrEqual(t, after, during+n/2, "the reset returned the memory")
+		assert.ErrorIs(t, s.rt.Free(s.dev, p), cudart.ErrInvalidValue, "a pointer from before the reset")
+		p = s.malloc(t, mib)
+		want := pattern(90, mib)
+		s.write(t, p, want)
+		assert.True(t, bytes.Equal(want, s.read(t, p, mib)), "the device works after the reset")
+	})
+	t.Run("PinnedHost", func(t *testing.T) {
+		b, err := s.rt.MallocHost(s.dev, mib)
+		require.NoError(t, err, "pinned memory the reset frees")
+		reset(t)
+		assert.ErrorIs(t, s.rt.FreeHost(b), cudart.ErrInvalidValue, "pinned memory from before the reset")
+		s.pinned(t, mib)
+	})
+	t.Run("Registered", func(t *testing.T) {
+		hr := need[cudart.HostRegisterer](t, s.rt, "HostRegisterer")
+		b := make([]byte, mib)
+		require.NoError(t, hr.HostRegister(s.dev, b, 0), "a registration the reset undoes")
+		reset(t)
+		assert.ErrorIs(t, hr.HostUnregister(s.dev, b), cudart.ErrHostMemoryNotRegistered, "memory registered before the reset")
+		require.NoError(t, hr.HostRegister(s.dev, b, 0), "the same bytes register again")
+		require.NoError(t, hr.HostUnregister(s.dev, b))
+	})
+	t.Run("VirtualMemory", func(t *testing.T) {
+		vm := need[cudart.VirtualMemory](t, s.rt, "VirtualMemory")
+		g, err := vm.MemGetAllocationGranularity(s.dev, false)
+		if errors.Is(err, cudart.ErrNoDriverLibrary) || errors.Is(err, cudart.ErrNotSupported) {
+			t.Skipf("virtual memory unavailable: %v", err)
+		}
+		require.NoError(t, err)
+		size := max(g, 64*mib/g*g)
+		va, err := vm.MemAddressReserve(size, 0, 0)
+		require.NoError(t, err)
+		h, err := vm.MemCreate(s.dev, size)
+		require.NoError(t, err)
+		require.NoError(t, vm.MemMap(va, size, 0, h))
+		require.NoError(t, vm.MemSetAccess(va, size, []int{s.dev}))
+		during, after := reset(t)
+		assert.GreaterOrEqual(t, after, during+size/2, "the reset released the physical memory")
+		assert.NoError(t, vm.MemAddressFree(va, size), "the reservation outlives the reset")
+	})
 }

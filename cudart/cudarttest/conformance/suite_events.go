@@ -21,7 +21,8 @@ func (s *suite) event(t *testing.T, ev cudart.Events) cudart.Event {
 }
 
 // testEvents: an event recorded on one stream orders the work of another
-// after it (StreamWaitEvent), and times the work between two events.
+// after it (StreamWaitEvent), and times the work between two events; a
+// record on a destroyed stream is refused.
 func (s *suite) testEvents(t *testing.T) {
 	ev := need[cudart.Events](t, s.rt, "Events")
 	ks := s.loadKernels(t)
@@ -60,4 +61,11 @@ func (s *suite) testEvents(t *testing.T) {
 	fresh := s.event(t, ev)
 	_, err = ev.EventElapsedTime(s.dev, start, fresh)
 	assert.ErrorIs(t, err, cudart.ErrInvalidResourceHandle, "an event never recorded has no time")
+
+	st := need[cudart.Streams](t, s.rt, "Streams")
+	dead, err := st.StreamCreate(s.dev)
+	require.NoError(t, err)
+	require.NoError(t, st.StreamDestroy(s.dev, dead))
+	err = ev.EventRecord(s.dev, fresh, dead)
+	assert.ErrorIs(t, err, cudart.ErrInvalidResourceHandle, "a record on a destroyed stream, which checks a stream")
 }
