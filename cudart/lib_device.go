@@ -107,7 +107,7 @@ func (l *lib) DeviceReset(device int) error {
 }
 
 // deviceResets counts the resets of each device ordinal made through any
-// *Lib: they all share the process's CUDA state.
+// Library: they all share the process's CUDA state.
 var deviceResets sync.Map // int -> *atomic.Uint64
 
 func resetCounter(device int) *atomic.Uint64 {
@@ -119,8 +119,8 @@ func resetCounter(device int) *atomic.Uint64 {
 }
 
 // DeviceResets is how many times DeviceReset succeeded on device through
-// any *Lib of the process. It makes no CUDA call.
-func (l *Lib) DeviceResets(device int) uint64 {
+// any Library of the process. It makes no CUDA call.
+func (l *lib) DeviceResets(device int) uint64 {
 	if c, ok := deviceResets.Load(device); ok {
 		return c.(*atomic.Uint64).Load()
 	}

@@ -114,8 +114,8 @@ type Device interface {
 	// and setting of device in this process and clears a sticky error.
 	DeviceReset(device int) error
 	// DeviceResets is how many times DeviceReset succeeded on device, so
-	// that code holding memory from before can tell it is gone: a *Lib
-	// counts the resets made through every *Lib of the process, as CUDA's
+	// that code holding memory from before can tell it is gone: a Library
+	// counts the resets made through every Library of the process, as CUDA's
 	// state is the process's; a reset made outside this package is not
 	// counted.
 	DeviceResets(device int) uint64

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/calls"
 )
 
