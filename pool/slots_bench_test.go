@@ -9,6 +9,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/pool"
 )
 
 // instantEvents answers EventRecord and EventQuery at once, with no work
@@ -30,16 +31,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	ctx := context.Background()
 	b.Run("own-cost", func(b *testing.B) {
 		s, _ := newSlots(b, instantEvents{cudarttest.NewFakeT(b)}, 1)
-		b.ReportAllocs()
-		for b.Loop() {
-			sl, err := s.Acquire(ctx, "b1")
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := s.Release(sl); err != nil {
-				b.Fatal(err)
-			}
-		}
+		loopAcquireRelease(b, s, func() error { return nil })
 	})
 	b.Run("own-cost-parallel", func(b *testing.B) {
 		s, _ := newSlots(b, instantEvents{cudarttest.NewFakeT(b)}, runtime.GOMAXPROCS(0))
@@ -66,19 +58,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		st := must(sl.Stream())
 		require.NoError(b, s.Release(sl))
 		require.NoError(b, rt.StreamSynchronize(0, st))
-		b.ReportAllocs()
-		for b.Loop() {
-			sl, err := s.Acquire(ctx, "b1")
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := s.Release(sl); err != nil {
-				b.Fatal(err)
-			}
-			if err := rt.StreamSynchronize(0, st); err != nil {
-				b.Fatal(err)
-			}
-		}
+		loopAcquireRelease(b, s, func() error { return rt.StreamSynchronize(0, st) })
 	})
 	b.Run("calls-only", func(b *testing.B) {
 		rt := cudarttest.Open(b)
@@ -101,4 +81,23 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			}
 		}
 	})
+}
+
+// loopAcquireRelease acquires and releases a slot, then calls after, until
+// the benchmark ends.
+func loopAcquireRelease(b *testing.B, s *pool.Slots, after func() error) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		sl, err := s.Acquire(ctx, "b1")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Release(sl); err != nil {
+			b.Fatal(err)
+		}
+		if err := after(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
