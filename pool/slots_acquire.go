@@ -109,6 +109,10 @@ func (s *Slots) wait(ctx context.Context, pr *planned, w *waiter) (*slot, error)
 			s.give(sl)
 		}
 		sl, err = nil, fmt.Errorf("pool: acquire a slot for profile %q: %w", pr.name, cancelled)
+	} else if sl != nil && s.closed {
+		// Handed a slot as Close began: the slot is of no use now.
+		s.ready = append(s.ready, sl)
+		sl, err = nil, fmt.Errorf("%w: acquire a slot for profile %q", ErrClosed, pr.name)
 	}
 	s.recycle(w)
 	if err != nil {
