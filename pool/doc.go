@@ -24,6 +24,14 @@
 // adds a unified-memory arena with Buffer.Prefetch; WithMallocHeap sizes the
 // device-side malloc heap.
 //
+// For serving, NewSlots plans a request's buffers once, for each shape
+// profile (Profile), and places them N times in one pool, a slot each with
+// a stream of its own, and the buffers every request shares (weights) once.
+// Acquire hands a slot out in FIFO order, in O(1); Release gives it back
+// without waiting: the slot serves the next request once the work queued
+// on its stream has finished, which an event tells. The request path makes
+// no allocation, free or host synchronisation.
+//
 // Memory bugs inside the arenas are made visible three ways. When a memory
 // tool listens (cudart.Annotations: compute-sanitizer through NVTX, or the
 // fake WithMemcheck), each arena is a heap and each placed buffer a named
@@ -55,6 +63,14 @@
 // requests took the lock. Options are values applied before the lock is
 // taken, and the pool logs only after it lets the lock go, so no caller code
 // runs under it; a panic in a runtime call leaves it unlocked.
+//
+// A Slot's buffers are the request's from Acquire to Release. Release knows
+// only the work queued on the slot's stream: work on another stream that
+// touches the slot's buffers must be made to finish first (an event the
+// slot's stream waits for) or the next request may see it. Close waits for
+// every slot's stream, including slots still held, whose Release then
+// returns ErrClosed. NewSlots starts one goroutine, which waits on the host
+// for released work when a request waits for a slot; Close stops it.
 //
 // A failed New frees what it took and puts back the malloc heap size and
 // device flags it changed; a failed Close keeps what it could not free and

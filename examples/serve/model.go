@@ -1,0 +1,236 @@
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
+)
+
+// layerPTX is the model's one kernel: a layer that scales each element by
+// a weight of the layer (256 of them, shared by every request) and adds
+// the layer's bias. Multiply and add round separately (mul.rn, add.rn), so
+// the CPU's float32 arithmetic gives the same bits.
+//
+//	layer(f32 *out, f32 *in, f32 *w, f32 bias, u32 n)   out[i] = w[i%256]*in[i] + bias
+const layerPTX = `
+.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry layer(.param .u64 out, .param .u64 in, .param .u64 w, .param .f32 bias, .param .u32 n)
+{
+	.reg .pred %p;
+	.reg .b32 %r<7>;
+	.reg .f32 %f<6>;
+	.reg .b64 %rd<11>;
+	ld.param.u64 %rd1, [out];
+	ld.param.u64 %rd2, [in];
+	ld.param.u64 %rd3, [w];
+	ld.param.f32 %f1, [bias];
+	ld.param.u32 %r1, [n];
+	mov.u32 %r2, %ctaid.x;
+	mov.u32 %r3, %ntid.x;
+	mov.u32 %r4, %tid.x;
+	mad.lo.s32 %r5, %r2, %r3, %r4;
+	setp.ge.u32 %p, %r5, %r1;
+	@%p bra $L_layer_done;
+	cvta.to.global.u64 %rd4, %rd1;
+	cvta.to.global.u64 %rd5, %rd2;
+	cvta.to.global.u64 %rd6, %rd3;
+	mul.wide.u32 %rd7, %r5, 4;
+	add.s64 %rd8, %rd5, %rd7;
+	ld.global.f32 %f2, [%rd8];
+	and.b32 %r6, %r5, 255;
+	mul.wide.u32 %rd9, %r6, 4;
+	add.s64 %rd9, %rd6, %rd9;
+	ld.global.f32 %f3, [%rd9];
+	mul.rn.f32 %f4, %f3, %f2;
+	add.rn.f32 %f5, %f4, %f1;
+	add.s64 %rd10, %rd4, %rd7;
+	st.global.f32 [%rd10], %f5;
+$L_layer_done:
+	ret;
+}
+`
+
+// weightsPerLayer is how many weights a layer has: element i uses weight
+// i%256.
+const weightsPerLayer = 256
+
+// blockSize is the threads of one block of every launch.
+const blockSize = 256
+
+const dev = 0
+
+// model is the network every backend runs: layers of the layer kernel over
+// n floats a batch row, ping-ponging between two device buffers.
+type model struct {
+	rt      cudart.Full
+	n       uint32 // floats a batch row
+	layers  int
+	mod     cudart.Module
+	fn      cudart.Function
+	weights []float32 // layers × weightsPerLayer
+	bias    []float32 // one a layer
+}
+
+// newModel loads the kernel and draws the weights.
+func newModel(rt cudart.Full, n uint32, layers int) (*model, error) {
+	registerKernel(rt)
+	m := &model{rt: rt, n: n, layers: layers, weights: make([]float32, layers*weightsPerLayer), bias: make([]float32, layers)}
+	for i := range m.weights {
+		// Between 0.5 and 1.5: eight layers neither overflow nor vanish.
+		m.weights[i] = 0.5 + float32(i*37%101)/100
+	}
+	for l := range m.bias {
+		m.bias[l] = float32(l%5-2) / 8
+	}
+	var err error
+	if m.mod, err = rt.ModuleLoadData(dev, layerPTX); err != nil {
+		return nil, err
+	}
+	if m.fn, err = rt.ModuleGetFunction(dev, m.mod, "layer"); err != nil {
+		return nil, errors.Join(err, rt.ModuleUnload(dev, m.mod))
+	}
+	return m, nil
+}
+
+func (m *model) close() error { return m.rt.ModuleUnload(dev, m.mod) }
+
+// weightBytes is the size of the shared weights.
+func (m *model) weightBytes() uint64 { return 4 * uint64(len(m.weights)) }
+
+// rowBytes is the size of one batch row, in or out.
+func (m *model) rowBytes() uint64 { return 4 * uint64(m.n) }
+
+// loadWeights copies the weights into w through the pinned staging buffer.
+func (m *model) loadWeights(w cudart.DevicePtr, staging []byte) error {
+	putFloats(staging, m.weights)
+	return m.rt.Memcpy(dev, cudart.DeviceMem(w, m.weightBytes()), cudart.HostMem(staging), cudart.HostToDevice)
+}
+
+// buffers are where one request runs: pinned staging in and out, two
+// device activations and the weights.
+type buffers struct {
+	in, out []byte
+	x, y, w cudart.DevicePtr
+}
+
+// enqueue queues one request of rows batch rows on s: the input in, the
+// layers, the output out. Nothing waits.
+func (m *model) enqueue(s cudart.Stream, b buffers, rows int) error {
+	count := m.n * uint32(rows)
+	size := 4 * uint64(count)
+	if err := m.rt.MemcpyAsync(dev, cudart.DeviceMem(b.x, size), cudart.HostMem(b.in[:size]), cudart.HostToDevice, s); err != nil {
+		return err
+	}
+	grid := cudart.Dim1((count + blockSize - 1) / blockSize)
+	src, dst := b.x, b.y
+	for l := range m.layers {
+		w := b.w.Add(uint64(4 * weightsPerLayer * l))
+		if err := m.rt.LaunchKernel(dev, m.fn, grid, cudart.Dim1(blockSize), 0, s,
+			cudart.ArgPtr(dst), cudart.ArgPtr(src), cudart.ArgPtr(w), cudart.ArgFloat32(m.bias[l]), cudart.ArgUint32(count)); err != nil {
+			return err
+		}
+		src, dst = dst, src
+	}
+	return m.rt.MemcpyAsync(dev, cudart.HostMem(b.out[:size]), cudart.DeviceMem(src, size), cudart.DeviceToHost, s)
+}
+
+// capture records enqueue on s into an instantiated graph. The capture is
+// thread-local, so other goroutines' CUDA calls go on meanwhile, and must
+// end on the thread that began it.
+func (m *model) capture(s cudart.Stream, b buffers, rows int) (cudart.GraphExec, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := m.rt.StreamBeginCapture(dev, s, cudart.CaptureModeThreadLocal); err != nil {
+		return 0, err
+	}
+	recErr := m.enqueue(s, b, rows)
+	g, err := m.rt.StreamEndCapture(dev, s)
+	if recErr != nil || err != nil {
+		if err == nil {
+			err = m.rt.GraphDestroy(dev, g)
+		}
+		return 0, errors.Join(recErr, err)
+	}
+	x, err := m.rt.GraphInstantiate(dev, g)
+	return x, errors.Join(err, m.rt.GraphDestroy(dev, g))
+}
+
+// layer is the kernel on the CPU: the reference, and the fake's
+// implementation.
+func layer(w, x, bias float32) float32 { return float32(w*x) + bias }
+
+// reference is the model on the CPU.
+func (m *model) reference(in []float32) []float32 {
+	x := append([]float32(nil), in...)
+	for l := range m.layers {
+		w := m.weights[l*weightsPerLayer : (l+1)*weightsPerLayer]
+		for i := range x {
+			x[i] = layer(w[i%weightsPerLayer], x[i], m.bias[l])
+		}
+	}
+	return x
+}
+
+// registerKernel gives the fake a Go implementation of the PTX entry; real
+// CUDA runs the PTX.
+func registerKernel(rt cudart.Full) {
+	f, ok := rt.(*cudarttest.Fake)
+	if !ok {
+		return
+	}
+	f.RegisterKernel("layer", func(k *cudarttest.KernelContext) error {
+		n := int(min(uint64(k.Uint32(4)), k.Threads()))
+		in := make([]byte, 4*n)
+		w := make([]byte, 4*weightsPerLayer)
+		if !k.Read(k.Ptr(1), in) || !k.Read(k.Ptr(2), w) {
+			return nil
+		}
+		bias := k.Float32(3)
+		for i := range n {
+			x := math.Float32frombits(binary.LittleEndian.Uint32(in[4*i:]))
+			wi := math.Float32frombits(binary.LittleEndian.Uint32(w[4*(i%weightsPerLayer):]))
+			binary.LittleEndian.PutUint32(in[4*i:], math.Float32bits(layer(wi, x, bias)))
+		}
+		k.Write(k.Ptr(0), in)
+		return nil
+	})
+}
+
+// putFloats writes v into b, little-endian, as the GPU reads it.
+func putFloats(b []byte, v []float32) {
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+}
+
+// floatBytes is v as bytes.
+func floatBytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	putFloats(b, v)
+	return b
+}
+
+// errMismatch is a response that differs from the CPU's.
+var errMismatch = errors.New("output differs from the CPU's")
+
+// mismatch says where got and want first differ.
+func mismatch(got, want []byte) error {
+	for i := 0; i+4 <= len(want); i += 4 {
+		if i+4 > len(got) || binary.LittleEndian.Uint32(got[i:]) != binary.LittleEndian.Uint32(want[i:]) {
+			var g float32
+			if i+4 <= len(got) {
+				g = math.Float32frombits(binary.LittleEndian.Uint32(got[i:]))
+			}
+			return fmt.Errorf("%w: element %d is %v, want %v", errMismatch, i/4, g, math.Float32frombits(binary.LittleEndian.Uint32(want[i:])))
+		}
+	}
+	return fmt.Errorf("%w: %d bytes, want %d", errMismatch, len(got), len(want))
+}

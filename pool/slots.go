@@ -1,0 +1,392 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cudapool/cudapool/cudart"
+)
+
+// SlotLayout is what NewSlots places: the buffers shared by every request, once,
+// and the per-request buffers of each shape profile, once in every slot.
+type SlotLayout struct {
+	// Shared holds the buffers every request reads (weights, constants),
+	// placed once for the life of the Slots. It may be nil. Its buffers
+	// cannot have Live ranges: requests at different steps use them at
+	// once.
+	Shared *Profile
+	// Profiles are the request's buffers at each shape, at least one. A
+	// slot is sized for the largest; each is planned inside it once.
+	Profiles []*Profile
+}
+
+// Slots serves concurrent requests from one pre-planned pool: N slots, each
+// the per-request buffers of the largest profile and a stream of its own,
+// and the shared buffers once. Acquire hands a free slot out, in FIFO order
+// when none is free; Release gives it back once the work queued on its
+// stream has finished. Every buffer's address is fixed for the life of the
+// Slots, so a CUDA graph captured on a slot replays on that slot until
+// Close. It is safe for concurrent use. Create it with NewSlots.
+type Slots struct {
+	p        *Pool
+	ev       cudart.Events
+	sm       cudart.Streams
+	dev      int
+	slots    []slot
+	profiles []*planned
+	byName   map[string]*planned
+
+	shared      *Profile
+	sharedBufs  []*Buffer    // in declaration order
+	sharedAt    []sharedAddr // their addresses, read once
+	sharedNames map[string]int32
+	stride      [numArenas]uint64 // bytes of one slot's region in each arena
+	sharedBytes [numArenas]uint64 // bytes of the shared buffers in each arena
+
+	// closedFlag mirrors closed for the Slot methods, which take no lock.
+	closedFlag atomic.Bool
+
+	// mu guards the fields below, each slot's unrecorded, held and counters,
+	// and each planned profile's counters. It is held across the event
+	// record of Release and the event query of Acquire, which are CUDA
+	// calls, never caller code, so that Close cannot destroy an event in
+	// use; every holder unlocks in a defer.
+	mu       sync.Mutex
+	closed   bool
+	ready    []*slot // free, their work known finished
+	draining ring    // released, in release order, their work maybe queued still
+	waiters  []*waiter
+	spare    []*waiter // finished waiters, reused
+	kick     chan struct{}
+	stop     chan struct{}
+	stopped  chan struct{}
+}
+
+// slot is one copy of the per-request buffers and its stream.
+type slot struct {
+	owner   *Slots
+	index   int
+	stream  cudart.Stream
+	event   cudart.Event     // recorded by Release on stream
+	dev     cudart.DevicePtr // byte 0 of the slot's device region; 0 without one
+	hostDev cudart.DevicePtr // device address of its host region, when the host arena is mapped
+	host    []byte           // its host region
+	gen     atomic.Uint64    // a Slot of another generation was released
+
+	unrecorded bool     // Release could not record event: only a stream synchronisation says the work is done
+	held       *planned // the profile it is held with; nil when free
+	freed      [2]bool  // Close destroyed its event, its stream
+
+	acquisitions uint64
+	waits        uint64
+	waited       int64 // nanoseconds
+}
+
+// sharedAddr is where a shared buffer is: fixed, read once at NewSlots.
+type sharedAddr struct {
+	arena Arena
+	ptr   cudart.DevicePtr // 0 where the arena has no device address
+	bytes []byte           // nil for a device buffer
+}
+
+// NewSlots plans every profile of layout once, sizes a pool for the shared
+// buffers plus n slots of the largest profile, and places them: memory is
+// shared + n × largest, in each arena (Stats reports it). Each slot gets a
+// stream of its own. opts are New's; NewSlots sets the arenas' sizes itself
+// (WithDeviceBytes and WithHostBytes are replaced) and adds the slots'
+// streams to those of WithStreams, so that Close waits for them. The runtime
+// must implement cudart.Streams and cudart.Events.
+//
+// n below 1, a layout with no profile, a profile with no buffer, two
+// profiles of one name, a name both shared and in a profile, or a shared
+// buffer with Live: ErrInvalidOption or ErrInvalidRequest, nothing taken.
+func NewSlots(rt cudart.Runtime, n int, layout SlotLayout, opts ...Option) (*Slots, error) {
+	if rt == nil {
+		return nil, fmt.Errorf("%w: NewSlots: nil runtime", ErrInvalidOption)
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("%w: NewSlots with %d slots: want at least 1", ErrInvalidOption, n)
+	}
+	ev, okE := rt.(cudart.Events)
+	sm, okS := rt.(cudart.Streams)
+	if !okE || !okS {
+		return nil, fmt.Errorf("%w: NewSlots needs a runtime with streams and events (cudart.Streams, cudart.Events); %T lacks one", ErrInvalidOption, rt)
+	}
+	profiles, err := planLayout(layout)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := configure(opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &Slots{ev: ev, sm: sm, dev: cfg.device, profiles: profiles, byName: make(map[string]*planned, len(profiles)), shared: layout.Shared}
+	for _, pr := range profiles {
+		s.byName[pr.name] = pr
+		for k := range numArenas {
+			s.stride[k] = max(s.stride[k], pr.end[k])
+		}
+	}
+	var total [numArenas]uint64
+	for k := range numArenas {
+		if total[k], err = s.arenaBytes(k, n, cfg.guard); err != nil {
+			return nil, err
+		}
+	}
+	var undo undoList
+	ok := false
+	defer func() {
+		if !ok {
+			_ = undo.run()
+		}
+	}()
+	s.slots = make([]slot, n)
+	streams := slices.Clone(cfg.streams)
+	for i := range s.slots {
+		sl := &s.slots[i]
+		sl.owner, sl.index = s, i
+		if sl.stream, err = sm.StreamCreate(s.dev); err != nil {
+			return nil, errors.Join(fmt.Errorf("pool: create the stream of slot %d: %w", i, err), undo.run())
+		}
+		undo.push(func() error { return sm.StreamDestroy(s.dev, sl.stream) })
+		if sl.event, err = ev.EventCreate(s.dev); err != nil {
+			return nil, errors.Join(fmt.Errorf("pool: create the event of slot %d: %w", i, err), undo.run())
+		}
+		undo.push(func() error { return ev.EventDestroy(s.dev, sl.event) })
+		streams = append(streams, sl.stream)
+	}
+	opts = append(slices.Clone(opts), WithDeviceBytes(total[Device]), WithHostBytes(total[Host]), WithStreams(streams...))
+	if s.p, err = New(rt, opts...); err != nil {
+		return nil, errors.Join(err, undo.run())
+	}
+	undo.push(s.p.Close)
+	if err := s.place(); err != nil {
+		return nil, errors.Join(err, undo.run())
+	}
+	s.ready = make([]*slot, 0, n)
+	for i := n - 1; i >= 0; i-- {
+		s.ready = append(s.ready, &s.slots[i])
+	}
+	s.draining = ring{buf: make([]*slot, n)}
+	s.kick, s.stop, s.stopped = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	go s.drain()
+	ok = true
+	return s, nil
+}
+
+// planLayout checks layout and plans each profile.
+func planLayout(layout SlotLayout) ([]*planned, error) {
+	if len(layout.Profiles) == 0 {
+		return nil, fmt.Errorf("%w: NewSlots: the layout has no profile; declare the request's buffers with NewProfile", ErrInvalidRequest)
+	}
+	sh := layout.Shared
+	if sh != nil {
+		for _, b := range sh.bufs {
+			if b.r.hasLife {
+				return nil, fmt.Errorf("%w: shared %s %s: shared buffers live as long as the slots; Live is for a profile's buffers", ErrInvalidRequest, b.arena, b.r.label())
+			}
+		}
+	}
+	out := make([]*planned, 0, len(layout.Profiles))
+	seen := make(map[string]bool, len(layout.Profiles))
+	for i, pr := range layout.Profiles {
+		switch {
+		case pr == nil:
+			return nil, fmt.Errorf("%w: NewSlots: profile %d of %d is nil", ErrInvalidRequest, i+1, len(layout.Profiles))
+		case len(pr.bufs) == 0:
+			return nil, fmt.Errorf("%w: NewSlots: profile %q declares no buffer", ErrInvalidRequest, pr.name)
+		case seen[pr.name]:
+			return nil, fmt.Errorf("%w: NewSlots: two profiles are named %q", ErrInvalidRequest, pr.name)
+		}
+		seen[pr.name] = true
+		if sh != nil {
+			for _, b := range pr.bufs {
+				if b.r.name != "" && sh.find(b.r.name) >= 0 {
+					return nil, fmt.Errorf("%w: NewSlots: %q is both a shared buffer and one of profile %q", ErrInvalidRequest, b.r.name, pr.name)
+				}
+			}
+		}
+		p, err := planProfile(pr, i)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// arenaBytes is the size of the kind arena: the shared buffers, then n
+// slot regions, each followed by guard bytes.
+func (s *Slots) arenaBytes(kind Arena, n int, guard uint64) (uint64, error) {
+	var shared uint64
+	if s.shared != nil {
+		for _, b := range s.shared.bufs {
+			if b.arena == kind {
+				shared += alignedSize(b.r.size) + guard
+			}
+		}
+	}
+	s.sharedBytes[kind] = shared
+	if s.stride[kind] == 0 {
+		return shared, nil
+	}
+	hi, slots := bits.Mul64(uint64(n), s.stride[kind]+guard)
+	total, carry := bits.Add64(shared, slots, 0)
+	if hi != 0 || carry != 0 {
+		return 0, fmt.Errorf("%w: NewSlots: %d slots of %d B and %d B shared overflow the %s arena's size", ErrInvalidOption, n, s.stride[kind], shared, kind)
+	}
+	return total, nil
+}
+
+// place queues the shared buffers and the slot regions in the pool, commits,
+// and reads their addresses once: they never change.
+func (s *Slots) place() error {
+	s.sharedNames = map[string]int32{}
+	if s.shared != nil {
+		for i, b := range s.shared.bufs {
+			if b.r.name != "" {
+				s.sharedNames[b.r.name] = int32(i)
+			}
+			buf, err := s.p.want(b.arena, b.r.size, []WantOption{Name(b.r.name)})
+			if err != nil {
+				return err
+			}
+			s.sharedBufs = append(s.sharedBufs, buf)
+		}
+	}
+	var regions [numArenas][]*Buffer
+	for k := range numArenas {
+		if s.stride[k] == 0 {
+			continue
+		}
+		for i := range s.slots {
+			buf, err := s.p.want(k, s.stride[k], []WantOption{Name(fmt.Sprintf("slot %d", i))})
+			if err != nil {
+				return err
+			}
+			regions[k] = append(regions[k], buf)
+		}
+	}
+	if err := s.p.Commit(); err != nil {
+		return err
+	}
+	for _, b := range s.sharedBufs {
+		at := sharedAddr{arena: b.arena}
+		at.ptr, _ = b.Ptr() // 0 where the arena has no device address
+		if b.arena == Host {
+			var err error
+			if at.bytes, err = b.Bytes(); err != nil {
+				return err
+			}
+		}
+		s.sharedAt = append(s.sharedAt, at)
+	}
+	for i := range s.slots {
+		sl := &s.slots[i]
+		if r := regions[Device]; r != nil {
+			var err error
+			if sl.dev, err = r[i].Ptr(); err != nil {
+				return err
+			}
+		}
+		if r := regions[Host]; r != nil {
+			var err error
+			if sl.host, err = r[i].Bytes(); err != nil {
+				return err
+			}
+			sl.hostDev, _ = r[i].Ptr() // 0 unless the host arena is mapped
+		}
+	}
+	return nil
+}
+
+// Len is the number of slots.
+func (s *Slots) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.slots)
+}
+
+// Shared returns the pool buffer of a shared buffer: its Ptr or Bytes load
+// the weights before serving. r comes from SlotLayout.Shared's Device, Host or
+// Lookup.
+func (s *Slots) Shared(r Ref) (*Buffer, error) {
+	if err := s.valid(); err != nil {
+		return nil, err
+	}
+	if r.p == nil || r.p != s.shared || int(r.i) >= len(s.sharedAt) {
+		return nil, fmt.Errorf("%w: %s is not one of the shared buffers", ErrNotInProfile, r.label())
+	}
+	return s.sharedBufs[r.i], nil
+}
+
+// valid refuses a nil or zero Slots, which NewSlots did not make.
+func (s *Slots) valid() error {
+	if s == nil || s.p == nil {
+		return fmt.Errorf("%w: the slots were not created by NewSlots", ErrClosed)
+	}
+	return nil
+}
+
+// label is how errors name the buffer r refers to.
+func (r Ref) label() string {
+	if r.p == nil {
+		return "the zero Ref"
+	}
+	b := r.p.bufs[r.i]
+	return fmt.Sprintf("%s %s of profile %q", b.arena, b.r.label(), r.p.name)
+}
+
+// Close wakes every Acquire still waiting with ErrClosed, waits for the work
+// queued on every slot's stream (and the streams of WithStreams), frees the
+// arenas, and destroys the slots' streams and events. A Slot still held is
+// unusable afterwards; its Release returns ErrClosed. Close is idempotent: if
+// freeing failed, the error is returned and a later Close tries again.
+func (s *Slots) Close() error {
+	if err := s.valid(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	first := !s.closed
+	s.closed = true
+	s.closedFlag.Store(true)
+	for _, w := range s.waiters {
+		w.finish(nil, ErrClosed)
+	}
+	s.waiters = s.waiters[:0]
+	s.mu.Unlock()
+	if first {
+		close(s.stop)
+	}
+	<-s.stopped
+	errs := []error{s.p.Close()}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.slots {
+		sl := &s.slots[i]
+		if !sl.freed[0] {
+			err := s.ev.EventDestroy(s.dev, sl.event)
+			errs = append(errs, wrapf(err, "pool: destroy the event of slot %d", i))
+			sl.freed[0] = err == nil
+		}
+		if !sl.freed[1] {
+			err := s.sm.StreamDestroy(s.dev, sl.stream)
+			errs = append(errs, wrapf(err, "pool: destroy the stream of slot %d", i))
+			sl.freed[1] = err == nil
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// wrapf is err wrapped after what, or nil.
+func wrapf(err error, what string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf(what+": %w", append(args, err)...)
+}

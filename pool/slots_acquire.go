@@ -1,0 +1,313 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Acquire returns a free slot laid out for profile, in O(1): the profile's
+// offsets were planned by NewSlots. A slot is free once the work queued on
+// its stream before its last Release has finished, which Acquire learns from
+// one event query, without waiting. When no slot is free it waits, behind
+// the calls already waiting (FIFO), until one is, the context is done, or
+// the Slots close: then it returns the context's error (errors.Is matches
+// context.Canceled or context.DeadlineExceeded) or ErrClosed, and no slot is
+// taken. An unknown profile is ErrUnknownProfile.
+//
+// The Slot must be given back with Release, whatever happens to the request:
+// defer it.
+func (s *Slots) Acquire(ctx context.Context, profile string) (Slot, error) {
+	if err := s.valid(); err != nil {
+		return Slot{}, err
+	}
+	pr, ok := s.byName[profile]
+	if !ok {
+		return Slot{}, s.unknownProfile(profile)
+	}
+	if err := ctx.Err(); err != nil {
+		return Slot{}, fmt.Errorf("pool: acquire a slot for profile %q: %w", profile, err)
+	}
+	sl, w, err := s.take(pr)
+	if err != nil {
+		return Slot{}, err
+	}
+	if w != nil {
+		if sl, err = s.wait(ctx, pr, w); err != nil {
+			return Slot{}, err
+		}
+	}
+	return Slot{s: sl, prof: pr, gen: sl.gen.Load()}, nil
+}
+
+// take hands out a free slot or, when there is none, queues a waiter, both
+// under one lock so that no slot freed in between is missed.
+func (s *Slots) take(pr *planned) (*slot, *waiter, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, nil, fmt.Errorf("%w: acquire a slot for profile %q", ErrClosed, pr.name)
+	}
+	if len(s.waiters) == 0 {
+		if n := len(s.ready); n > 0 {
+			sl := s.ready[n-1]
+			s.ready = s.ready[:n-1]
+			s.hold(sl, pr)
+			return sl, nil, nil
+		}
+		// The oldest release is the likeliest to have finished. It
+		// stays queued until the query says so: a panic in the runtime
+		// loses no slot.
+		if d := s.draining.peek(); d != nil && !d.unrecorded {
+			done, err := s.ev.EventQuery(s.dev, d.event)
+			if err != nil {
+				return nil, nil, fmt.Errorf("pool: query whether slot %d's released work has finished: %w", d.index, err)
+			}
+			if done {
+				s.draining.pop()
+				s.hold(d, pr)
+				return d, nil, nil
+			}
+		}
+	}
+	w := s.newWaiter()
+	s.waiters = append(s.waiters, w)
+	if s.draining.n > 0 {
+		s.wake()
+	}
+	return nil, w, nil
+}
+
+// hold counts sl as held with pr. The caller holds s.mu.
+func (s *Slots) hold(sl *slot, pr *planned) {
+	sl.held = pr
+	sl.acquisitions++
+	pr.inUse++
+	pr.acquisitions++
+}
+
+// wait blocks until w is handed a slot, ctx is done or the Slots close.
+func (s *Slots) wait(ctx context.Context, pr *planned, w *waiter) (*slot, error) {
+	start := time.Now()
+	var cancelled error
+	select {
+	case <-w.ch:
+	case <-ctx.Done():
+		cancelled = ctx.Err()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl, err := w.slot, w.err
+	if cancelled != nil {
+		if !w.done {
+			s.waiters = slices.DeleteFunc(s.waiters, func(x *waiter) bool { return x == w })
+		} else if sl != nil {
+			// Handed a slot as the context ended: it goes to the next
+			// in line.
+			s.give(sl)
+		}
+		sl, err = nil, fmt.Errorf("pool: acquire a slot for profile %q: %w", pr.name, cancelled)
+	} else if sl != nil && s.closed {
+		// Handed a slot as Close began: the slot is of no use now.
+		s.ready = append(s.ready, sl)
+		sl, err = nil, fmt.Errorf("%w: acquire a slot for profile %q", ErrClosed, pr.name)
+	}
+	s.recycle(w)
+	if err != nil {
+		return nil, err
+	}
+	waited := time.Since(start).Nanoseconds()
+	s.hold(sl, pr)
+	sl.waits++
+	sl.waited += waited
+	pr.waits++
+	pr.waited += waited
+	return sl, nil
+}
+
+// give hands a slot whose work has finished to the first waiter, or makes
+// it ready. The caller holds s.mu.
+func (s *Slots) give(sl *slot) {
+	if len(s.waiters) > 0 {
+		w := s.waiters[0]
+		s.waiters = slices.Delete(s.waiters, 0, 1)
+		w.finish(sl, nil)
+		return
+	}
+	s.ready = append(s.ready, sl)
+}
+
+// wake tells the drainer that a waiter needs a released slot.
+func (s *Slots) wake() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Release gives the slot back. Its stream may still have work queued: the
+// slot goes to the next Acquire only once that work has finished, which an
+// event recorded now tells, so Release never waits. Release of a Slot
+// already released is ErrSlotReleased, of one these Slots did not hand out
+// ErrForeignSlot, after Close ErrClosed. If CUDA refuses to record the
+// event, the slot is given back all the same, to be handed out after a
+// synchronisation of its stream, and the error is returned.
+func (s *Slots) Release(sl Slot) error {
+	if err := s.valid(); err != nil {
+		return err
+	}
+	d := sl.s
+	if d == nil || d.owner != s {
+		return fmt.Errorf("%w: release of %s", ErrForeignSlot, sl.label())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("%w: release of slot %d", ErrClosed, d.index)
+	}
+	if !d.gen.CompareAndSwap(sl.gen, sl.gen+1) {
+		return fmt.Errorf("%w: slot %d", ErrSlotReleased, d.index)
+	}
+	d.held.inUse--
+	d.held = nil
+	// Queued before the record, as unrecorded: should the runtime panic,
+	// the slot is still found, and synchronised before reuse.
+	d.unrecorded = true
+	s.draining.push(d)
+	if len(s.waiters) > 0 {
+		s.wake()
+	}
+	if err := s.ev.EventRecord(s.dev, d.event, d.stream); err != nil {
+		return fmt.Errorf("pool: record the end of slot %d's work at release (the slot was given back, to be synchronised before reuse): %w", d.index, err)
+	}
+	d.unrecorded = false
+	return nil
+}
+
+// drain runs until Close: while calls wait for a slot, it waits on the host
+// for the oldest release to finish, off every request's path, and hands the
+// slot to the first of them.
+func (s *Slots) drain() {
+	defer close(s.stopped)
+	for {
+		select {
+		case <-s.kick:
+		case <-s.stop:
+			return
+		}
+		for s.settleOne() {
+		}
+	}
+}
+
+// settleOne waits for the oldest released slot when a call waits for one,
+// and reports whether it did. A slot whose wait fails stays queued, and the
+// first waiter gets the error.
+func (s *Slots) settleOne() bool {
+	s.mu.Lock()
+	if s.closed || len(s.waiters) == 0 || s.draining.n == 0 {
+		s.mu.Unlock()
+		return false
+	}
+	d := s.draining.pop()
+	unrecorded := d.unrecorded
+	s.mu.Unlock()
+	var err error
+	if unrecorded {
+		err = wrapf(s.sm.StreamSynchronize(s.dev, d.stream), "pool: wait for slot %d's stream", d.index)
+	} else {
+		err = wrapf(s.ev.EventSynchronize(s.dev, d.event), "pool: wait for slot %d's released work", d.index)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.draining.pushFront(d)
+		if len(s.waiters) > 0 {
+			w := s.waiters[0]
+			s.waiters = slices.Delete(s.waiters, 0, 1)
+			w.finish(nil, err)
+		}
+		return true
+	}
+	d.unrecorded = false
+	s.give(d)
+	return true
+}
+
+// unknownProfile says which profiles there are.
+func (s *Slots) unknownProfile(name string) error {
+	names := make([]string, len(s.profiles))
+	for i, p := range s.profiles {
+		names[i] = fmt.Sprintf("%q", p.name)
+	}
+	return fmt.Errorf("%w: %q; the slots have %s", ErrUnknownProfile, name, strings.Join(names, ", "))
+}
+
+// waiter is one Acquire waiting for a slot.
+type waiter struct {
+	ch   chan struct{} // receives once, when done is set
+	done bool          // handed a slot or an error; guarded by Slots.mu
+	slot *slot
+	err  error
+}
+
+// finish hands w its outcome. The caller holds Slots.mu.
+func (w *waiter) finish(sl *slot, err error) {
+	w.slot, w.err, w.done = sl, err, true
+	w.ch <- struct{}{}
+}
+
+// newWaiter reuses a finished waiter when there is one. The caller holds
+// s.mu.
+func (s *Slots) newWaiter() *waiter {
+	if n := len(s.spare); n > 0 {
+		w := s.spare[n-1]
+		s.spare = s.spare[:n-1]
+		return w
+	}
+	return &waiter{ch: make(chan struct{}, 1)}
+}
+
+// recycle empties w and keeps it for the next wait. The caller holds s.mu.
+func (s *Slots) recycle(w *waiter) {
+	select {
+	case <-w.ch:
+	default:
+	}
+	w.slot, w.err, w.done = nil, nil, false
+	s.spare = append(s.spare, w)
+}
+
+// ring is a FIFO of at most len(buf) slots.
+type ring struct {
+	buf     []*slot
+	head, n int
+}
+
+func (r *ring) push(sl *slot) {
+	r.buf[(r.head+r.n)%len(r.buf)] = sl
+	r.n++
+}
+
+func (r *ring) pushFront(sl *slot) {
+	r.head = (r.head + len(r.buf) - 1) % len(r.buf)
+	r.buf[r.head] = sl
+	r.n++
+}
+
+func (r *ring) peek() *slot {
+	if r.n == 0 {
+		return nil
+	}
+	return r.buf[r.head]
+}
+
+func (r *ring) pop() *slot {
+	sl := r.buf[r.head]
+	r.buf[r.head] = nil
+	r.head = (r.head + 1) % len(r.buf)
+	r.n--
+	return sl
+}
