@@ -24,7 +24,6 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/cudapool/cudapool/cudart/cudarttest"
-	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 func main() {
@@ -95,13 +94,13 @@ func measureAll(c config, stdout io.Writer) (err error) {
 	}
 	defer rt.Close()
 	fmt.Fprintf(stdout, "runtime: %s\ncopies of %s and pinning of %s, median of %d\n\n",
-		rt.Description, bytesize.Format(c.size), bytesize.Format(c.pinSize), c.reps)
+		rt.Description, humanize.IBytes(c.size), humanize.IBytes(c.pinSize), c.reps)
 
 	// The device buffer is taken first, which also creates the CUDA
 	// context, so that no timed call pays for it.
 	dev, err := rt.Malloc(0, c.size)
 	if err != nil {
-		return fmt.Errorf("device buffer of %s: %w", bytesize.Format(c.size), err)
+		return fmt.Errorf("device buffer of %s: %w", humanize.IBytes(c.size), err)
 	}
 	defer func() { err = errors.Join(err, rt.Free(0, dev)) }()
 
@@ -127,7 +126,7 @@ func measureAll(c config, stdout io.Writer) (err error) {
 
 func printTable(w io.Writer, results []result, pinSize uint64) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "host memory\tpinned by\tpin %s\tfree\tH2D GB/s\tD2H GB/s\n", bytesize.Format(pinSize))
+	fmt.Fprintf(tw, "host memory\tpinned by\tpin %s\tfree\tH2D GB/s\tD2H GB/s\n", humanize.IBytes(pinSize))
 	for _, r := range results {
 		pin, free := "-", "-"
 		if r.pinned {
@@ -141,7 +140,7 @@ func printTable(w io.Writer, results []result, pinSize uint64) error {
 	base, reg := results[baseline], results[featured]
 	fmt.Fprintf(w, "\n%s against %s: H2D %.1f%%, D2H %.1f%% of its bandwidth; pins %s in %s against %s, frees in %s against %s\n",
 		reg.name, base.name, percent(reg.h2d, base.h2d), percent(reg.d2h, base.d2h),
-		bytesize.Format(pinSize), duration(reg.pin), duration(base.pin), duration(reg.free), duration(base.free))
+		humanize.IBytes(pinSize), duration(reg.pin), duration(base.pin), duration(reg.free), duration(base.free))
 	return nil
 }
 

@@ -20,10 +20,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
-	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -56,7 +57,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		sum += s
 	}
 	fmt.Fprintf(stdout, "runtime: %s\n%d buffers, 256 B to 64 KiB, %s in all; median of %d rounds\n\n",
-		rt.Description, len(sizes), bytesize.Format(sum), *reps)
+		rt.Description, len(sizes), humanize.IBytes(sum), *reps)
 
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "method\tper buffer\tround\tdevice bytes reserved\t")
@@ -72,7 +73,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if per < time.Microsecond {
 			perStr = fmt.Sprintf("%.1fns", float64(r.median.Nanoseconds())/float64(len(sizes)))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", m.name, perStr, r.median.Round(time.Microsecond), bytesize.Format(r.reserved))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", m.name, perStr, r.median.Round(time.Microsecond), humanize.IBytes(r.reserved))
 	}
 	_ = tw.Flush()
 	return 0

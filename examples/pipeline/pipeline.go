@@ -10,8 +10,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/pinned"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -48,13 +49,13 @@ func pipeline(rt cudart.Full, n uint32, replays int, w io.Writer) (err error) {
 		return err
 	}
 	st := p.Stats().Device
-	fmt.Fprintf(w, "chain of %d kernels over %d floats (%s a buffer):\n", len(chain), n, bytesize.Format(size))
+	fmt.Fprintf(w, "chain of %d kernels over %d floats (%s a buffer):\n", len(chain), n, humanize.IBytes(size))
 	for _, c := range chain {
 		fmt.Fprintf(w, "  %s\n", c.describe)
 	}
 	fmt.Fprintf(w, "\n%s\n", p.Layout())
 	fmt.Fprintf(w, "device arena: %s used; %s without sharing: %s (%.0f%%) saved by lifetimes\n\n",
-		bytesize.Format(st.Used), bytesize.Format(st.Unshared), bytesize.Format(st.Saved), 100*float64(st.Saved)/float64(st.Unshared))
+		humanize.IBytes(st.Used), humanize.IBytes(st.Unshared), humanize.IBytes(st.Saved), 100*float64(st.Saved)/float64(st.Unshared))
 	first, err := b.addresses()
 	if err != nil {
 		return err

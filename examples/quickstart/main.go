@@ -18,9 +18,10 @@ import (
 	"io"
 	"os"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
-	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -127,7 +128,7 @@ func pipeline(rt cudart.Runtime, out io.Writer) (err error) {
 	if !bytes.Equal(res, in) {
 		return errors.New("the output differs from the input after the round trip")
 	}
-	fmt.Fprintf(out, "moved %s host -> device -> device -> host: output matches input\n\n", bytesize.Format(inputBytes))
+	fmt.Fprintf(out, "moved %s host -> device -> device -> host: output matches input\n\n", humanize.IBytes(inputBytes))
 	printLayout(out, p)
 	return nil
 }
@@ -136,8 +137,8 @@ func printLayout(out io.Writer, p *pool.Pool) {
 	fmt.Fprint(out, p.Layout())
 	st := p.Stats()
 	fmt.Fprintf(out, "\ndevice arena: %s used of %s (%d buffers); %s without sharing, %s saved by lifetimes\n",
-		bytesize.Format(st.Device.Used), bytesize.Format(st.Device.Capacity), st.Device.Placed,
-		bytesize.Format(st.Device.Unshared), bytesize.Format(st.Device.Saved))
+		humanize.IBytes(st.Device.Used), humanize.IBytes(st.Device.Capacity), st.Device.Placed,
+		humanize.IBytes(st.Device.Unshared), humanize.IBytes(st.Device.Saved))
 	fmt.Fprintf(out, "host arena:   %s used of %s (%d buffers)\n",
-		bytesize.Format(st.Host.Used), bytesize.Format(st.Host.Capacity), st.Host.Placed)
+		humanize.IBytes(st.Host.Used), humanize.IBytes(st.Host.Capacity), st.Host.Placed)
 }

@@ -36,7 +36,6 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/cudapool/cudapool/cudart/cudarttest"
-	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 func main() {
@@ -115,17 +114,17 @@ func compare(rt *counting, c config, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("CUDA virtual memory: %w", err)
 	}
-	fmt.Fprintf(out, "device 0: %s free of %s; allocation granularity %s\n\n", bytesize.Format(free), bytesize.Format(total), bytesize.Format(gran))
+	fmt.Fprintf(out, "device 0: %s free of %s; allocation granularity %s\n\n", humanize.IBytes(free), humanize.IBytes(total), humanize.IBytes(gran))
 
 	to, n := doublingTarget(c.from, c.max, free-min(free, c.margin))
 	if n < 0 {
-		return fmt.Errorf("growing from %s needs %s free with -margin %s; the device has %s", bytesize.Format(c.from), bytesize.Format(c.from+c.margin), bytesize.Format(c.margin), bytesize.Format(free))
+		return fmt.Errorf("growing from %s needs %s free with -margin %s; the device has %s", humanize.IBytes(c.from), humanize.IBytes(c.from+c.margin), humanize.IBytes(c.margin), humanize.IBytes(free))
 	}
 	clamped := ""
 	if to < c.max {
-		clamped = fmt.Sprintf(" (clamped from %s: realloc's last step holds %s)", bytesize.Format(c.max), bytesize.Format(to+to/2))
+		clamped = fmt.Sprintf(" (clamped from %s: realloc's last step holds %s)", humanize.IBytes(c.max), humanize.IBytes(to+to/2))
 	}
-	fmt.Fprintf(out, "grow by doubling, %s -> %s (%d doublings)%s, median of %d rounds\n", bytesize.Format(c.from), bytesize.Format(to), n, clamped, c.reps)
+	fmt.Fprintf(out, "grow by doubling, %s -> %s (%d doublings)%s, median of %d rounds\n", humanize.IBytes(c.from), humanize.IBytes(to), n, clamped, c.reps)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "method\ttime\tCUDA calls\tmoves\t")
 	for _, name := range c.methods {
@@ -147,7 +146,7 @@ func compare(rt *counting, c config, out io.Writer) error {
 		return nil
 	}
 
-	fmt.Fprintf(out, "\nlargest buffer reachable in %s steps\n", bytesize.Format(c.step))
+	fmt.Fprintf(out, "\nlargest buffer reachable in %s steps\n", humanize.IBytes(c.step))
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "method\treached\tof free\tsteps\tstopped because\t")
 	for _, m := range []struct {
@@ -159,7 +158,7 @@ func compare(rt *counting, c config, out io.Writer) error {
 			_ = tw.Flush()
 			return fmt.Errorf("%s probe: %w", m.name, err)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f%%\t%d\t%s\t\n", m.name, bytesize.Format(r.reached), 100*float64(r.reached)/float64(r.free), r.steps, r.why)
+		fmt.Fprintf(tw, "%s\t%s\t%.1f%%\t%d\t%s\t\n", m.name, humanize.IBytes(r.reached), 100*float64(r.reached)/float64(r.free), r.steps, r.why)
 	}
 	return tw.Flush()
 }
@@ -196,7 +195,7 @@ func median(reps int, f func() (growth, error)) (growth, error) {
 // sizeFlag is a byte count given in human form: 256MiB, 32GiB, 1GB.
 type sizeFlag uint64
 
-func (s *sizeFlag) String() string { return bytesize.Format(uint64(*s)) }
+func (s *sizeFlag) String() string { return humanize.IBytes(uint64(*s)) }
 
 func (s *sizeFlag) Set(v string) error {
 	n, err := humanize.ParseBytes(v)
