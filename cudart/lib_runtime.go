@@ -92,7 +92,7 @@ func (l *Lib) Memcpy(device int, dst, src Mem, kind MemcpyKind) error {
 		return checkCopy(CallMemcpy, device, dst, src, kind)
 	}
 	if r := l.callMem(CallMemcpy, device, [2]Mem{dst, src}, uintptr(dst.n), cint(kind)); r.code != 0 {
-		return l.fail(CallMemcpy, r, "(%s, %s, %s, %s) on device %d", dst, src, bytesize.Format(dst.n), kind, device)
+		return l.fail(CallMemcpy, r, "(%s, %s, %s, %s) on device %d", dst, src, bytesize.Exact(dst.n), kind, device)
 	}
 	return nil
 }
@@ -103,7 +103,7 @@ func (l *Lib) Memset(device int, p DevicePtr, value byte, n uint64) error {
 		return closedError(CallMemset)
 	}
 	if r := l.call(CallMemset, device, uintptr(p), uintptr(value), uintptr(n)); r.code != 0 {
-		return l.fail(CallMemset, r, "(%s, %d, %s) on device %d", p, value, bytesize.Format(n), device)
+		return l.fail(CallMemset, r, "(%s, %d, %s) on device %d", p, value, bytesize.Exact(n), device)
 	}
 	return nil
 }

@@ -99,13 +99,16 @@ type TB interface {
 	Logf(format string, args ...any)
 }
 
-// NewFakeT returns NewFake(opts...) and registers a cleanup that fails t,
-// listing every allocation still live, when the test ends with something
-// still allocated. Options no GPU could have fail t at once. Cleanups run
+// NewFakeT returns a fake that is strict by default: WithMemcheck is on
+// (WithoutMemcheck turns it off), so an access past a buffer of an annotated
+// pool fails the call at once, naming the buffer; and a cleanup fails t,
+// listing what was never freed, when the test ends with something still
+// allocated. Options no GPU could have fail t at once. Cleanups run
 // last-registered first, so create the fake before whatever frees into it at
 // cleanup.
 func NewFakeT(t TB, opts ...Option) *Fake {
 	t.Helper()
+	opts = strict(opts)
 	if err := newOptions(opts).validate(); err != nil {
 		t.Fatalf("%v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/internal/memregions"
 )
 
@@ -165,7 +166,7 @@ func (f *Fake) memcheck(a, n uint64, verb string) *failure {
 		reg = f.annot.asOf
 	}
 	if m := reg.Check(a, n); m != nil {
-		return fail(700, "memcheck: %s of %d bytes at %s: %v", verb, n, cudart.DevicePtr(a), m)
+		return fail(700, "memcheck: %s of %s at %s: %v", verb, bytesize.Exact(n), cudart.DevicePtr(a), m)
 	}
 	return nil
 }
