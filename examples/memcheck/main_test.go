@@ -136,3 +136,11 @@ func TestReadOfBytesReusedAtOnceIsMissed(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, r.missed())
 }
+
+// -h says what the program does, then lists the flags, and is no error.
+func TestHelp(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
+	assert.True(t, strings.HasPrefix(errOut.String(), about+"\n\nFlags:\n"), "%s", errOut.String())
+	assert.Contains(t, errOut.String(), "-runtime")
+}

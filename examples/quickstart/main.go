@@ -32,8 +32,12 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
 	which := fs.String("runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
-	if err := fs.Parse(args); err != nil {
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
 		return 2
 	}
 	rt, err := cudarttest.OpenMode(*which)
@@ -142,3 +146,10 @@ func printLayout(out io.Writer, p *pool.Pool) {
 	fmt.Fprintf(out, "host arena:   %s used of %s (%d buffers)\n",
 		humanize.IBytes(st.Host.Used), humanize.IBytes(st.Host.Capacity), st.Host.Placed)
 }
+
+// about is what -h prints before the flags.
+const about = `quickstart plans the buffers of a small inference pipeline in a cudapool
+pool (pinned staging buffers, device buffers that share memory by lifetime),
+moves data host to device, through the device and back, checks it byte for
+byte, and prints the layout. It uses CUDA when the library loads and sees a
+device, else the fake runtime, and says which.`

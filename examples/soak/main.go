@@ -49,11 +49,14 @@ type config struct {
 	growable, trim                       bool
 	deviceBytes, hostBytes               uint64
 	freeTolerance, rssLimit              uint64
+	// note follows every timing: it says when they are not a GPU's.
+	note string
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
 	which := fs.String("runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
 	var c config
 	fs.IntVar(&c.cycles, "cycles", 100000, "ReleaseAll/Satisfy cycles")
@@ -66,7 +69,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	hostMiB := fs.Uint64("host-mib", 64, "pinned host arena size, MiB")
 	tolMiB := fs.Uint64("free-tolerance-mib", 2, "largest accepted change of free device memory, MiB")
 	rssMiB := fs.Uint64("rss-limit-mib", 16, "largest accepted RSS growth after the first sample, MiB")
-	if err := fs.Parse(args); err != nil {
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
 		return 2
 	}
 	c.deviceBytes, c.hostBytes = *deviceMiB<<20, *hostMiB<<20
@@ -91,7 +97,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "soak: exhaustion: %v\n", err)
 		return 1
 	}
-	samples, err := cycle(rt, c, stdout)
+	if !rt.CUDA {
+		c.note = " (fake runtime: not a GPU timing)"
+	}
+	samples, err := cycle(rt, c, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "soak: %v\n", err)
 		return 1
@@ -261,7 +270,7 @@ func samplePoints(cycles, n int) []int {
 }
 
 // cycle runs the cycles and returns the samples.
-func cycle(rt cudart.Full, c config, w io.Writer) (samples []sample, err error) {
+func cycle(rt cudart.Full, c config, w, progress io.Writer) (samples []sample, err error) {
 	opts := []pool.Option{pool.WithHostBytes(c.hostBytes)}
 	kind := "fixed"
 	switch {
@@ -285,7 +294,7 @@ func cycle(rt cudart.Full, c config, w io.Writer) (samples []sample, err error) 
 	bufs := make([]*pool.Buffer, len(reqs))
 	var back []byte
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "cycle\tfree device\tRSS\telapsed\t")
+	fmt.Fprintf(tw, "cycle\tfree device\tRSS\telapsed%s\t\n", c.note)
 	start := time.Now()
 	for i := 0; i < c.cycles; i++ {
 		for j, q := range reqs {
@@ -318,7 +327,10 @@ func cycle(rt cudart.Full, c config, w io.Writer) (samples []sample, err error) 
 				return nil, err
 			}
 			samples = append(samples, s)
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t\n", i, humanize.IBytes(s.free), rssString(s.rss), time.Since(start).Round(time.Millisecond))
+			elapsed := time.Since(start).Round(time.Millisecond)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t\n", i, humanize.IBytes(s.free), rssString(s.rss), elapsed)
+			fmt.Fprintf(progress, "soak: cycle %d of %d: %s device memory free, RSS %s, %s elapsed%s\n",
+				i+1, c.cycles, humanize.IBytes(s.free), rssString(s.rss), elapsed, c.note)
 		}
 	}
 	_ = tw.Flush()
@@ -457,3 +469,11 @@ func signed(before, after uint64) string {
 	}
 	return "-" + humanize.IBytes(before-after)
 }
+
+// about is what -h prints before the flags.
+const about = `soak shows that cudapool fails cleanly when the device is exhausted and
+leaks nothing over a long run: it asks for an arena larger than the free
+memory and checks the free memory is unchanged, then runs -cycles cycles of
+-buffers requests, Satisfy and ReleaseAll, sampling free device memory and
+the resident set, and exits 1 when either drifts past its tolerance. Timings
+on the fake runtime are not GPU timings.`

@@ -54,6 +54,8 @@ type config struct {
 	// one runs on a device no other method has churned yet.
 	methods []string
 	noProbe bool
+	// note follows every timing: it says when they are not a GPU's.
+	note string
 }
 
 // doublings are the growth methods -methods names.
@@ -65,6 +67,7 @@ var doublings = map[string]func(*counting, uint64, uint64) (growth, error){
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vector", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
 	which := fs.String("runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
 	c := config{from: 2 << 20, max: 32 << 30, step: 1 << 30, margin: 64 << 20}
 	fs.Var((*sizeFlag)(&c.from), "from", "size the doubling starts from")
@@ -76,7 +79,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&c.budget, "realloc-budget", time.Minute, "time after which the realloc probe stops")
 	methods := fs.String("methods", "realloc,vmem", "doubling methods to time, in order: realloc, vmem")
 	noProbe := fs.Bool("no-probe", false, "skip the largest-reachable probes")
-	if err := fs.Parse(args); err != nil {
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
 		return 2
 	}
 	c.methods = strings.Split(*methods, ",")
@@ -98,14 +104,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer rt.Close()
 	fmt.Fprintf(stdout, "runtime: %s\n", rt.Description)
-	if err := compare(&counting{Full: rt}, c, stdout); err != nil {
+	if !rt.CUDA {
+		c.note = " (fake runtime: not a GPU timing)"
+	}
+	if err := compare(&counting{Full: rt}, c, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "vector: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-func compare(rt *counting, c config, out io.Writer) error {
+// compare prints both measures to out, and a line on progress as each
+// method starts.
+func compare(rt *counting, c config, out, progress io.Writer) error {
 	free, total, err := rt.MemGetInfo(0)
 	if err != nil {
 		return err
@@ -124,10 +135,11 @@ func compare(rt *counting, c config, out io.Writer) error {
 	if to < c.max {
 		clamped = fmt.Sprintf(" (clamped from %s: realloc's last step holds %s)", humanize.IBytes(c.max), humanize.IBytes(to+to/2))
 	}
-	fmt.Fprintf(out, "grow by doubling, %s -> %s (%d doublings)%s, median of %d rounds\n", humanize.IBytes(c.from), humanize.IBytes(to), n, clamped, c.reps)
+	fmt.Fprintf(out, "grow by doubling, %s -> %s (%d doublings)%s, median of %d rounds%s\n", humanize.IBytes(c.from), humanize.IBytes(to), n, clamped, c.reps, c.note)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "method\ttime\tCUDA calls\tmoves\t")
 	for _, name := range c.methods {
+		fmt.Fprintf(progress, "vector: growing by doubling with %s, %d rounds\n", name, c.reps)
 		g, err := median(c.reps, func() (growth, error) { return doublings[name](rt, c.from, to) })
 		if err != nil {
 			_ = tw.Flush()
@@ -153,6 +165,7 @@ func compare(rt *counting, c config, out io.Writer) error {
 		name  string
 		probe func(*counting, config) (reach, error)
 	}{{"realloc", reallocReach}, {"vmem", vmemReach}} {
+		fmt.Fprintf(progress, "vector: the largest buffer %s reaches\n", m.name)
 		r, err := m.probe(rt, c)
 		if err != nil {
 			_ = tw.Flush()
@@ -205,3 +218,11 @@ func (s *sizeFlag) Set(v string) error {
 	*s = sizeFlag(n)
 	return nil
 }
+
+// about is what -h prints before the flags.
+const about = `vector compares growing a device buffer with cudaMalloc (allocate, copy,
+free: realloc) and with CUDA virtual memory (vmem.Vector: map more memory
+after it, nothing copied): the time to grow by doubling up to -max, and the
+largest buffer each reaches in -step steps, never asking for more than the
+device has free. Timings on the fake runtime are not GPU timings; on the
+fake, -max 256MiB -step 16MiB -probe 1GiB keeps a run quick.`
