@@ -1,6 +1,9 @@
 package cudapool_test
 
 import (
+	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -59,5 +62,45 @@ func TestStrictByDefault(t *testing.T) {
 				assert.ErrorContains(t, err, tc.caught)
 			})
 		}
+	}
+}
+
+// tb is a cudarttest.TB that keeps what a fake's cleanup reports.
+type tb struct {
+	cleanups []func()
+	errors   []string
+}
+
+func (r *tb) Helper()                   {}
+func (r *tb) Cleanup(fn func())         { r.cleanups = append(r.cleanups, fn) }
+func (r *tb) Errorf(f string, a ...any) { r.errors = append(r.errors, fmt.Sprintf(f, a...)) }
+func (r *tb) Fatalf(f string, a ...any) { r.Errorf(f, a...) }
+func (r *tb) Logf(string, ...any)       {}
+
+// A pool that is never closed is reported by its arena's name and by the
+// line of the test that made it, whether or not memcheck is on.
+func TestLeakReportNamesTheArenaAndWhereItWasMade(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []cudarttest.Option
+		want string
+	}{
+		{"memcheck", nil, `"cudapool device arena (device 0)" was never closed (a memory heap of 1.0 MiB at 0x200000000000, made by pool.New called at strict_test.go:%d in github.com/cudapool/cudapool_test.TestLeakReportNamesTheArenaAndWhereItWasMade.func1); its memory: device memory 0x200000000000 (1.0 MiB) from cudaMalloc (call #%d)`},
+		{"without memcheck", []cudarttest.Option{cudarttest.WithoutMemcheck()}, `device memory 0x200000000000 (1.0 MiB) from cudaMalloc (call #%[2]d), made by pool.New called at strict_test.go:%[1]d in github.com/cudapool/cudapool_test.TestLeakReportNamesTheArenaAndWhereItWasMade.func1`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &tb{}
+			f := cudarttest.NewFakeT(rec, tc.opts...)
+			_, _, line, _ := runtime.Caller(0)
+			_, err := pool.New(f, pool.WithDeviceBytes(1<<20), pool.WithHostBytes(0))
+			require.NoError(t, err)
+			calls := len(f.Calls())
+			for i := len(rec.cleanups) - 1; i >= 0; i-- {
+				rec.cleanups[i]()
+			}
+			require.Len(t, rec.errors, 1)
+			assert.Contains(t, rec.errors[0], fmt.Sprintf(tc.want, line+1, calls))
+			assert.Equal(t, 1, strings.Count(rec.errors[0], "made by"), "one origin a leak")
+		})
 	}
 }

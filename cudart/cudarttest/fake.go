@@ -31,9 +31,12 @@ type Fake struct {
 	phys       map[cudart.PhysHandle]*physical
 	nextHandle cudart.PhysHandle
 
-	calls  []cudart.Call
-	seq    int // calls made since NewFake; ResetCalls leaves it alone
-	faults []fault
+	calls []cudart.Call
+	seq   int // calls made since NewFake; ResetCalls leaves it alone
+	// origins are where each call that made something came from, by seq,
+	// for leak reports; nil unless NewFakeT made the fake.
+	origins map[int]origin
+	faults  []fault
 
 	scratch, scratch2 []span // resolve buffers reused by copies
 
@@ -113,6 +116,7 @@ func NewFakeT(t TB, opts ...Option) *Fake {
 		t.Fatalf("%v", err)
 	}
 	f := NewFake(opts...)
+	f.origins = make(map[int]origin)
 	t.Cleanup(func() {
 		if err := f.CheckLeaks(); err != nil {
 			t.Errorf("%v", err)

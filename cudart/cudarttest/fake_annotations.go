@@ -34,10 +34,11 @@ func (a *annotState) checkedAsOf(op func() *failure) func() *failure {
 }
 
 type heapInfo struct {
-	base cudart.DevicePtr
-	size uint64
-	name string
-	seq  int
+	base   cudart.DevicePtr
+	size   uint64
+	name   string
+	seq    int
+	origin origin // on a fake that checks leaks
 }
 
 // AnnotationsEnabled reports whether the fake was made WithMemcheck: then it
@@ -59,7 +60,11 @@ func (f *Fake) MemHeapRegister(base cudart.DevicePtr, size uint64, name string) 
 		f.annot.heaps = make(map[cudart.MemHeap]heapInfo)
 	}
 	h := cudart.MemHeap(id)
-	f.annot.heaps[h] = heapInfo{base: base, size: size, name: name, seq: f.seq}
+	info := heapInfo{base: base, size: size, name: name, seq: f.seq}
+	if f.origins != nil {
+		info.origin = callerOrigin()
+	}
+	f.annot.heaps[h] = info
 	return h, nil
 }
 

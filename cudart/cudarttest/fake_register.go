@@ -43,7 +43,7 @@ func (f *Fake) hostRegister(device int, b []byte, flags cudart.HostRegisterFlags
 	if x := f.pin(uint64(len(b))); x != nil {
 		return x
 	}
-	h := &hostRange{start: a, b: b, registered: true, regFlags: flags, device: device, seq: f.seq, call: cudart.CallHostRegister}
+	h := &hostRange{start: a, b: b, registered: true, regFlags: flags, device: device, seq: f.birth(), call: cudart.CallHostRegister}
 	if flags&cudart.HostRegisterMapped != 0 {
 		f.mapIntoDevice(h, device)
 	}
