@@ -37,5 +37,5 @@
 //	ptr, err := act.Ptr()             // device address
 //	fmt.Println(p.Layout())           // every buffer, as a table
 //
-// See the README for the measured figures and the errors a caller can get.
+// The README is the place to start; docs/measured.md has the measured figures.
 package cudapool

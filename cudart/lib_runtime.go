@@ -93,7 +93,7 @@ func (l *lib) Memcpy(device int, dst, src Mem, kind MemcpyKind) error {
 		return checkCopy(calls.Memcpy, device, dst, src, kind)
 	}
 	if r := l.callMem(calls.Memcpy, device, [2]Mem{dst, src}, uintptr(dst.n), cint(kind)); r.code != 0 {
-		return l.fail(calls.Memcpy, r, "(%s, %s, %s, %s) on device %d", dst, src, bytesize.Format(dst.n), kind, device)
+		return l.fail(calls.Memcpy, r, "(%s, %s, %s, %s) on device %d", dst, src, bytesize.Exact(dst.n), kind, device)
 	}
 	return nil
 }
@@ -104,7 +104,7 @@ func (l *lib) Memset(device int, p DevicePtr, value byte, n uint64) error {
 		return closedError(calls.Memset)
 	}
 	if r := l.call(calls.Memset, device, uintptr(p), uintptr(value), uintptr(n)); r.code != 0 {
-		return l.fail(calls.Memset, r, "(%s, %d, %s) on device %d", p, value, bytesize.Format(n), device)
+		return l.fail(calls.Memset, r, "(%s, %d, %s) on device %d", p, value, bytesize.Exact(n), device)
 	}
 	return nil
 }

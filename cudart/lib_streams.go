@@ -57,7 +57,7 @@ func (l *lib) MemcpyAsync(device int, dst, src Mem, kind MemcpyKind, s Stream) e
 		return checkCopy(calls.MemcpyAsync, device, dst, src, kind)
 	}
 	if r := l.callMem(calls.MemcpyAsync, device, [2]Mem{dst, src}, uintptr(dst.n), cint(kind), uintptr(s)); r.code != 0 {
-		return l.fail(calls.MemcpyAsync, r, "(%s, %s, %s, %s, stream 0x%x) on device %d", dst, src, bytesize.Format(dst.n), kind, uintptr(s), device)
+		return l.fail(calls.MemcpyAsync, r, "(%s, %s, %s, %s, stream 0x%x) on device %d", dst, src, bytesize.Exact(dst.n), kind, uintptr(s), device)
 	}
 	return nil
 }

@@ -6,9 +6,10 @@
 // pool's cudaMallocHost with WithHostPinning(pinned.MethodHostAlloc).
 // WantDevice and WantHost queue requests; Satisfy places them at
 // 256-byte-aligned offsets; Commit satisfies and locks the layout;
-// ReleaseAll waits for the device and resets both arenas; Close frees them. It is a Go port of the C++ MY_CUDA_MEMORY_POOL_V1, with the same
-// behaviour, plus the checks a Go user expects: typed errors, stale handles
-// refused, nothing leaked on failure.
+// ReleaseAll waits for the work that may use the buffers and resets both
+// arenas; Close frees them. It is a Go port of the C++
+// MY_CUDA_MEMORY_POOL_V1, with the same behaviour, plus the checks a Go user
+// expects: typed errors, stale handles refused, nothing leaked on failure.
 //
 // A request may declare when its buffer is alive with Live(first, last); the
 // pool then lets buffers that are never alive together share bytes (package
@@ -47,10 +48,13 @@
 // handles, but it cannot take back an address already handed out: do not keep
 // a pointer or a slice across ReleaseAll.
 //
-// ReleaseAll waits for the whole device (cudaDeviceSynchronize) before it
-// resets, so no kernel still running can write into memory that is about to
-// be reused; work the caller queued on other devices is not waited for.
-// Close waits the same way, for the pool's device and the devices given
+// ReleaseAll waits before it resets, so no kernel still running can write
+// into memory that is about to be reused: for the streams given to
+// WithStreams and UseStreams where there are any (through events, so two
+// pools on one GPU do not stall each other), else for the whole device
+// (cudaDeviceSynchronize). Work on a stream the pool was not given, when it
+// was given some, and work on other devices are not waited for. Close waits
+// the same way, for the pool's device and the devices given
 // WithPeerAccess, before it frees, unmaps or unregisters anything. The
 // device work the pool queues itself (guard fills, poison) is waited for on
 // its own before memory under it is trimmed, unmapped or freed, even when

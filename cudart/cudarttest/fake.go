@@ -32,9 +32,12 @@ type Fake struct {
 	phys       map[cudart.PhysHandle]*physical
 	nextHandle cudart.PhysHandle
 
-	calls  []calls.Call
-	seq    int // calls made since NewFake; ResetCalls leaves it alone
-	faults []fault
+	calls []calls.Call
+	seq   int // calls made since NewFake; ResetCalls leaves it alone
+	// origins are where each call that made something came from, by seq,
+	// for leak reports; nil unless NewFakeT made the fake.
+	origins map[int]origin
+	faults  []fault
 
 	scratch, scratch2 []span // resolve buffers reused by copies
 
@@ -103,17 +106,21 @@ type TB interface {
 	Logf(format string, args ...any)
 }
 
-// NewFakeT returns NewFake(opts...) and registers a cleanup that fails t,
-// listing every allocation still live, when the test ends with something
-// still allocated. Options no GPU could have fail t at once. Cleanups run
+// NewFakeT returns a fake that is strict by default: WithMemcheck is on
+// (WithoutMemcheck turns it off), so an access past a buffer of an annotated
+// pool fails the call at once, naming the buffer; and a cleanup fails t,
+// listing what was never freed, when the test ends with something still
+// allocated. Options no GPU could have fail t at once. Cleanups run
 // last-registered first, so create the fake before whatever frees into it at
 // cleanup.
 func NewFakeT(t TB, opts ...Option) *Fake {
 	t.Helper()
+	opts = strict(opts)
 	if _, err := configure(opts); err != nil {
 		t.Fatalf("%v", err)
 	}
 	f := NewFake(opts...)
+	f.origins = make(map[int]origin)
 	t.Cleanup(func() {
 		if err := f.CheckLeaks(); err != nil {
 			t.Errorf("%v", err)

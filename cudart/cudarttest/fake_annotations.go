@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/internal/memregions"
 )
 
@@ -33,10 +34,11 @@ func (a *annotState) checkedAsOf(op func() *failure) func() *failure {
 }
 
 type heapInfo struct {
-	base cudart.DevicePtr
-	size uint64
-	name string
-	seq  int
+	base   cudart.DevicePtr
+	size   uint64
+	name   string
+	seq    int
+	origin origin // on a fake that checks leaks
 }
 
 // AnnotationsEnabled reports whether the fake was made WithMemcheck: then it
@@ -58,7 +60,11 @@ func (f *Fake) MemHeapRegister(base cudart.DevicePtr, size uint64, name string) 
 		f.annot.heaps = make(map[cudart.MemHeap]heapInfo)
 	}
 	h := cudart.MemHeap(id)
-	f.annot.heaps[h] = heapInfo{base: base, size: size, name: name, seq: f.seq}
+	info := heapInfo{base: base, size: size, name: name, seq: f.seq}
+	if f.origins != nil {
+		info.origin = callerOrigin()
+	}
+	f.annot.heaps[h] = info
 	return h, nil
 }
 
@@ -165,7 +171,7 @@ func (f *Fake) memcheck(a, n uint64, verb string) *failure {
 		reg = f.annot.asOf
 	}
 	if m := reg.Check(a, n); m != nil {
-		return fail(700, "memcheck: %s of %d bytes at %s: %v", verb, n, cudart.DevicePtr(a), m)
+		return fail(700, "memcheck: %s of %s at %s: %v", verb, bytesize.Exact(n), cudart.DevicePtr(a), m)
 	}
 	return nil
 }

@@ -37,39 +37,43 @@ func TestMemcheckCalls(t *testing.T) {
 		want string
 	}{
 		{"memset one past", func(f *cudarttest.Fake, b cudart.DevicePtr) error { return f.Memset(0, b+256, 0, 4097) },
-			`memset of 4097 bytes at 0x200000000100: byte 0x200000001100 in heap "arena" is in no registered buffer: it is byte 0 past the end of "weights" (4.0 KiB)`},
+			`memset of 4097 B at 0x200000000100: byte 0x200000001100 in heap "arena" is in no registered buffer: it is byte 0 past the end of "weights" (4.0 KiB)`},
 		{"copy in before", func(f *cudarttest.Fake, b cudart.DevicePtr) error {
 			return f.Memcpy(0, cudart.DeviceMem(b+255, 8), cudart.HostMem(host), cudart.HostToDevice)
-		}, `write of 8 bytes at 0x2000000000ff: byte 0x2000000000ff in heap "arena" is in no registered buffer: it is 1 byte(s) before the start of "weights" (4.0 KiB)`},
+		}, `write of 8 B at 0x2000000000ff: byte 0x2000000000ff in heap "arena" is in no registered buffer: it is 1 B before the start of "weights" (4.0 KiB)`},
 		{"copy out past", func(f *cudarttest.Fake, b cudart.DevicePtr) error {
 			return f.Memcpy(0, cudart.HostMem(host), cudart.DeviceMem(b+256+4096+16, 8), cudart.DeviceToHost)
-		}, `read of 8 bytes at 0x200000001110: byte 0x200000001110 in heap "arena" is in no registered buffer: it is byte 16 past the end of "weights" (4.0 KiB)`},
+		}, `read of 8 B at 0x200000001110: byte 0x200000001110 in heap "arena" is in no registered buffer: it is byte 16 past the end of "weights" (4.0 KiB)`},
 		{"async copy", func(f *cudarttest.Fake, b cudart.DevicePtr) error {
 			return f.MemcpyAsync(0, cudart.DeviceMem(b+256+4090, 8), cudart.HostMem(host), cudart.HostToDevice, 0)
-		}, `write of 8 bytes at 0x2000000010fa: byte 0x200000001100 in heap "arena" is in no registered buffer: it is byte 0 past the end of "weights"`},
+		}, `write of 8 B at 0x2000000010fa: byte 0x200000001100 in heap "arena" is in no registered buffer: it is byte 0 past the end of "weights"`},
 		{"device to device", func(f *cudarttest.Fake, b cudart.DevicePtr) error {
 			return f.Memcpy(0, cudart.DeviceMem(b+256, 8), cudart.DeviceMem(b+8192, 8), cudart.DeviceToDevice)
-		}, `read of 8 bytes at 0x200000002000`},
+		}, `read of 8 B at 0x200000002000`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := cudarttest.NewFakeT(t, cudarttest.WithMemcheck())
+			f := cudarttest.NewFakeT(t)
 			base, _ := arenaWithBuffer(t, f)
 			err := tc.call(f, base)
 			require.ErrorIs(t, err, cudart.ErrIllegalAddress)
 			assert.ErrorContains(t, err, tc.want)
 			assert.NoError(t, f.DeviceSynchronize(0), "a refused call leaves the device working")
 
-			plain := cudarttest.NewFakeT(t)
+			plain := cudarttest.NewFake()
 			base, _ = arenaWithBuffer(t, plain)
-			assert.NoError(t, tc.call(plain, base), "without WithMemcheck the fake does not enforce annotations")
+			assert.NoError(t, tc.call(plain, base), "NewFake does not enforce annotations unless WithMemcheck")
+			optedOut := cudarttest.NewFakeT(t, cudarttest.WithoutMemcheck())
+			base, _ = arenaWithBuffer(t, optedOut)
+			assert.NoError(t, tc.call(optedOut, base), "NewFakeT(WithoutMemcheck) does not enforce annotations")
+			assert.NoError(t, optedOut.DeviceSynchronize(0))
 			assert.NoError(t, plain.DeviceSynchronize(0))
 		})
 	}
 }
 
 func TestMemcheckInsideAndOutsideHeaps(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithMemcheck())
+	f := cudarttest.NewFakeT(t)
 	base, h := arenaWithBuffer(t, f)
 	assert.NoError(t, f.Memset(0, base+256, 1, 4096), "the whole region")
 	other, err := f.Malloc(0, 256)
@@ -87,7 +91,7 @@ func TestMemcheckInsideAndOutsideHeaps(t *testing.T) {
 // TestMemcheckKernel: a kernel's access outside every region faults the
 // device, as an illegal access on a GPU does, with the buffer named.
 func TestMemcheckKernel(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithMemcheck())
+	f := cudarttest.NewFakeT(t)
 	base, err := f.Malloc(0, 64<<10)
 	require.NoError(t, err)
 	h, err := f.MemHeapRegister(base, 64<<10, "arena")
@@ -105,14 +109,14 @@ func TestMemcheckKernel(t *testing.T) {
 	require.NoError(t, launch(f, k, base+256, 4097))
 	err = f.DeviceSynchronize(0)
 	require.ErrorIs(t, err, cudart.ErrIllegalAddress)
-	assert.ErrorContains(t, err, `kernel probe writes 4097 bytes at 0x200000000100: memcheck: write of 4097 bytes at 0x200000000100: byte 0x200000001100 in heap "arena" is in no registered buffer: it is byte 0 past the end of "weights" (4.0 KiB)`)
+	assert.ErrorContains(t, err, `kernel probe writes 4097 bytes at 0x200000000100: memcheck: write of 4097 B at 0x200000000100: byte 0x200000001100 in heap "arena" is in no registered buffer: it is byte 0 past the end of "weights" (4.0 KiB)`)
 	require.NoError(t, f.DeviceReset(0), "the reset frees the arena")
 }
 
 // TestMemcheckHost: a host heap is checked by host address, through the
 // device address that maps it too.
 func TestMemcheckHost(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithMemcheck())
+	f := cudarttest.NewFakeT(t)
 	b, err := f.HostAlloc(0, 8192, cudart.HostAllocMapped)
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, f.FreeHost(b)) }()

@@ -149,7 +149,7 @@ func (f *Fake) StreamEndCapture(device int, s cudart.Stream) (cudart.Graph, erro
 		f.graph.graphs = make(map[cudart.Graph]*recorded)
 	}
 	g := cudart.Graph(f.graph.handle())
-	f.graph.graphs[g] = &recorded{ownedBy: ownedBy{device, f.seq}, work: cp.work}
+	f.graph.graphs[g] = &recorded{ownedBy: ownedBy{device, f.birth()}, work: cp.work}
 	return g, nil
 }
 
@@ -170,7 +170,7 @@ func (f *Fake) GraphInstantiate(device int, g cudart.Graph) (cudart.GraphExec, e
 		f.graph.execs = make(map[cudart.GraphExec]*recorded)
 	}
 	e := cudart.GraphExec(f.graph.handle())
-	f.graph.execs[e] = &recorded{ownedBy: ownedBy{device, f.seq}, work: append([]step(nil), gr.work...)}
+	f.graph.execs[e] = &recorded{ownedBy: ownedBy{device, f.birth()}, work: append([]step(nil), gr.work...)}
 	return e, nil
 }
 

@@ -55,7 +55,7 @@ func (f *Fake) Memset(device int, p cudart.DevicePtr, value byte, n uint64) erro
 		x = f.enqueue(device, legacyStream, calls.Memset, func() *failure { return f.memset(device, p, value, n, true) })
 	}
 	if x != nil {
-		return x.err(calls.Memset, "(%s, 0x%02x, %s)", p, value, bytesize.Format(n))
+		return x.err(calls.Memset, "(%s, 0x%02x, %s)", p, value, bytesize.Exact(n))
 	}
 	return nil
 }
@@ -80,7 +80,7 @@ func (f *Fake) memset(device int, p cudart.DevicePtr, value byte, n uint64, perf
 // the caller.
 func (f *Fake) memcpy(device int, dst, src cudart.Mem, kind cudart.MemcpyKind, perform bool) *failure {
 	if dst.Len() != src.Len() {
-		return invalid("destination is %s, source %s: lengths must match", bytesize.Format(dst.Len()), bytesize.Format(src.Len()))
+		return invalid("destination is %s, source %s: lengths must match", bytesize.Exact(dst.Len()), bytesize.Exact(src.Len()))
 	}
 	if x := checkKind(dst, src, kind); x != nil {
 		return x

@@ -42,7 +42,7 @@ func (f *Fake) EventCreate(device int) (cudart.Event, error) {
 		f.evs.next = 0x7_0000
 	}
 	f.evs.next += 0x10
-	f.evs.live[f.evs.next] = &event{ownedBy: ownedBy{device, f.seq}}
+	f.evs.live[f.evs.next] = &event{ownedBy: ownedBy{device, f.birth()}}
 	return f.evs.next, nil
 }
 

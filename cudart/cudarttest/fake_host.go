@@ -87,7 +87,7 @@ func (f *Fake) hostAlloc(c calls.Call, device int, size uint64, flags cudart.Hos
 	if err != nil {
 		return nil, fail(2, "mmap of %s: %v", bytesize.Format(size), err)
 	}
-	h := &hostRange{start: addrOf(m), b: m[:size:size], mapping: m, allocFlags: flags, device: device, seq: f.seq, call: c}
+	h := &hostRange{start: addrOf(m), b: m[:size:size], mapping: m, allocFlags: flags, device: device, seq: f.birth(), call: c}
 	if flags&cudart.HostAllocMapped != 0 {
 		f.mapIntoDevice(h, device)
 	}

@@ -82,7 +82,7 @@ func (f *Fake) ModuleLoadData(device int, src string) (cudart.Module, error) {
 		f.kern.modules = make(map[cudart.Module]*fakeModule)
 	}
 	m := cudart.Module(f.kern.handle())
-	f.kern.modules[m] = &fakeModule{ownedBy: ownedBy{device, f.seq}, info: info}
+	f.kern.modules[m] = &fakeModule{ownedBy: ownedBy{device, f.birth()}, info: info}
 	return m, nil
 }
 

@@ -130,7 +130,7 @@ func (f *Fake) newRegion(c calls.Call, k kind, device int, size uint64) (cudart.
 		size:   size,
 		kind:   k,
 		device: device,
-		seq:    f.seq,
+		seq:    f.birth(),
 		call:   c,
 		charge: charge,
 	}

@@ -123,7 +123,20 @@ func WithPeerAccess(a, b int) Option {
 // a stream (a kernel, a device-to-device copy) faults the device, as a
 // kernel's illegal access does, and a later synchronisation reports it.
 // Memory outside every heap is checked as without the option.
+//
+// NewFakeT and Open turn it on; NewFake leaves it off unless asked.
 func WithMemcheck() Option { return set(func(c *config) { c.memcheck = true }) }
+
+// WithoutMemcheck turns off the memcheck that NewFakeT and Open turn on, for
+// a test that accesses an annotated heap outside its regions on purpose, or
+// that counts the annotation calls a tool would see. The leak check stays.
+func WithoutMemcheck() Option { return set(func(c *config) { c.memcheck = false }) }
+
+// strict puts the memcheck in front of opts: a test's own options, applied
+// after it, may turn it off.
+func strict(opts []Option) []Option {
+	return append([]Option{WithMemcheck()}, opts...)
+}
 
 // validate refuses what options name together that no GPU could have: peer
 // access for a device the fake lacks.

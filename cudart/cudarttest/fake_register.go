@@ -44,7 +44,7 @@ func (f *Fake) hostRegister(device int, b []byte, flags cudart.HostRegisterFlags
 	if x := f.pin(uint64(len(b))); x != nil {
 		return x
 	}
-	h := &hostRange{start: a, b: b, registered: true, regFlags: flags, device: device, seq: f.seq, call: calls.HostRegister}
+	h := &hostRange{start: a, b: b, registered: true, regFlags: flags, device: device, seq: f.birth(), call: calls.HostRegister}
 	if flags&cudart.HostRegisterMapped != 0 {
 		f.mapIntoDevice(h, device)
 	}

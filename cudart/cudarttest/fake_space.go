@@ -139,7 +139,7 @@ func (f *Fake) resolve(buf []span, p cudart.DevicePtr, n uint64, device int) ([]
 	}
 	if r.kind != kindReservation {
 		if n > r.end()-a {
-			return buf, invalid("range [%s, +%s) runs %s past the end of %s", p, bytesize.Format(n), bytesize.Format(n-(r.end()-a)), r.describe())
+			return buf, invalid("range [%s, +%s) runs %s past the end of %s", p, bytesize.Exact(n), bytesize.Exact(n-(r.end()-a)), r.describe())
 		}
 		return append(buf, span{b: r.mem, off: a - r.base, n: n}), nil
 	}
@@ -155,7 +155,7 @@ func (f *Fake) resolve(buf []span, p cudart.DevicePtr, n uint64, device int) ([]
 		}
 		next := f.containing(cur)
 		if next == nil || next.kind != kindReservation {
-			return buf, invalid("range [%s, +%s) runs %s past the end of %s", p, bytesize.Format(n), bytesize.Format(left), r.describe())
+			return buf, invalid("range [%s, +%s) runs %s past the end of %s", p, bytesize.Exact(n), bytesize.Exact(left), r.describe())
 		}
 		r = next
 	}
@@ -165,12 +165,12 @@ func (f *Fake) resolve(buf []span, p cudart.DevicePtr, n uint64, device int) ([]
 func (f *Fake) stray(a, n uint64) *failure {
 	p := cudart.DevicePtr(a)
 	if _, ok := f.freed[a]; ok {
-		return invalid("range [%s, +%s) starts at memory that was freed", p, bytesize.Format(n))
+		return invalid("range [%s, +%s) starts at memory that was freed", p, bytesize.Exact(n))
 	}
 	i := sort.Search(len(f.regions), func(i int) bool { return f.regions[i].base > a })
 	if i > 0 && a >= f.regions[i-1].end() && a-f.regions[i-1].end() < guardGap {
 		prev := f.regions[i-1]
-		return invalid("range [%s, +%s) starts %s past the end of %s", p, bytesize.Format(n), bytesize.Format(a-prev.end()), prev.describe())
+		return invalid("range [%s, +%s) starts %s past the end of %s", p, bytesize.Exact(n), bytesize.Exact(a-prev.end()), prev.describe())
 	}
-	return invalid("range [%s, +%s) is in no live device allocation", p, bytesize.Format(n))
+	return invalid("range [%s, +%s) is in no live device allocation", p, bytesize.Exact(n))
 }

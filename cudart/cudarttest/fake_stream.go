@@ -31,7 +31,7 @@ func (f *Fake) StreamCreate(device int) (cudart.Stream, error) {
 	}
 	s := f.nextStream
 	f.nextStream += streamStride
-	f.streams[s] = streamInfo{device: device, seq: f.seq}
+	f.streams[s] = streamInfo{device: device, seq: f.birth()}
 	return s, nil
 }
 

@@ -1,6 +1,7 @@
 package cudarttest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -101,13 +102,19 @@ func (f *Fake) Live() Usage {
 // CheckLeaks returns nil when nothing is allocated, and otherwise an error
 // wrapping ErrLeaked that lists every live allocation, stream and handle:
 // its kind, address, size and the call that made it, in the order they were
-// made.
+// made. Memory under a registered memory heap is listed under the heap's
+// name, since the heap says whose it is: a pool's arena, say, when the pool
+// was never closed. On a fake from NewFakeT each entry also says where it
+// was made: the function of this module that made it (pool.New) and the
+// first frame outside the module's library that called it.
 func (f *Fake) CheckLeaks() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	type leak struct {
-		seq  int
-		text string
+		seq    int
+		text   string
+		origin string
+		lo, hi uint64 // the memory it holds; empty for handles
 	}
 	var leaks []leak
 	for _, r := range f.regions {
@@ -116,33 +123,54 @@ func (f *Fake) CheckLeaks() error {
 			continue
 		case kindReservation:
 			for _, m := range r.maps {
-				leaks = append(leaks, leak{m.seq, m.describe()})
+				leaks = append(leaks, leak{seq: m.seq, text: m.describe()})
 			}
 		}
-		leaks = append(leaks, leak{r.seq, r.describe()})
+		leaks = append(leaks, leak{seq: r.seq, text: r.describe(), lo: r.base, hi: r.end()})
 	}
 	for _, h := range f.hosts {
-		leaks = append(leaks, leak{h.seq, h.describe()})
+		leaks = append(leaks, leak{seq: h.seq, text: h.describe(), lo: uint64(h.start), hi: uint64(h.end())})
 	}
 	for _, p := range f.phys {
-		leaks = append(leaks, leak{p.seq, p.describe()})
+		leaks = append(leaks, leak{seq: p.seq, text: p.describe()})
 	}
 	for s, info := range f.streams {
-		leaks = append(leaks, leak{info.seq, fmt.Sprintf("stream 0x%x on device %d from cudaStreamCreate (call #%d)", uintptr(s), info.device, info.seq)})
+		leaks = append(leaks, leak{seq: info.seq, text: fmt.Sprintf("stream 0x%x on device %d from cudaStreamCreate (call #%d)", uintptr(s), info.device, info.seq)})
 	}
-	f.handleLeaks(func(seq int, text string) { leaks = append(leaks, leak{seq, text}) })
+	f.handleLeaks(func(seq int, text string) { leaks = append(leaks, leak{seq: seq, text: text}) })
+	for i := range leaks {
+		leaks[i].origin = f.origins[leaks[i].seq].String()
+	}
 	for _, h := range f.annot.heaps {
-		leaks = append(leaks, leak{h.seq, fmt.Sprintf("memory heap %q at %s (%s) from nvtxMemHeapRegister (after call #%d)", h.name, h.base, bytesize.Format(h.size), h.seq)})
+		base := uint64(h.base)
+		var under []string
+		leaks = slices.DeleteFunc(leaks, func(l leak) bool {
+			if l.lo <= base && base < l.hi {
+				if l.origin != h.origin.String() {
+					l.text += l.origin
+				}
+				under = append(under, l.text)
+				return true
+			}
+			return false
+		})
+		text := fmt.Sprintf("memory heap %q at %s (%s) from nvtxMemHeapRegister (after call #%d)%s", h.name, h.base, bytesize.Format(h.size), h.seq, h.origin)
+		if len(under) > 0 {
+			text = fmt.Sprintf("%q was never closed (a memory heap of %s at %s%s); its memory: %s",
+				h.name, bytesize.Format(h.size), h.base, h.origin, strings.Join(under, "; "))
+		}
+		leaks = append(leaks, leak{seq: h.seq, text: text})
 	}
 	if len(leaks) == 0 {
 		return nil
 	}
-	slices.SortFunc(leaks, func(a, b leak) int { return a.seq - b.seq })
+	// A pool registers its heaps after the same call: the names order them.
+	slices.SortFunc(leaks, func(a, b leak) int { return cmp.Or(a.seq-b.seq, strings.Compare(a.text, b.text)) })
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%d still live:", len(leaks))
 	for _, l := range leaks {
 		sb.WriteString("\n\t")
-		sb.WriteString(l.text)
+		sb.WriteString(l.text + l.origin)
 	}
 	return fmt.Errorf("%w: %s", ErrLeaked, sb.String())
 }

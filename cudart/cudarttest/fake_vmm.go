@@ -83,7 +83,7 @@ func (f *Fake) memCreate(device int, size uint64) (cudart.PhysHandle, *failure) 
 	if x := f.charge(device, size); x != nil {
 		return 0, x
 	}
-	p := &physical{h: f.nextHandle, device: device, size: size, mem: sparse{size: size}, seq: f.seq}
+	p := &physical{h: f.nextHandle, device: device, size: size, mem: sparse{size: size}, seq: f.birth()}
 	f.nextHandle++
 	f.phys[p.h] = p
 	return p.h, nil
@@ -137,7 +137,7 @@ func (f *Fake) reserve(size, alignment, hint uint64) (cudart.DevicePtr, *failure
 		return 0, invalid("alignment %d is not a power of two", alignment)
 	}
 	alignment = max(alignment, f.opts.granularity)
-	r := &region{size: size, kind: kindReservation, seq: f.seq, call: calls.CuMemAddressReserve}
+	r := &region{size: size, kind: kindReservation, seq: f.birth(), call: calls.CuMemAddressReserve}
 	if hint >= spaceBase && align.Is(hint, alignment) && hint+size > hint && !f.overlaps(hint, size) {
 		r.base = hint
 		f.next = max(f.next, hint+size+guardGap)
@@ -217,7 +217,7 @@ func (f *Fake) memMap(a, size, offset uint64, h cudart.PhysHandle) *failure {
 	if i < len(r.maps) && r.maps[i].va < a+size {
 		return invalid("range overlaps %s", r.maps[i].describe())
 	}
-	m := &mapping{va: a, size: size, phys: p, off: offset, seq: f.seq}
+	m := &mapping{va: a, size: size, phys: p, off: offset, seq: f.birth()}
 	r.maps = slices.Insert(r.maps, i, m)
 	p.maps++
 	return nil

@@ -93,7 +93,8 @@ func summary(err error) string {
 }
 
 // Open returns the runtime a test should use, as $CUDAPOOL_RUNTIME says
-// (see OpenMode; opts apply to the fake), logs which, and registers a
+// (see OpenMode; opts apply to the fake, which is NewFakeT's: memcheck on
+// unless WithoutMemcheck), logs which, and registers a
 // cleanup that closes it and fails t if memory was not given back: on the
 // fake, any allocation still live (NewFakeT's report); on CUDA, free device
 // memory more than a tolerance below its value at Open. The tolerance is

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/dustin/go-humanize"
 )
 
 // Geometry of the chart, in SVG user units (pixels).
@@ -41,7 +41,7 @@ type panel struct {
 // horizontal bar charts in one SVG document.
 func chart(results []result, c config) []byte {
 	bw := panel{
-		title:  fmt.Sprintf("Copy bandwidth, %s per copy (higher is better)", bytesize.Format(c.size)),
+		title:  fmt.Sprintf("Copy bandwidth, %s per copy (higher is better)", humanize.IBytes(c.size)),
 		unit:   "GB/s",
 		series: []series{{"host to device", "#1f77b4"}, {"device to host", "#ff7f0e"}},
 	}
@@ -53,7 +53,7 @@ func chart(results []result, c config) []byte {
 	}
 	div, unit := timeUnit(longest)
 	pin := panel{
-		title:  fmt.Sprintf("Time to pin and to free %s (lower is better)", bytesize.Format(c.pinSize)),
+		title:  fmt.Sprintf("Time to pin and to free %s (lower is better)", humanize.IBytes(c.pinSize)),
 		unit:   unit,
 		series: []series{{"pin", "#2ca02c"}, {"free", "#d62728"}},
 	}

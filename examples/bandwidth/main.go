@@ -24,7 +24,6 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/cudapool/cudapool/cudart/cudarttest"
-	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 func main() {
@@ -41,11 +40,16 @@ type config struct {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	c, err := parse(args, stderr)
-	if err != nil {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	case err != nil:
 		fmt.Fprintf(stderr, "bandwidth: %v\n", err)
 		return 2
 	}
-	if err := measureAll(c, stdout); err != nil {
+	if err := measureAll(c, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "bandwidth: %v\n", err)
 		return 1
 	}
@@ -55,6 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func parse(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bandwidth", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
 	c := config{size: 1 << 30, pinSize: 4 << 30}
 	fs.StringVar(&c.runtime, "runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
 	fs.Func("size", "bytes per copy, e.g. 1GiB, 8MiB (default 1GiB)", bytesFlag(&c.size))
@@ -62,7 +67,10 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.reps, "reps", 5, "repetitions of each measurement; the median is reported")
 	fs.StringVar(&c.svg, "svg", "", "also write the figures as an SVG bar chart to this file")
 	if err := fs.Parse(args); err != nil {
-		return c, errors.New("bad command line")
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, errUsage
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -72,6 +80,9 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	}
 	return c, nil
 }
+
+// errUsage is a command line the flag package has already complained of.
+var errUsage = errors.New("bad command line")
 
 // bytesFlag parses a human size of at least one byte into dst.
 func bytesFlag(dst *uint64) func(string) error {
@@ -88,26 +99,35 @@ func bytesFlag(dst *uint64) func(string) error {
 	}
 }
 
-func measureAll(c config, stdout io.Writer) (err error) {
+// measureAll measures every source, reporting each phase on progress as it
+// starts, since a run takes a minute.
+func measureAll(c config, stdout, progress io.Writer) (err error) {
 	rt, err := cudarttest.OpenMode(c.runtime)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	fmt.Fprintf(stdout, "runtime: %s\ncopies of %s and pinning of %s, median of %d\n\n",
-		rt.Description, bytesize.Format(c.size), bytesize.Format(c.pinSize), c.reps)
+	note := ""
+	if !rt.CUDA {
+		note = " (fake runtime: not a GPU timing)"
+	}
+	fmt.Fprintf(stdout, "runtime: %s\ncopies of %s and pinning of %s, median of %d%s\n\n",
+		rt.Description, humanize.IBytes(c.size), humanize.IBytes(c.pinSize), c.reps, note)
 
 	// The device buffer is taken first, which also creates the CUDA
 	// context, so that no timed call pays for it.
 	dev, err := rt.Malloc(0, c.size)
 	if err != nil {
-		return fmt.Errorf("device buffer of %s: %w", bytesize.Format(c.size), err)
+		return fmt.Errorf("device buffer of %s: %w", humanize.IBytes(c.size), err)
 	}
 	defer func() { err = errors.Join(err, rt.Free(0, dev)) }()
 
 	var results []result
-	for _, s := range sources {
-		r, err := measure(rt, s, dev, c.size, c.pinSize, c.reps)
+	for i, s := range sources {
+		phase := func(what string) {
+			fmt.Fprintf(progress, "bandwidth: [%d/%d] %s: %s\n", i+1, len(sources), s.name, what)
+		}
+		r, err := measure(rt, s, dev, c, phase)
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
@@ -127,7 +147,7 @@ func measureAll(c config, stdout io.Writer) (err error) {
 
 func printTable(w io.Writer, results []result, pinSize uint64) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "host memory\tpinned by\tpin %s\tfree\tH2D GB/s\tD2H GB/s\n", bytesize.Format(pinSize))
+	fmt.Fprintf(tw, "host memory\tpinned by\tpin %s\tfree\tH2D GB/s\tD2H GB/s\n", humanize.IBytes(pinSize))
 	for _, r := range results {
 		pin, free := "-", "-"
 		if r.pinned {
@@ -141,7 +161,7 @@ func printTable(w io.Writer, results []result, pinSize uint64) error {
 	base, reg := results[baseline], results[featured]
 	fmt.Fprintf(w, "\n%s against %s: H2D %.1f%%, D2H %.1f%% of its bandwidth; pins %s in %s against %s, frees in %s against %s\n",
 		reg.name, base.name, percent(reg.h2d, base.h2d), percent(reg.d2h, base.d2h),
-		bytesize.Format(pinSize), duration(reg.pin), duration(base.pin), duration(reg.free), duration(base.free))
+		humanize.IBytes(pinSize), duration(reg.pin), duration(base.pin), duration(reg.free), duration(base.free))
 	return nil
 }
 
@@ -163,3 +183,11 @@ func duration(d time.Duration) string {
 	}
 	return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
 }
+
+// about is what -h prints before the flags.
+const about = `bandwidth measures why pinned memory matters and what it costs, on one
+device in one run: host-to-device and device-to-host copy bandwidth from
+ordinary Go memory, from cudaMallocHost memory and from each of the pinned
+package's methods, and the time each takes to pin and to free -pin-size
+bytes; each figure is the median of -reps. Progress goes to standard error.
+Timings on the fake runtime are not GPU timings.`

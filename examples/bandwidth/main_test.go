@@ -21,6 +21,8 @@ func TestBandwidthOnTheFake(t *testing.T) {
 	code := run([]string{"-runtime=fake", "-size", "8MiB", "-pin-size", "16MiB", "-reps", "2", "-svg", svg}, &out, &errOut)
 	require.Equal(t, 0, code, errOut.String())
 	text := out.String()
+	assert.Contains(t, text, "median of 2 (fake runtime: not a GPU timing)")
+	assert.Contains(t, errOut.String(), "bandwidth: [5/5] pinned HostAlloc (cudaHostAlloc): copy 8.0 MiB each way, 2 times\n", "progress on stderr")
 	for _, s := range sources {
 		assert.Contains(t, text, s.name)
 	}
@@ -110,4 +112,12 @@ func TestFillIsCheckedByFilled(t *testing.T) {
 	fill(shifted)
 	copy(shifted, shifted[4096:])
 	require.False(t, filled(shifted), "a copy off by a page must not pass")
+}
+
+// -h says what the program does, then lists the flags, and is no error.
+func TestHelp(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
+	assert.True(t, strings.HasPrefix(errOut.String(), about+"\n\nFlags:\n"), "%s", errOut.String())
+	assert.Contains(t, errOut.String(), "-runtime")
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/cudapool/cudapool/cudart"
 )
 
@@ -22,13 +24,16 @@ type result struct {
 // so that first-call costs inside CUDA are not counted.
 const warmup = 2 << 20
 
-// measure times pinning and freeing pinSize bytes, reps times, then copies
-// of size bytes between the source's memory and dev, reps times each way.
-func measure(rt cudart.Full, s source, dev cudart.DevicePtr, size, pinSize uint64, reps int) (result, error) {
+// measure times pinning and freeing c.pinSize bytes, c.reps times, then
+// copies of c.size bytes between the source's memory and dev, c.reps times
+// each way, calling phase as each part starts.
+func measure(rt cudart.Full, s source, dev cudart.DevicePtr, c config, phase func(string)) (result, error) {
 	res := result{source: s}
+	size, reps := c.size, c.reps
 	if s.pinned {
+		phase(fmt.Sprintf("pin and free %s, %d times", humanize.IBytes(c.pinSize), reps))
 		var err error
-		if res.pin, res.free, err = timePin(rt, s, pinSize, reps); err != nil {
+		if res.pin, res.free, err = timePin(rt, s, c.pinSize, reps); err != nil {
 			return res, fmt.Errorf("pinning: %w", err)
 		}
 	}
@@ -37,6 +42,7 @@ func measure(rt cudart.Full, s source, dev cudart.DevicePtr, size, pinSize uint6
 		return res, err
 	}
 	res.via = m.via
+	phase(fmt.Sprintf("copy %s each way, %d times", humanize.IBytes(size), reps))
 	res.h2d, res.d2h, err = timeCopies(rt, m.b, dev, reps)
 	return res, errors.Join(err, m.free())
 }

@@ -20,10 +20,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
-	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -34,10 +35,14 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
 	which := fs.String("runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
 	n := fs.Int("n", 10000, "buffers per round")
 	reps := fs.Int("reps", 5, "rounds per method; the median is reported")
-	if err := fs.Parse(args); err != nil {
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
 		return 2
 	}
 	if *n <= 0 || *reps <= 0 {
@@ -55,8 +60,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for _, s := range sizes {
 		sum += s
 	}
-	fmt.Fprintf(stdout, "runtime: %s\n%d buffers, 256 B to 64 KiB, %s in all; median of %d rounds\n\n",
-		rt.Description, len(sizes), bytesize.Format(sum), *reps)
+	note := ""
+	if !rt.CUDA {
+		note = " (fake runtime: not a GPU timing)"
+	}
+	fmt.Fprintf(stdout, "runtime: %s\n%d buffers, 256 B to 64 KiB, %s in all; median of %d rounds%s\n\n",
+		rt.Description, len(sizes), humanize.IBytes(sum), *reps, note)
 
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "method\tper buffer\tround\tdevice bytes reserved\t")
@@ -72,7 +81,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if per < time.Microsecond {
 			perStr = fmt.Sprintf("%.1fns", float64(r.median.Nanoseconds())/float64(len(sizes)))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", m.name, perStr, r.median.Round(time.Microsecond), bytesize.Format(r.reserved))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", m.name, perStr, r.median.Round(time.Microsecond), humanize.IBytes(r.reserved))
 	}
 	_ = tw.Flush()
 	return 0
@@ -257,3 +266,9 @@ func freeAllAsync(rt cudart.Full, ptrs []cudart.DevicePtr) error {
 	errs = append(errs, rt.DeviceSynchronize(0))
 	return errors.Join(errs...)
 }
+
+// about is what -h prints before the flags.
+const about = `bench compares the cost per buffer of placing -n buffers (256 B to 64 KiB)
+with a cudapool pool against cudaMalloc and cudaMallocAsync (cold and warm),
+on one device in one run, and the device bytes each reserved; each figure is
+the median of -reps rounds. Timings on the fake runtime are not GPU timings.`

@@ -11,6 +11,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -31,10 +32,14 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("callcost", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
 	which := fs.String("runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
 	rounds := fs.Int("rounds", 10, "timed rounds per call; the median, fastest and slowest are reported")
 	calls := fs.Int("calls", 10000, "calls per round")
-	if err := fs.Parse(args); err != nil {
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
 		return 2
 	}
 	if *rounds < 1 || *calls < 1 {
@@ -49,7 +54,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer full.Close()
 	var rt cudart.Runtime = full
 	fmt.Fprintf(stdout, "runtime: %s\nbuild: %s\n", full.Description, buildMode())
-	if err := measure(stdout, rt, *rounds, *calls); err != nil {
+	if !full.CUDA {
+		fmt.Fprintln(stdout, "ns per call on the fake runtime (fake runtime: not a GPU timing)")
+	}
+	if err := measure(stdout, stderr, rt, *rounds, *calls); err != nil {
 		fmt.Fprintf(stderr, "callcost: %v\n", err)
 		return 1
 	}
@@ -80,7 +88,7 @@ func buildMode() string {
 }
 
 // measure times each call and prints one line per call.
-func measure(w io.Writer, rt cudart.Runtime, rounds, calls int) error {
+func measure(w, progress io.Writer, rt cudart.Runtime, rounds, calls int) error {
 	src, err := rt.Malloc(0, 256)
 	if err != nil {
 		return err
@@ -103,6 +111,7 @@ func measure(w io.Writer, rt cudart.Runtime, rounds, calls int) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "call\tcalls\tmedian ns/call\tmin\tmax\t\n")
 	for _, op := range ops {
+		fmt.Fprintf(progress, "callcost: timing %s, %d rounds of %d calls\n", op.name, rounds, calls)
 		ns, err := timeRounds(rt, op.call, rounds, calls)
 		if err != nil {
 			return fmt.Errorf("%s: %w", op.name, err)
@@ -144,3 +153,10 @@ func median(sorted []float64) float64 {
 	}
 	return (sorted[n/2-1] + sorted[n/2]) / 2
 }
+
+// about is what -h prints before the flags.
+const about = `callcost times what one CUDA call costs through the binding: cudaMemGetInfo
+and a 4-byte device-to-device cudaMemcpy, -calls times in each of -rounds
+rounds, printing the median, fastest and slowest round in ns per call and
+how the binary was built, so that two builds can be compared on one GPU.
+Timings on the fake runtime are not GPU timings.`

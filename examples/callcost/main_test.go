@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +13,8 @@ func TestCallCostOnTheFake(t *testing.T) {
 	var out, errOut bytes.Buffer
 	code := run([]string{"-runtime=fake", "-rounds", "3", "-calls", "100"}, &out, &errOut)
 	require.Equal(t, 0, code, errOut.String())
+	assert.Contains(t, out.String(), "(fake runtime: not a GPU timing)")
+	assert.Contains(t, errOut.String(), "callcost: timing cudaMemGetInfo(0), 3 rounds of 100 calls\n", "progress on stderr")
 	for _, want := range []string{"runtime: fake", "build: ", "CGO_ENABLED=", "median ns/call", "cudaMemGetInfo(0)", "cudaMemcpy 4 B D2D", " 300 "} {
 		assert.Contains(t, out.String(), want)
 	}
@@ -26,4 +29,12 @@ func TestCallCostRefusesBadCounts(t *testing.T) {
 func TestMedian(t *testing.T) {
 	assert.Equal(t, 2.0, median([]float64{1, 2, 9}))
 	assert.Equal(t, 2.5, median([]float64{1, 2, 3, 9}))
+}
+
+// -h says what the program does, then lists the flags, and is no error.
+func TestHelp(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
+	assert.True(t, strings.HasPrefix(errOut.String(), about+"\n\nFlags:\n"), "%s", errOut.String())
+	assert.Contains(t, errOut.String(), "-runtime")
 }

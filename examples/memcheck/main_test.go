@@ -93,11 +93,12 @@ func TestUsageErrors(t *testing.T) {
 }
 
 // Without a fault every run gives back all it took: NewFakeT fails the test
-// on a leak.
+// on a leak. Its memcheck is off: the bugs are deliberate, and a fault would
+// stop the run before it frees.
 func TestRunsLeakNothing(t *testing.T) {
 	for _, b := range bugs {
 		for _, d := range []string{"guards", "none"} {
-			_, err := try(cudarttest.NewFakeT(t), b, d)
+			_, err := try(cudarttest.NewFakeT(t, cudarttest.WithoutMemcheck()), b, d)
 			require.NoError(t, err, "%s %s", b.name, d)
 		}
 	}
@@ -131,7 +132,15 @@ func TestReadOfBytesReusedAtOnceIsMissed(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, r.missed())
 	assert.Contains(t, r.how, "read the data written (0x5a)")
-	r, err = try(cudarttest.NewFakeT(t, cudarttest.WithMemcheck()), reused, "memcheck")
+	r, err = try(cudarttest.NewFakeT(t), reused, "memcheck")
 	require.NoError(t, err)
 	assert.True(t, r.missed())
+}
+
+// -h says what the program does, then lists the flags, and is no error.
+func TestHelp(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
+	assert.True(t, strings.HasPrefix(errOut.String(), about+"\n\nFlags:\n"), "%s", errOut.String())
+	assert.Contains(t, errOut.String(), "-runtime")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +13,8 @@ func TestPipelineOnTheFake(t *testing.T) {
 	var out, errOut bytes.Buffer
 	require.Equal(t, 0, run([]string{"-runtime=fake", "-n", "10000", "-replays", "3"}, &out, &errOut), errOut.String())
 	s := out.String()
+	assert.Contains(t, s, "(5 rounds of 3 launches) (fake runtime: not a GPU timing)")
+	assert.Contains(t, errOut.String(), "pipeline: timing replays: round 5 of 5, 3 launches\n", "progress on stderr")
 	assert.Contains(t, s, "run 1: graph launched; output matches the CPU")
 	assert.Contains(t, s, "every buffer at the same address")
 	assert.Contains(t, s, "run 2: graph replayed on new input; output matches the CPU")
@@ -32,4 +35,12 @@ func TestReferenceIsTheChain(t *testing.T) {
 	assert.Equal(t, float32(2.75), got[0])
 	// x1 = -3, x2 = -4.5, x3 = -6.5, x4 = 10, x5 = 9.5 for x0 = -2.
 	assert.Equal(t, float32(9.5), got[1])
+}
+
+// -h says what the program does, then lists the flags, and is no error.
+func TestHelp(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
+	assert.True(t, strings.HasPrefix(errOut.String(), about+"\n\nFlags:\n"), "%s", errOut.String())
+	assert.Contains(t, errOut.String(), "-runtime")
 }

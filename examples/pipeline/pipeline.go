@@ -10,8 +10,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/pinned"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -21,9 +22,22 @@ const dev = 0
 // blockSize is the threads of one block of every launch.
 const blockSize = 256
 
+// report is where pipeline writes: its results to w, a line a phase to
+// progress as the phase starts, and note after every timing.
+type report struct {
+	w, progress io.Writer
+	note        string
+}
+
+func (r report) phase(format string, args ...any) {
+	fmt.Fprintf(r.progress, "pipeline: "+format+"\n", args...)
+}
+
 // pipeline plans the chain, captures it as a graph, runs it, plans it again
 // after ReleaseAll, replays the same graph, and checks both results.
-func pipeline(rt cudart.Full, n uint32, replays int, w io.Writer) (err error) {
+func pipeline(rt cudart.Full, n uint32, replays int, r report) (err error) {
+	w := r.w
+	r.phase("planning the chain's buffers, %d floats each", n)
 	registerKernels(rt)
 	s, err := rt.StreamCreate(dev)
 	if err != nil {
@@ -48,17 +62,18 @@ func pipeline(rt cudart.Full, n uint32, replays int, w io.Writer) (err error) {
 		return err
 	}
 	st := p.Stats().Device
-	fmt.Fprintf(w, "chain of %d kernels over %d floats (%s a buffer):\n", len(chain), n, bytesize.Format(size))
+	fmt.Fprintf(w, "chain of %d kernels over %d floats (%s a buffer):\n", len(chain), n, humanize.IBytes(size))
 	for _, c := range chain {
 		fmt.Fprintf(w, "  %s\n", c.describe)
 	}
 	fmt.Fprintf(w, "\n%s\n", p.Layout())
 	fmt.Fprintf(w, "device arena: %s used; %s without sharing: %s (%.0f%%) saved by lifetimes\n\n",
-		bytesize.Format(st.Used), bytesize.Format(st.Unshared), bytesize.Format(st.Saved), 100*float64(st.Saved)/float64(st.Unshared))
+		humanize.IBytes(st.Used), humanize.IBytes(st.Unshared), humanize.IBytes(st.Saved), 100*float64(st.Saved)/float64(st.Unshared))
 	first, err := b.addresses()
 	if err != nil {
 		return err
 	}
+	r.phase("capturing the chain as a graph, then run 1")
 	g, err := capture(rt, m, s, first, n)
 	if err != nil {
 		return err
@@ -69,6 +84,7 @@ func pipeline(rt cudart.Full, n uint32, replays int, w io.Writer) (err error) {
 	}
 	fmt.Fprintln(w, "run 1: graph launched; output matches the CPU")
 
+	r.phase("ReleaseAll, the same plan again, then run 2")
 	if err := p.ReleaseAll(); err != nil {
 		return err
 	}
@@ -89,11 +105,11 @@ func pipeline(rt cudart.Full, n uint32, replays int, w io.Writer) (err error) {
 	}
 	fmt.Fprintln(w, "run 2: graph replayed on new input; output matches the CPU")
 
-	per, err := timeReplays(rt, g, s, replays)
+	per, err := timeReplays(rt, g, s, replays, r)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "replay: median %v per graph launch (5 rounds of %d launches)\n", per, replays)
+	fmt.Fprintf(w, "replay: median %v per graph launch (5 rounds of %d launches)%s\n", per, replays, r.note)
 	return nil
 }
 
@@ -174,9 +190,10 @@ func runChecked(rt cudart.Full, g cudart.GraphExec, s cudart.Stream, a addresses
 
 // timeReplays is the median, over five rounds, of the time per launch of
 // count back-to-back graph launches.
-func timeReplays(rt cudart.Full, g cudart.GraphExec, s cudart.Stream, count int) (time.Duration, error) {
+func timeReplays(rt cudart.Full, g cudart.GraphExec, s cudart.Stream, count int, r report) (time.Duration, error) {
 	var rounds []time.Duration
-	for range 5 {
+	for i := range 5 {
+		r.phase("timing replays: round %d of 5, %d launches", i+1, count)
 		start := time.Now()
 		for range count {
 			if err := rt.GraphLaunch(dev, g, s); err != nil {

@@ -67,6 +67,7 @@ type options struct {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
 	var o options
 	fs.StringVar(&o.in, "in", "", "input to plan: a trace (JSON, see plan.ReadTrace) or a CSV (see plan.ReadCSV); - for standard input (JSON)")
 	fs.BoolVar(&o.asJSON, "json", false, "print the plan as one JSON object instead of a summary")
@@ -74,7 +75,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&o.unit, "unit", 1, "multiply every size and the capacity by this many bytes")
 	fs.Uint64Var(&o.capacity, "capacity", 0, "find a layout within this many bytes (times -unit); 0 for none")
 	fs.DurationVar(&o.limit, "time-limit", 0, "bound the exact search (default: plan's own defaults)")
-	if err := fs.Parse(args); err != nil {
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
 		return exitUsage
 	}
 	if o.in == "" || fs.NArg() > 0 || o.unit == 0 || o.limit < 0 {
@@ -201,3 +205,11 @@ func writeJSON(w io.Writer, res *plan.Result, hasCapacity, fits bool) error {
 	}
 	return nil
 }
+
+// about is what -h prints before the flags.
+const about = `plan plans the buffers of a recorded inference trace (JSON) or of a problem
+in MiniMalloc's CSV format, and reports the arena the plan needs against the
+lower bound, as a summary, as JSON (-json) or as an SVG drawing (-svg);
+-capacity asks for a layout within that many bytes. It exits 0 when a layout
+is printed (and fits), 1 on bad input, 2 on a bad command line, 3 when
+nothing fits the capacity.`

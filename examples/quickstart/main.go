@@ -18,9 +18,10 @@ import (
 	"io"
 	"os"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
-	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -31,8 +32,12 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
 	which := fs.String("runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
-	if err := fs.Parse(args); err != nil {
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
 		return 2
 	}
 	rt, err := cudarttest.OpenMode(*which)
@@ -127,7 +132,7 @@ func pipeline(rt cudart.Runtime, out io.Writer) (err error) {
 	if !bytes.Equal(res, in) {
 		return errors.New("the output differs from the input after the round trip")
 	}
-	fmt.Fprintf(out, "moved %s host -> device -> device -> host: output matches input\n\n", bytesize.Format(inputBytes))
+	fmt.Fprintf(out, "moved %s host -> device -> device -> host: output matches input\n\n", humanize.IBytes(inputBytes))
 	printLayout(out, p)
 	return nil
 }
@@ -136,8 +141,15 @@ func printLayout(out io.Writer, p *pool.Pool) {
 	fmt.Fprint(out, p.Layout())
 	st := p.Stats()
 	fmt.Fprintf(out, "\ndevice arena: %s used of %s (%d buffers); %s without sharing, %s saved by lifetimes\n",
-		bytesize.Format(st.Device.Used), bytesize.Format(st.Device.Capacity), st.Device.Placed,
-		bytesize.Format(st.Device.Unshared), bytesize.Format(st.Device.Saved))
+		humanize.IBytes(st.Device.Used), humanize.IBytes(st.Device.Capacity), st.Device.Placed,
+		humanize.IBytes(st.Device.Unshared), humanize.IBytes(st.Device.Saved))
 	fmt.Fprintf(out, "host arena:   %s used of %s (%d buffers)\n",
-		bytesize.Format(st.Host.Used), bytesize.Format(st.Host.Capacity), st.Host.Placed)
+		humanize.IBytes(st.Host.Used), humanize.IBytes(st.Host.Capacity), st.Host.Placed)
 }
+
+// about is what -h prints before the flags.
+const about = `quickstart plans the buffers of a small inference pipeline in a cudapool
+pool (pinned staging buffers, device buffers that share memory by lifetime),
+moves data host to device, through the device and back, checks it byte for
+byte, and prints the layout. It uses CUDA when the library loads and sees a
+device, else the fake runtime, and says which.`

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,4 +38,12 @@ func TestQuickstartCUDAWithoutCUDAFailsWithTheLoadersMessage(t *testing.T) {
 	}
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut.String(), "/nonexistent/libcudart.so")
+}
+
+// -h says what the program does, then lists the flags, and is no error.
+func TestHelp(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
+	assert.True(t, strings.HasPrefix(errOut.String(), about+"\n\nFlags:\n"), "%s", errOut.String())
+	assert.Contains(t, errOut.String(), "-runtime")
 }

@@ -32,9 +32,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
-	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -48,11 +49,14 @@ type config struct {
 	growable, trim                       bool
 	deviceBytes, hostBytes               uint64
 	freeTolerance, rssLimit              uint64
+	// note follows every timing: it says when they are not a GPU's.
+	note string
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
 	which := fs.String("runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
 	var c config
 	fs.IntVar(&c.cycles, "cycles", 100000, "ReleaseAll/Satisfy cycles")
@@ -65,7 +69,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	hostMiB := fs.Uint64("host-mib", 64, "pinned host arena size, MiB")
 	tolMiB := fs.Uint64("free-tolerance-mib", 2, "largest accepted change of free device memory, MiB")
 	rssMiB := fs.Uint64("rss-limit-mib", 16, "largest accepted RSS growth after the first sample, MiB")
-	if err := fs.Parse(args); err != nil {
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
 		return 2
 	}
 	c.deviceBytes, c.hostBytes = *deviceMiB<<20, *hostMiB<<20
@@ -90,7 +97,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "soak: exhaustion: %v\n", err)
 		return 1
 	}
-	samples, err := cycle(rt, c, stdout)
+	if !rt.CUDA {
+		c.note = " (fake runtime: not a GPU timing)"
+	}
+	samples, err := cycle(rt, c, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "soak: %v\n", err)
 		return 1
@@ -115,9 +125,9 @@ func freeMemory(rt cudart.Runtime) (free, total uint64, err error) {
 func unchanged(w io.Writer, before, after, tol uint64) error {
 	d := absDiff(before, after)
 	fmt.Fprintf(w, "  free device memory: %s (%d B) before, %s (%d B) after: %s\n",
-		bytesize.Format(before), before, bytesize.Format(after), after, signed(before, after))
+		humanize.IBytes(before), before, humanize.IBytes(after), after, signed(before, after))
 	if d > tol {
-		return fmt.Errorf("free device memory changed by %s (tolerance %s): something was left allocated", bytesize.Format(d), bytesize.Format(tol))
+		return fmt.Errorf("free device memory changed by %s (tolerance %s): something was left allocated", humanize.IBytes(d), humanize.IBytes(tol))
 	}
 	return nil
 }
@@ -131,10 +141,10 @@ func exhaust(rt cudart.Full, c config, w io.Writer) error {
 		return err
 	}
 	ask := free0 + 1<<30
-	fmt.Fprintf(w, "  device: %s free of %s; asking pool.New for a %s arena\n", bytesize.Format(free0), bytesize.Format(total), bytesize.Format(ask))
+	fmt.Fprintf(w, "  device: %s free of %s; asking pool.New for a %s arena\n", humanize.IBytes(free0), humanize.IBytes(total), humanize.IBytes(ask))
 	p, err := pool.New(rt, pool.WithDeviceBytes(ask), pool.WithHostBytes(0))
 	if err == nil {
-		return errors.Join(fmt.Errorf("pool.New reserved %s with %s free", bytesize.Format(ask), bytesize.Format(free0)), p.Close())
+		return errors.Join(fmt.Errorf("pool.New reserved %s with %s free", humanize.IBytes(ask), humanize.IBytes(free0)), p.Close())
 	}
 	fmt.Fprintf(w, "  pool.New: %v\n", err)
 	free1, _, ferr := freeMemory(rt)
@@ -150,7 +160,7 @@ func exhaust(rt cudart.Full, c config, w io.Writer) error {
 		// growth that would map more than is free fails.
 		p, err := pool.New(rt, pool.WithGrowableDevice(ask), pool.WithHostBytes(0))
 		if err != nil {
-			return fmt.Errorf("reserve %s of address space: %w", bytesize.Format(ask), err)
+			return fmt.Errorf("reserve %s of address space: %w", humanize.IBytes(ask), err)
 		}
 		big := free1 + 512<<20
 		if _, err := p.WantDevice(big, pool.Name("larger-than-free")); err != nil {
@@ -158,9 +168,9 @@ func exhaust(rt cudart.Full, c config, w io.Writer) error {
 		}
 		err = p.Satisfy()
 		if err == nil {
-			return errors.Join(fmt.Errorf("mapped %s with %s free", bytesize.Format(big), bytesize.Format(free1)), p.Close())
+			return errors.Join(fmt.Errorf("mapped %s with %s free", humanize.IBytes(big), humanize.IBytes(free1)), p.Close())
 		}
-		fmt.Fprintf(w, "  growable arena of %s, Satisfy of %s: %v\n", bytesize.Format(ask), bytesize.Format(big), err)
+		fmt.Fprintf(w, "  growable arena of %s, Satisfy of %s: %v\n", humanize.IBytes(ask), humanize.IBytes(big), err)
 		if err := p.Close(); err != nil {
 			return err
 		}
@@ -260,7 +270,7 @@ func samplePoints(cycles, n int) []int {
 }
 
 // cycle runs the cycles and returns the samples.
-func cycle(rt cudart.Full, c config, w io.Writer) (samples []sample, err error) {
+func cycle(rt cudart.Full, c config, w, progress io.Writer) (samples []sample, err error) {
 	opts := []pool.Option{pool.WithHostBytes(c.hostBytes)}
 	kind := "fixed"
 	switch {
@@ -278,13 +288,13 @@ func cycle(rt cudart.Full, c config, w io.Writer) (samples []sample, err error) 
 	defer func() { err = errors.Join(err, p.Close()) }()
 	reqs := requests(c.buffers)
 	fmt.Fprintf(w, "cycles: %d x %d buffers on a %s %s device arena and a %s host arena (pinned: %s)\n",
-		c.cycles, len(reqs), kind, bytesize.Format(c.deviceBytes), bytesize.Format(c.hostBytes), p.Stats().HostPinning)
+		c.cycles, len(reqs), kind, humanize.IBytes(c.deviceBytes), humanize.IBytes(c.hostBytes), p.Stats().HostPinning)
 
 	points := samplePoints(c.cycles, c.samples)
 	bufs := make([]*pool.Buffer, len(reqs))
 	var back []byte
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "cycle\tfree device\tRSS\telapsed\t")
+	fmt.Fprintf(tw, "cycle\tfree device\tRSS\telapsed%s\t\n", c.note)
 	start := time.Now()
 	for i := 0; i < c.cycles; i++ {
 		for j, q := range reqs {
@@ -317,7 +327,10 @@ func cycle(rt cudart.Full, c config, w io.Writer) (samples []sample, err error) 
 				return nil, err
 			}
 			samples = append(samples, s)
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t\n", i, bytesize.Format(s.free), rssString(s.rss), time.Since(start).Round(time.Millisecond))
+			elapsed := time.Since(start).Round(time.Millisecond)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t\n", i, humanize.IBytes(s.free), rssString(s.rss), elapsed)
+			fmt.Fprintf(progress, "soak: cycle %d of %d: %s device memory free, RSS %s, %s elapsed%s\n",
+				i+1, c.cycles, humanize.IBytes(s.free), rssString(s.rss), elapsed, c.note)
 		}
 	}
 	_ = tw.Flush()
@@ -392,7 +405,7 @@ func rssString(n uint64) string {
 	if n == 0 {
 		return "n/a"
 	}
-	return bytesize.Format(n)
+	return humanize.IBytes(n)
 }
 
 // drift is what judge measures over the samples.
@@ -422,18 +435,18 @@ func measure(samples []sample) drift {
 // judge prints the drifts and says whether they are within the limits.
 func judge(samples []sample, c config, w io.Writer) error {
 	d := measure(samples)
-	fmt.Fprintf(w, "\nfree device memory: largest drift %s (%d B), tolerance %s\n", bytesize.Format(d.free), d.free, bytesize.Format(c.freeTolerance))
+	fmt.Fprintf(w, "\nfree device memory: largest drift %s (%d B), tolerance %s\n", humanize.IBytes(d.free), d.free, humanize.IBytes(c.freeTolerance))
 	if d.rssKnown {
-		fmt.Fprintf(w, "resident set: grew %s after the first sample, limit %s\n", bytesize.Format(d.rssGrowth), bytesize.Format(c.rssLimit))
+		fmt.Fprintf(w, "resident set: grew %s after the first sample, limit %s\n", humanize.IBytes(d.rssGrowth), humanize.IBytes(c.rssLimit))
 	} else {
 		fmt.Fprintln(w, "resident set: n/a on this system")
 	}
 	var errs []error
 	if d.free > c.freeTolerance {
-		errs = append(errs, fmt.Errorf("free device memory drifted by %s over the cycles", bytesize.Format(d.free)))
+		errs = append(errs, fmt.Errorf("free device memory drifted by %s over the cycles", humanize.IBytes(d.free)))
 	}
 	if d.rssKnown && d.rssGrowth > c.rssLimit {
-		errs = append(errs, fmt.Errorf("the resident set grew by %s over the cycles", bytesize.Format(d.rssGrowth)))
+		errs = append(errs, fmt.Errorf("the resident set grew by %s over the cycles", humanize.IBytes(d.rssGrowth)))
 	}
 	return errors.Join(errs...)
 }
@@ -452,7 +465,15 @@ func signed(before, after uint64) string {
 	case after == before:
 		return "unchanged"
 	case after > before:
-		return "+" + bytesize.Format(after-before)
+		return "+" + humanize.IBytes(after-before)
 	}
-	return "-" + bytesize.Format(before-after)
+	return "-" + humanize.IBytes(before-after)
 }
+
+// about is what -h prints before the flags.
+const about = `soak shows that cudapool fails cleanly when the device is exhausted and
+leaks nothing over a long run: it asks for an arena larger than the free
+memory and checks the free memory is unchanged, then runs -cycles cycles of
+-buffers requests, Satisfy and ReleaseAll, sampling free device memory and
+the resident set, and exits 1 when either drifts past its tolerance. Timings
+on the fake runtime are not GPU timings.`

@@ -15,6 +15,8 @@ func TestSoakOnTheFake(t *testing.T) {
 	code := run([]string{"-runtime=fake", "-cycles", "2000", "-buffers", "32", "-check-every", "100"}, &out, &errOut)
 	require.Equal(t, 0, code, errOut.String()+out.String())
 	s := out.String()
+	assert.Contains(t, s, "elapsed (fake runtime: not a GPU timing)")
+	assert.Contains(t, errOut.String(), "soak: cycle 2000 of 2000: ", "a progress line a sample, on stderr")
 	assert.Contains(t, s, "runtime: fake")
 	assert.Contains(t, s, "pool.New: pool: reserve 81 GiB device arena on device 0")
 	assert.Contains(t, s, "cudaErrorMemoryAllocation")
@@ -99,4 +101,12 @@ func TestSamplePoints(t *testing.T) {
 	assert.Equal(t, []int{0, 222, 444, 666, 888, 1110, 1332, 1554, 1776, 1999}, samplePoints(2000, 10))
 	assert.Equal(t, []int{0, 1, 2, 3, 4}, samplePoints(5, 10), "never a cycle twice")
 	assert.Equal(t, []int{0}, samplePoints(1, 10))
+}
+
+// -h says what the program does, then lists the flags, and is no error.
+func TestHelp(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
+	assert.True(t, strings.HasPrefix(errOut.String(), about+"\n\nFlags:\n"), "%s", errOut.String())
+	assert.Contains(t, errOut.String(), "-runtime")
 }

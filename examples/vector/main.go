@@ -36,7 +36,6 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/cudapool/cudapool/cudart/cudarttest"
-	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 func main() {
@@ -55,6 +54,8 @@ type config struct {
 	// one runs on a device no other method has churned yet.
 	methods []string
 	noProbe bool
+	// note follows every timing: it says when they are not a GPU's.
+	note string
 }
 
 // doublings are the growth methods -methods names.
@@ -66,6 +67,7 @@ var doublings = map[string]func(*counting, uint64, uint64) (growth, error){
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vector", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
 	which := fs.String("runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
 	c := config{from: 2 << 20, max: 32 << 30, step: 1 << 30, margin: 64 << 20}
 	fs.Var((*sizeFlag)(&c.from), "from", "size the doubling starts from")
@@ -77,7 +79,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&c.budget, "realloc-budget", time.Minute, "time after which the realloc probe stops")
 	methods := fs.String("methods", "realloc,vmem", "doubling methods to time, in order: realloc, vmem")
 	noProbe := fs.Bool("no-probe", false, "skip the largest-reachable probes")
-	if err := fs.Parse(args); err != nil {
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
 		return 2
 	}
 	c.methods = strings.Split(*methods, ",")
@@ -99,14 +104,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer rt.Close()
 	fmt.Fprintf(stdout, "runtime: %s\n", rt.Description)
-	if err := compare(&counting{Full: rt}, c, stdout); err != nil {
+	if !rt.CUDA {
+		c.note = " (fake runtime: not a GPU timing)"
+	}
+	if err := compare(&counting{Full: rt}, c, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "vector: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-func compare(rt *counting, c config, out io.Writer) error {
+// compare prints both measures to out, and a line on progress as each
+// method starts.
+func compare(rt *counting, c config, out, progress io.Writer) error {
 	free, total, err := rt.MemGetInfo(0)
 	if err != nil {
 		return err
@@ -115,20 +125,21 @@ func compare(rt *counting, c config, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("CUDA virtual memory: %w", err)
 	}
-	fmt.Fprintf(out, "device 0: %s free of %s; allocation granularity %s\n\n", bytesize.Format(free), bytesize.Format(total), bytesize.Format(gran))
+	fmt.Fprintf(out, "device 0: %s free of %s; allocation granularity %s\n\n", humanize.IBytes(free), humanize.IBytes(total), humanize.IBytes(gran))
 
 	to, n := doublingTarget(c.from, c.max, free-min(free, c.margin))
 	if n < 0 {
-		return fmt.Errorf("growing from %s needs %s free with -margin %s; the device has %s", bytesize.Format(c.from), bytesize.Format(c.from+c.margin), bytesize.Format(c.margin), bytesize.Format(free))
+		return fmt.Errorf("growing from %s needs %s free with -margin %s; the device has %s", humanize.IBytes(c.from), humanize.IBytes(c.from+c.margin), humanize.IBytes(c.margin), humanize.IBytes(free))
 	}
 	clamped := ""
 	if to < c.max {
-		clamped = fmt.Sprintf(" (clamped from %s: realloc's last step holds %s)", bytesize.Format(c.max), bytesize.Format(to+to/2))
+		clamped = fmt.Sprintf(" (clamped from %s: realloc's last step holds %s)", humanize.IBytes(c.max), humanize.IBytes(to+to/2))
 	}
-	fmt.Fprintf(out, "grow by doubling, %s -> %s (%d doublings)%s, median of %d rounds\n", bytesize.Format(c.from), bytesize.Format(to), n, clamped, c.reps)
+	fmt.Fprintf(out, "grow by doubling, %s -> %s (%d doublings)%s, median of %d rounds%s\n", humanize.IBytes(c.from), humanize.IBytes(to), n, clamped, c.reps, c.note)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "method\ttime\tCUDA calls\tmoves\t")
 	for _, name := range c.methods {
+		fmt.Fprintf(progress, "vector: growing by doubling with %s, %d rounds\n", name, c.reps)
 		g, err := median(c.reps, func() (growth, error) { return doublings[name](rt, c.from, to) })
 		if err != nil {
 			_ = tw.Flush()
@@ -147,19 +158,20 @@ func compare(rt *counting, c config, out io.Writer) error {
 		return nil
 	}
 
-	fmt.Fprintf(out, "\nlargest buffer reachable in %s steps\n", bytesize.Format(c.step))
+	fmt.Fprintf(out, "\nlargest buffer reachable in %s steps\n", humanize.IBytes(c.step))
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "method\treached\tof free\tsteps\tstopped because\t")
 	for _, m := range []struct {
 		name  string
 		probe func(*counting, config) (reach, error)
 	}{{"realloc", reallocReach}, {"vmem", vmemReach}} {
+		fmt.Fprintf(progress, "vector: the largest buffer %s reaches\n", m.name)
 		r, err := m.probe(rt, c)
 		if err != nil {
 			_ = tw.Flush()
 			return fmt.Errorf("%s probe: %w", m.name, err)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f%%\t%d\t%s\t\n", m.name, bytesize.Format(r.reached), 100*float64(r.reached)/float64(r.free), r.steps, r.why)
+		fmt.Fprintf(tw, "%s\t%s\t%.1f%%\t%d\t%s\t\n", m.name, humanize.IBytes(r.reached), 100*float64(r.reached)/float64(r.free), r.steps, r.why)
 	}
 	return tw.Flush()
 }
@@ -196,7 +208,7 @@ func median(reps int, f func() (growth, error)) (growth, error) {
 // sizeFlag is a byte count given in human form: 256MiB, 32GiB, 1GB.
 type sizeFlag uint64
 
-func (s *sizeFlag) String() string { return bytesize.Format(uint64(*s)) }
+func (s *sizeFlag) String() string { return humanize.IBytes(uint64(*s)) }
 
 func (s *sizeFlag) Set(v string) error {
 	n, err := humanize.ParseBytes(v)
@@ -206,3 +218,11 @@ func (s *sizeFlag) Set(v string) error {
 	*s = sizeFlag(n)
 	return nil
 }
+
+// about is what -h prints before the flags.
+const about = `vector compares growing a device buffer with cudaMalloc (allocate, copy,
+free: realloc) and with CUDA virtual memory (vmem.Vector: map more memory
+after it, nothing copied): the time to grow by doubling up to -max, and the
+largest buffer each reaches in -step steps, never asking for more than the
+device has free. Timings on the fake runtime are not GPU timings; on the
+fake, -max 256MiB -step 16MiB -probe 1GiB keeps a run quick.`

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,6 +18,8 @@ func TestVectorOnTheFake(t *testing.T) {
 	code := run([]string{"-runtime=fake", "-max", "256MiB", "-step", "16MiB", "-probe", "512MiB", "-reps", "3"}, &out, &errOut)
 	require.Equal(t, 0, code, errOut.String())
 	s := out.String()
+	assert.Contains(t, s, "median of 3 rounds (fake runtime: not a GPU timing)")
+	assert.Contains(t, errOut.String(), "vector: the largest buffer vmem reaches\n", "progress on stderr")
 	assert.Contains(t, s, "runtime: fake")
 	assert.Contains(t, s, "2.0 MiB -> 256 MiB (7 doublings)")
 	assert.Regexp(t, regexp.MustCompile(`(?m)^\s+realloc\s+\S+\s+23\s+-\s*$`), s,
@@ -52,7 +55,7 @@ func TestVectorProbeStopsAtFreeMemory(t *testing.T) {
 	f := cudarttest.NewFake(cudarttest.WithDeviceMemory(1 << 30))
 	var out bytes.Buffer
 	c := config{from: 2 << 20, max: 1 << 30, step: 64 << 20, margin: 64 << 20, reps: 1, budget: 1 << 62}
-	require.NoError(t, compare(&counting{Full: f}, c, &out))
+	require.NoError(t, compare(&counting{Full: f}, c, &out, io.Discard))
 	s := out.String()
 	assert.Contains(t, s, "2.0 MiB -> 512 MiB (8 doublings) (clamped from 1.0 GiB: realloc's last step holds 768 MiB)",
 		"1 GiB would need 1.5 GiB at realloc's last step; 512 MiB needs 768 MiB of the 960 MiB available")
@@ -98,4 +101,12 @@ func TestMethodsFlagOrdersAndFilters(t *testing.T) {
 	errOut.Reset()
 	assert.Equal(t, 2, run([]string{"-runtime=fake", "-methods", "copy"}, &out, &errOut))
 	assert.Contains(t, errOut.String(), `unknown method "copy"`)
+}
+
+// -h says what the program does, then lists the flags, and is no error.
+func TestHelp(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
+	assert.True(t, strings.HasPrefix(errOut.String(), about+"\n\nFlags:\n"), "%s", errOut.String())
+	assert.Contains(t, errOut.String(), "-runtime")
 }

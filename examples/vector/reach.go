@@ -6,7 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/dustin/go-humanize"
+
 	"github.com/cudapool/cudapool/vmem"
 )
 
@@ -43,14 +44,14 @@ func newProber(rt *counting, c config) (*prober, error) {
 // must not be done; "" when it may.
 func (p *prober) refuse(next, need uint64) (string, error) {
 	if next > p.limit {
-		return fmt.Sprintf("reached -probe %s", bytesize.Format(p.limit)), nil
+		return fmt.Sprintf("reached -probe %s", humanize.IBytes(p.limit)), nil
 	}
 	free, _, err := p.rt.MemGetInfo(0)
 	if err != nil {
 		return "", err
 	}
 	if need+p.margin > free {
-		return fmt.Sprintf("next step needs %s + %s margin, %s free", bytesize.Format(need), bytesize.Format(p.margin), bytesize.Format(free)), nil
+		return fmt.Sprintf("next step needs %s + %s margin, %s free", humanize.IBytes(need), humanize.IBytes(p.margin), humanize.IBytes(free)), nil
 	}
 	return "", nil
 }

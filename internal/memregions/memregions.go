@@ -25,9 +25,9 @@ func (r Region) End() uint64 { return r.Addr + r.Size }
 // label names r in messages: its name and size, or its address and size.
 func (r Region) label() string {
 	if r.Name != "" {
-		return fmt.Sprintf("%q (%s)", r.Name, bytesize.Format(r.Size))
+		return fmt.Sprintf("%q (%s)", r.Name, bytesize.Exact(r.Size))
 	}
-	return fmt.Sprintf("the unnamed buffer at 0x%x (%s)", r.Addr, bytesize.Format(r.Size))
+	return fmt.Sprintf("the unnamed buffer at 0x%x (%s)", r.Addr, bytesize.Exact(r.Size))
 }
 
 type heap struct {
@@ -263,7 +263,7 @@ func (m *Miss) Error() string {
 	if m.After {
 		return fmt.Sprintf("byte 0x%x in heap %q is in no registered buffer: it is byte %d past the end of %s", m.Addr, m.Heap, m.Distance, m.Nearest.label())
 	}
-	return fmt.Sprintf("byte 0x%x in heap %q is in no registered buffer: it is %d byte(s) before the start of %s", m.Addr, m.Heap, m.Distance, m.Nearest.label())
+	return fmt.Sprintf("byte 0x%x in heap %q is in no registered buffer: it is %s before the start of %s", m.Addr, m.Heap, bytesize.Exact(m.Distance), m.Nearest.label())
 }
 
 // Is makes errors.Is(m, ErrMiss) true.

@@ -83,7 +83,7 @@ func TestMissBefore(t *testing.T) {
 	require.NotNil(t, m)
 	assert.False(t, m.After)
 	assert.Equal(t, uint64(1), m.Distance)
-	assert.Contains(t, m.Error(), `1 byte(s) before the start of "late" (16 B)`)
+	assert.Contains(t, m.Error(), `1 B before the start of "late" (16 B)`)
 	m = r.Check(0x1010, 1)
 	require.NotNil(t, m)
 	assert.Contains(t, m.Error(), "past the end of the unnamed buffer at 0x1000 (16 B)")
