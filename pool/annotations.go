@@ -208,8 +208,9 @@ func names(rs []cudart.MemRegion) string {
 // first, as a tool may judge it by the annotations when it runs.
 func (p *Pool) maintain(l *ledger, fn func() error) error {
 	if p.annot == nil || l.mem.host() != nil {
-		// Host arenas are kept by Go code, which no tool watches.
-		return fn()
+		// Host arenas are kept by Go code, which no tool watches, but
+		// their buffers are annotated all the same, for the copies.
+		return errors.Join(fn(), p.annotate(l))
 	}
 	if err := p.heapFor(l); err != nil || l.heap == 0 {
 		return errors.Join(err, fn())

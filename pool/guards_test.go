@@ -35,7 +35,7 @@ func TestGuardsCatchAWritePastTheEnd(t *testing.T) {
 		{"into the guard proper", 256, 300},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			p, f := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithGuards(512))
+			p, f := newUncheckedPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithGuards(512))
 			_, err := p.WantDevice(4096, pool.Name("before"))
 			require.NoError(t, err)
 			b, err := p.WantDevice(tt.size, pool.Name("victim"))
@@ -60,7 +60,7 @@ func TestGuardsCatchAWritePastTheEnd(t *testing.T) {
 }
 
 func TestGuardsOfHostAndManagedArenas(t *testing.T) {
-	p, f := newPool(t, pool.WithDeviceBytes(0), pool.WithHostBytes(mib), pool.WithHostPinning(pinned.MethodHostAlloc),
+	p, f := newUncheckedPool(t, pool.WithDeviceBytes(0), pool.WithHostBytes(mib), pool.WithHostPinning(pinned.MethodHostAlloc),
 		pool.WithHostFlags(pinned.Mapped), pool.WithManagedBytes(mib), pool.WithGuards(256))
 	h, err := p.WantHost(10, pool.Name("h"))
 	require.NoError(t, err)
@@ -89,7 +89,7 @@ func TestGuardsSkipBytesAnotherBufferOwns(t *testing.T) {
 	// small lives at steps 0..1 and big at 2..3: they share bytes, and
 	// big's data covers small's guard, so writing big whole is no
 	// corruption; a byte past big is.
-	p, f := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithGuards(256))
+	p, f := newUncheckedPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithGuards(256))
 	small, err := p.WantDevice(256, pool.Name("small"), pool.Live(0, 1))
 	require.NoError(t, err)
 	big, err := p.WantDevice(4096, pool.Name("big"), pool.Live(2, 3))
@@ -107,7 +107,7 @@ func TestGuardsSkipBytesAnotherBufferOwns(t *testing.T) {
 }
 
 func TestReleaseAllChecksAndPoisons(t *testing.T) {
-	p, f := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithGuards(256))
+	p, f := newUncheckedPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithGuards(256))
 	b, err := p.WantDevice(1000, pool.Name("x"))
 	require.NoError(t, err)
 	require.NoError(t, p.Satisfy())
@@ -143,4 +143,23 @@ func TestGuardStatsAndMisuse(t *testing.T) {
 	assert.ErrorIs(t, q.Check(), pool.ErrClosed)
 	var nilPool *pool.Pool
 	assert.True(t, errors.Is(nilPool.Check(), pool.ErrClosed))
+}
+
+// A host arena's guard fills are the pool's upkeep, but its buffers are
+// annotated all the same: a copy from one is no memcheck fault.
+func TestGuardedHostBuffersAreAnnotated(t *testing.T) {
+	f := cudarttest.NewFakeT(t)
+	p, err := pool.New(f, pool.WithDeviceBytes(1<<20), pool.WithHostBytes(1<<20), pool.WithGuards(256))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, p.Close()) }()
+	dev, err := p.WantDevice(4096, pool.Name("dev"))
+	require.NoError(t, err)
+	host, err := p.WantHost(4096, pool.Name("host"))
+	require.NoError(t, err)
+	require.NoError(t, p.Satisfy())
+	hb, err := host.Bytes()
+	require.NoError(t, err)
+	dp, err := dev.Ptr()
+	require.NoError(t, err)
+	assert.NoError(t, f.Memcpy(0, cudart.DeviceMem(dp, 4096), cudart.HostMem(hb), cudart.HostToDevice))
 }
