@@ -86,19 +86,22 @@ func TestReadmeGoBlocks(t *testing.T) {
 	sum, err := os.ReadFile("go.sum")
 	require.NoError(t, err)
 	write("go.sum", string(sum))
+	// The test block is the program's test, in the program's package: a user
+	// copies both into one directory.
 	testBlock := -1
 	for i, b := range blocks {
 		pkg := regexp.MustCompile(`(?m)^package (\w+)$`).FindStringSubmatch(b)
 		require.NotNil(t, pkg, "block %d is not a whole Go file:\n%s", i+1, b)
-		name := "code.go"
-		if strings.HasSuffix(pkg[1], "_test") {
-			name, testBlock = "code_test.go", i
+		dir, name := "block"+string(rune('a'+i)), "code.go"
+		if strings.Contains(b, "\nfunc Test") {
+			dir, name, testBlock = "blocka", "code_test.go", i
 		}
-		write(filepath.Join("block"+string(rune('a'+i)), name), b)
+		write(filepath.Join(dir, name), b)
 	}
 	require.GreaterOrEqual(t, testBlock, 0, "the README shows a test")
 	const fits, overflows = "make([]byte, 1000)", "make([]byte, 1001)"
 	require.Contains(t, blocks[testBlock], fits)
+	write("overflow/code.go", blocks[0])
 	write("overflow/code_test.go", strings.Replace(blocks[testBlock], fits, overflows, 1))
 
 	run := func(args ...string) (string, error) {
@@ -114,7 +117,7 @@ func TestReadmeGoBlocks(t *testing.T) {
 	out, err = run("run", "./blocka")
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, out, "running on the fake runtime")
-	out, err = run("test", "./block"+string(rune('a'+testBlock)))
+	out, err = run("test", "./blocka")
 	require.NoError(t, err, "%s", out)
 	out, err = run("test", "./overflow")
 	require.Error(t, err, "a one-byte overflow fails the README's test:\n%s", out)
