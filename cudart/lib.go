@@ -11,8 +11,10 @@ var _ Full = (*Lib)(nil)
 // method makes one CUDA call (DeviceName and the memory pool thresholds a few,
 // in turn), selecting the device it is given first on the same locked OS
 // thread where the call depends on it, and is safe for concurrent use. It
-// also implements Annotations, whose methods call no CUDA but the NVTX tool
-// the process runs under, if any (see the package documentation).
+// also implements Annotations, whose methods call the NVTX tool the process
+// runs under, if any, with the heap's device selected (see the package
+// documentation); MemHeapRegister selects its device whether or not a tool
+// listens, and the others only when one does.
 //
 // A call leaves its device current on the OS thread that ran it; code that
 // makes CUDA calls of its own must select its device itself (SetDevice).

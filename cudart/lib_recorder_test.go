@@ -6,10 +6,11 @@ import "fmt"
 // the device it would select (-1 for calls that select none), and returns
 // the code set for that call.
 type recorder struct {
-	calls  []string      // "cudaMalloc@0": name and device of each call
-	codes  map[Call]Code // what a call returns; 0 when absent
-	closes int
-	copies []uint64 // the byte count of each cudaMemcpy and cudaMemcpyAsync
+	calls   []string      // "cudaMalloc@0": name and device of each call
+	codes   map[Call]Code // what a call returns; 0 when absent
+	closes  int
+	selects []int    // the device of each cudaSetDevice
+	copies  []uint64 // the byte count of each cudaMemcpy and cudaMemcpyAsync
 	// launches are the C arguments of each cuLaunchKernel and the values
 	// its kernel parameters point at.
 	launches []launch
@@ -30,6 +31,9 @@ func newRecorderLib(rec backend, driverErr error) *Lib {
 func (f *recorder) invoke(c Call, dev int, fr *frame) ret {
 	if !table[c].device {
 		dev = -1
+	}
+	if c == CallSetDevice {
+		f.selects = append(f.selects, int(int32(fr.args[0])))
 	}
 	f.calls = append(f.calls, fmt.Sprintf("%s@%d", c, dev))
 	if c == CallMemcpy || c == CallMemcpyAsync {

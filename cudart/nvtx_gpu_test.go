@@ -22,11 +22,11 @@ func TestGPUNVTXProbe(t *testing.T) {
 	require.NoError(t, err)
 	// compute-sanitizer wants the CUDA runtime initialised before the
 	// first NVTX call, which asking whether annotations are on is.
-	t.Logf("%s=%q, annotations enabled: %v", injectionEnv(), os.Getenv(injectionEnv()), l.AnnotationsEnabled())
+	t.Logf("%s=%q, annotations enabled: %v", injectionEnv(), os.Getenv(injectionEnv()), l.AnnotationsEnabled(0))
 	// A sanitizer's report ends the kernel with a sticky error, which the
 	// clean-up then meets: it is logged, not failed.
 	defer func() { t.Logf("free: %v", l.Free(0, p)) }()
-	h, err := l.MemHeapRegister(p, heapSize, "probe heap")
+	h, err := l.MemHeapRegister(0, p, heapSize, "probe heap")
 	require.NoError(t, err)
 	defer func() { t.Logf("heap unregister: %v", l.MemHeapUnregister(h)) }()
 	require.NoError(t, l.MemRegionsRegister(h, []MemRegion{{Addr: p, Size: regionSize, Name: "probe buffer"}}))
