@@ -65,9 +65,16 @@
 //
 // # Sizes, limits and flags
 //
-// Device memory is charged in whole 2 MiB pages, as CUDA takes it: a
-// one-byte cudaMalloc reduces MemGetInfo's free memory by 2 MiB (addresses
-// are still 256-byte aligned, and neighbours are only a guard gap apart).
+// Device memory is charged as CUDA charges it (measured with
+// examples/charge, and held to by the conformance suite): a cudaMalloc or
+// cudaMallocAsync of up to 2 MiB, rounded up to 512 bytes, shares a 2 MiB
+// chunk with others of its call, a new chunk costing MemGetInfo's free
+// memory 2 MiB only when none has room, and a chunk comes back when its last
+// allocation is freed; a larger allocation takes its own memory in 2 MiB
+// granules, as does managed memory. A thousand 1-byte cudaMallocs cost one
+// chunk. Only the charge is shared: every allocation keeps an address of its
+// own, 256-byte aligned, with a guard gap after it. Device-side malloc draws
+// on the malloc heap and costs nothing more.
 // Physical memory for virtual memory comes in multiples of the granularity
 // (WithGranularity). DeviceSetLimit knows the stack, printf FIFO and malloc
 // heap limits; a value that is no cudaLimit is cudaErrorInvalidValue. A

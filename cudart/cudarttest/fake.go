@@ -51,9 +51,21 @@ type deviceState struct {
 	flags     cudart.DeviceFlags
 	threshold uint64 // default memory pool's release threshold
 
+	// mallocChunks and asyncChunks are the chunks cudaMalloc's and
+	// cudaMallocAsync's small allocations share.
+	mallocChunks, asyncChunks chunkPool
+
 	queue      []pending   // work queued on the device's streams, in issue order
 	sticky     *failure    // the fault every call returns until DeviceReset
 	asyncFault cudart.Code // FailAsync's code for the next work to run; 0 for none
+}
+
+// chunks is the chunk pool of allocations of kind k.
+func (d *deviceState) chunks(k kind) *chunkPool {
+	if k == kindAsync {
+		return &d.asyncChunks
+	}
+	return &d.mallocChunks
 }
 
 // freshDevice is a device as NewFake and DeviceReset leave it.

@@ -3,7 +3,11 @@
 // time and many together, and what cudaFree gives back: the figures the
 // fake's charging is held to.
 //
-//	go run ./examples/charge [-runtime=auto|cuda|fake]
+//	go run ./examples/charge [-runtime=auto|cuda|fake] [-async]
+//
+// -async measures cudaMallocAsync on the default stream instead, freed with
+// cudaFreeAsync and a synchronisation, under the default pool's release
+// threshold (0: the pool gives memory back at each synchronisation).
 //
 // A first one-byte cudaMalloc is made before any measurement and kept: CUDA
 // opens the first chunk for small allocations with it. Each row then
@@ -60,6 +64,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	which := fs.String("runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
+	async := fs.Bool("async", false, "measure cudaMallocAsync and cudaFreeAsync instead")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -72,24 +77,61 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer rt.Close()
-	if err := measure(rt, stdout); err != nil {
+	a := allocator{rt: rt.Full, async: *async}
+	if err := measure(rt, a, stdout); err != nil {
 		fmt.Fprintf(stderr, "charge: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-func measure(rt *cudarttest.Runtime, stdout io.Writer) error {
-	first, err := rt.Malloc(dev, 1)
+// allocator is cudaMalloc and cudaFree, or their stream-ordered kin.
+type allocator struct {
+	rt    cudart.Full
+	async bool
+}
+
+func (a allocator) name() string {
+	if a.async {
+		return "cudaMallocAsync"
+	}
+	return "cudaMalloc"
+}
+
+func (a allocator) malloc(size uint64) (cudart.DevicePtr, error) {
+	if a.async {
+		return a.rt.MallocAsync(dev, size, 0)
+	}
+	return a.rt.Malloc(dev, size)
+}
+
+// freeAll frees ptrs, and waits for the stream-ordered frees.
+func (a allocator) freeAll(ptrs []cudart.DevicePtr) error {
+	var errs []error
+	for _, p := range ptrs {
+		if a.async {
+			errs = append(errs, a.rt.FreeAsync(dev, p, 0))
+		} else {
+			errs = append(errs, a.rt.Free(dev, p))
+		}
+	}
+	if a.async {
+		errs = append(errs, a.rt.StreamSynchronize(dev, 0))
+	}
+	return errors.Join(errs...)
+}
+
+func measure(rt *cudarttest.Runtime, a allocator, stdout io.Writer) (err error) {
+	first, err := a.malloc(1)
 	if err != nil {
 		return err
 	}
-	defer rt.Free(dev, first)
-	fmt.Fprintf(stdout, "runtime: %s\n\n", rt.Description)
+	defer func() { err = errors.Join(err, a.freeAll([]cudart.DevicePtr{first})) }()
+	fmt.Fprintf(stdout, "runtime: %s\n%s\n\n", rt.Description, a.name())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "count\tsize\trequested\tcharged\tcharged B\tratio\treturned\tstride\t")
 	for _, r := range rows {
-		charged, returned, stride, err := one(rt, r)
+		charged, returned, stride, err := one(rt, a, r)
 		if err != nil {
 			return fmt.Errorf("%d x %d B: %w", r.count, r.size, err)
 		}
@@ -101,19 +143,15 @@ func measure(rt *cudarttest.Runtime, stdout io.Writer) error {
 
 // one allocates r, frees it, and reports the drop in free memory, what came
 // back, and the median address stride.
-func one(rt cudart.Runtime, r row) (charged, returned, stride uint64, err error) {
+func one(rt cudart.Runtime, a allocator, r row) (charged, returned, stride uint64, err error) {
 	before, _, err := rt.MemGetInfo(dev)
 	if err != nil {
 		return 0, 0, 0, err
 	}
 	ptrs := make([]cudart.DevicePtr, 0, r.count)
-	defer func() {
-		for _, p := range ptrs {
-			err = errors.Join(err, rt.Free(dev, p))
-		}
-	}()
+	defer func() { err = errors.Join(err, a.freeAll(ptrs)) }()
 	for range r.count {
-		p, err := rt.Malloc(dev, r.size)
+		p, err := a.malloc(r.size)
 		if err != nil {
 			return 0, 0, 0, err
 		}
@@ -133,12 +171,11 @@ func one(rt cudart.Runtime, r row) (charged, returned, stride uint64, err error)
 		slices.Sort(gaps)
 		stride = gaps[len(gaps)/2]
 	}
-	for _, p := range ptrs {
-		if err := rt.Free(dev, p); err != nil {
-			return 0, 0, 0, err
-		}
-	}
+	err = a.freeAll(ptrs)
 	ptrs = nil
+	if err != nil {
+		return 0, 0, 0, err
+	}
 	after, _, err := rt.MemGetInfo(dev)
 	if err != nil {
 		return 0, 0, 0, err
