@@ -18,14 +18,16 @@ const jitLogBytes = 8 << 10
 // error wrapping ErrInvalidPTX whose message carries the log. The entry
 // points and their parameter lists are read first (ParsePTX), so that
 // ModuleGetFunction and LaunchKernel can refuse an unknown kernel or wrong
-// arguments before CUDA sees them.
+// arguments before CUDA sees them; what ParsePTX refuses never reaches the
+// JIT, and is refused with the code the JIT gives it (ErrInvalidImage for
+// text that is not PTX at all), the message naming the line.
 func (l *Lib) ModuleLoadData(device int, ptx string) (Module, error) {
 	if err := l.driverReady(CallCuModuleLoadDataEx); err != nil {
 		return 0, err
 	}
 	info, err := ParsePTX(ptx)
 	if err != nil {
-		e := NewError(CallCuModuleLoadDataEx.String()+fmt.Sprintf("(%s of PTX) on device %d", bytesize.Format(uint64(len(ptx))), device), ErrInvalidPTX.Code)
+		e := NewError(CallCuModuleLoadDataEx.String()+fmt.Sprintf("(%s of PTX) on device %d", bytesize.Format(uint64(len(ptx))), device), ptxCode(err))
 		e.Message += ": " + err.Error()
 		return 0, e
 	}

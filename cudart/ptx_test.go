@@ -1,10 +1,13 @@
 package cudart
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/internal/ptxcases"
 )
 
 // testPTX declares the kernels the binding's tests launch; fakecuda.c
@@ -66,32 +69,56 @@ func TestParsePTX(t *testing.T) {
 	_, ok := info.Entry("nope")
 	assert.False(t, ok)
 
-	info, err = ParsePTX(".visible .entry k(.param .u64 a)\n{ ret; } // malloc is only named in a comment")
+	info, err = ParsePTX(ptxcases.Header + ".visible .entry k(.param .u64 a)\n{ ret; } // malloc is only named in a comment")
 	require.NoError(t, err)
 	assert.False(t, info.CallsMalloc)
 }
 
+// TestParsePTXRefusesWhatTheJITRefuses: every text of the table is
+// refused, at its line and with the JIT's code, or read, as the JIT does.
+func TestParsePTXRefusesWhatTheJITRefuses(t *testing.T) {
+	for _, c := range ptxcases.Cases {
+		_, err := ParsePTX(c.PTX)
+		if c.Code == ptxcases.Loads {
+			assert.NoError(t, err, c.Name)
+			continue
+		}
+		if assert.Error(t, err, c.Name) {
+			assert.Equal(t, Code(c.Code), ptxCode(err), "%s: %v", c.Name, err)
+			assert.Contains(t, err.Error(), fmt.Sprintf("PTX line %d: ", c.Line), c.Name)
+		}
+	}
+}
+
 func TestParsePTXErrors(t *testing.T) {
-	for ptx, want := range map[string]string{
-		".entry":                               "ends after .entry",
+	for body, want := range map[string]string{
+		".entry":                               "line 4: .entry has no name",
 		".entry k(.param .u64 a":               "without its closing parenthesis",
 		".entry k(.param a) {}":                "parameter 0: no type",
 		".entry k(.param .u32 a, .u32 b) {}":   "parameter 1",
 		".entry k(.param .b8 a[x]) {}":         `array length "x"`,
-		".entry k() {} .entry k() {}":          ".entry k twice",
+		".entry k() {} .entry k() {}":          "duplicate .entry k",
 		".entry k(.param .b8 a[4) {}":          "array length of",
 		".entry k(.param .b8 a[0]) {} // zero": `array length "0"`,
+		".entry k(.param .align .b8 a) {}":     ".align without a number",
+		".entry k(.param .u32 .u64 a) {}":      "two types",
+		".entry k(.param .u32 a b) {}":         `"b" after the name`,
+		".entry k() ; {}":                      "line 4: .entry k has no body",
+		"/* a comment\n\n*/ }":                 "line 6: } closes no block",
 	} {
-		_, err := ParsePTX(ptx)
-		if assert.Error(t, err, ptx) {
-			assert.Contains(t, err.Error(), want, ptx)
+		_, err := ParsePTX(ptxcases.Header + body)
+		if assert.Error(t, err, body) {
+			assert.Contains(t, err.Error(), want, body)
 		}
 	}
 }
 
 func FuzzParsePTX(f *testing.F) {
 	f.Add(testPTX)
-	f.Add(".entry k(.param .u64 a, .param .align 4 .b8 b[12])")
+	f.Add(ptxcases.Header + ".entry k(.param .u64 a, .param .align 4 .b8 b[12]) {}")
+	for _, c := range ptxcases.Cases {
+		f.Add(c.PTX)
+	}
 	f.Fuzz(func(t *testing.T, ptx string) {
 		info, err := ParsePTX(ptx)
 		if err != nil {

@@ -107,8 +107,9 @@
 // Kernels run as Go functions: RegisterKernel gives a PTX entry point its
 // implementation, a KernelFunc that sees the launch's shape, its typed
 // arguments, the device's memory and a device-side malloc bounded by the
-// device's malloc heap limit. ModuleLoadData reads the PTX's .entry
-// declarations, and launches are checked against them as the binding checks
+// device's malloc heap limit. ModuleLoadData reads the PTX's header, blocks
+// and .entry declarations, refusing at the line what the JIT refuses of them
+// (cudart.ParsePTX), not the instructions; launches are checked against them as the binding checks
 // them. While a stream captures, work issued to it is recorded, and a graph
 // launch replays it. Events complete in stream order; EventElapsedTime
 // counts FakeEventTick per call made between the two completions.

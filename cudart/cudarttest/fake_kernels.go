@@ -1,6 +1,7 @@
 package cudarttest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -59,9 +60,12 @@ func (k *kernelState) handle() uintptr {
 	return 0x8_0000 + k.next
 }
 
-// ModuleLoadData is cuModuleLoadDataEx: the fake reads the .entry
-// declarations of the PTX and nothing else. PTX whose declarations do not
-// parse fails with CUDA_ERROR_INVALID_PTX.
+// ModuleLoadData is cuModuleLoadDataEx: the fake reads the PTX's header,
+// its blocks and its .entry declarations (cudart.ParsePTX), not its
+// instructions, whose kernels RegisterKernel gives. What the JIT refuses of
+// those parts is refused as the JIT does, with CUDA_ERROR_INVALID_PTX, or
+// CUDA_ERROR_INVALID_IMAGE for text that does not start with .version, the
+// message naming the line.
 func (f *Fake) ModuleLoadData(device int, ptx string) (cudart.Module, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -70,7 +74,7 @@ func (f *Fake) ModuleLoadData(device int, ptx string) (cudart.Module, error) {
 	if x == nil {
 		var err error
 		if info, err = cudart.ParsePTX(ptx); err != nil {
-			x = fail(218, "%v", err)
+			x = fail(jitCode(err), "%v", err)
 		}
 	}
 	if x != nil {
@@ -205,4 +209,14 @@ func (f *Fake) heapFixed(device int, l cudart.Limit) *failure {
 		return invalid("the malloc heap of device %d is fixed: a kernel that calls malloc has run", device)
 	}
 	return nil
+}
+
+// jitCode is the code the JIT refuses the PTX of err, an error of
+// cudart.ParsePTX, with.
+func jitCode(err error) cudart.Code {
+	var e interface{ JITCode() cudart.Code }
+	if errors.As(err, &e) {
+		return e.JITCode()
+	}
+	return cudart.ErrInvalidPTX.Code
 }
