@@ -66,12 +66,14 @@
 // # Sizes, limits and flags
 //
 // Device memory is charged as CUDA charges it (measured with
-// examples/charge, and held to by the conformance suite): a cudaMalloc or
-// cudaMallocAsync of up to 2 MiB, rounded up to 512 bytes, shares a 2 MiB
-// chunk with others of its call, a new chunk costing MemGetInfo's free
-// memory 2 MiB only when none has room, and a chunk comes back when its last
-// allocation is freed; a larger allocation takes its own memory in 2 MiB
-// granules, as does managed memory. A thousand 1-byte cudaMallocs cost one
+// examples/charge, and held to by the conformance suite): a cudaMalloc of
+// up to 2 MiB, rounded up to 512 bytes, shares a 2 MiB chunk with others, a
+// new chunk costing MemGetInfo's free memory 2 MiB only when none has room,
+// and a chunk comes back when its last allocation is freed; a larger
+// allocation takes its own memory in 2 MiB granules, as does managed memory.
+// cudaMallocAsync does the same with 32 MiB segments for allocations of up
+// to 32 MiB; the fake's pool gives a segment back when its last
+// allocation's free runs, whatever the release threshold. A thousand 1-byte cudaMallocs cost one
 // chunk. Only the charge is shared: every allocation keeps an address of its
 // own, 256-byte aligned, with a guard gap after it. Device-side malloc draws
 // on the malloc heap and costs nothing more.

@@ -52,7 +52,8 @@ type deviceState struct {
 	threshold uint64 // default memory pool's release threshold
 
 	// mallocChunks and asyncChunks are the chunks cudaMalloc's and
-	// cudaMallocAsync's small allocations share.
+	// cudaMallocAsync's small allocations share: 2 MiB chunks, 32 MiB
+	// segments.
 	mallocChunks, asyncChunks chunkPool
 
 	queue      []pending   // work queued on the device's streams, in issue order
@@ -70,7 +71,12 @@ func (d *deviceState) chunks(k kind) *chunkPool {
 
 // freshDevice is a device as NewFake and DeviceReset leave it.
 func freshDevice() deviceState {
-	return deviceState{limits: defaultLimits, flags: cudart.DeviceMapHost}
+	return deviceState{
+		limits:       defaultLimits,
+		flags:        cudart.DeviceMapHost,
+		mallocChunks: chunkPool{unit: chunkBytes},
+		asyncChunks:  chunkPool{unit: segmentBytes},
+	}
 }
 
 // The compile-time proof that the fake offers every ability.

