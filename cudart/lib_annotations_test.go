@@ -441,16 +441,19 @@ func TestAnnotationsSelectTheHeapsDevice(t *testing.T) {
 	h, err := l.MemHeapRegister(1, arena, 64<<10, "arena")
 	require.NoError(t, err)
 	assert.Equal(t, 1, last())
-	for name, call := range map[string]func() error{
-		"register":   func() error { return l.MemRegionsRegister(h, []MemRegion{{Addr: arena, Size: 256, Name: "a"}}) },
-		"name":       func() error { return l.MemRegionsName(h, []MemRegion{{Addr: arena, Name: "b"}}) },
-		"unregister": func() error { return l.MemRegionsUnregister(h, []DevicePtr{arena}) },
-		"reset":      func() error { return l.MemHeapReset(h) },
+	for _, step := range []struct {
+		name string
+		call func() error
+	}{
+		{"register", func() error { return l.MemRegionsRegister(h, []MemRegion{{Addr: arena, Size: 256, Name: "a"}}) }},
+		{"name", func() error { return l.MemRegionsName(h, []MemRegion{{Addr: arena, Name: "b"}}) }},
+		{"unregister", func() error { return l.MemRegionsUnregister(h, []DevicePtr{arena}) }},
+		{"reset", func() error { return l.MemHeapReset(h) }},
 	} {
 		rec.calls, rec.selects = nil, nil
-		require.NoError(t, call(), name)
-		assert.Equal(t, []string{"cudaSetDevice@-1"}, rec.calls, name)
-		assert.Equal(t, []int{1}, rec.selects, name)
+		require.NoError(t, step.call(), step.name)
+		assert.Equal(t, []string{"cudaSetDevice@-1"}, rec.calls, step.name)
+		assert.Equal(t, []int{1}, rec.selects, step.name)
 	}
 
 	rec.codes[CallSetDevice] = 101
