@@ -1,11 +1,15 @@
 package cudart
 
-import "fmt"
+import (
+	"fmt"
+	"sync"
+)
 
 // recorder is a backend that records each CUDA call it is asked to make, with
 // the device it would select (-1 for calls that select none), and returns
 // the code set for that call.
 type recorder struct {
+	mu      sync.Mutex    // guards what invoke writes: calls may be concurrent
 	calls   []string      // "cudaMalloc@0": name and device of each call
 	codes   map[Call]Code // what a call returns; 0 when absent
 	closes  int
@@ -29,6 +33,8 @@ func newRecorderLib(rec backend, driverErr error) *Lib {
 }
 
 func (f *recorder) invoke(c Call, dev int, fr *frame) ret {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if !table[c].device {
 		dev = -1
 	}
