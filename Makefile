@@ -54,9 +54,13 @@ nocgo:
 quickstart:
 	$(GO) run ./examples/quickstart
 
-## gpu: test binaries and example programs for a GPU host, into .gpu/
+## gpu: test binaries and example programs for a GPU host, into .gpu/, with
+## the testdata they read beside them (testdata/plan/traces) and the
+## dependency list the fake's test checks where there is no go command
 gpu:
-	mkdir -p $(GPU_DIR)
+	mkdir -p $(GPU_DIR)/testdata/plan
+	rm -rf $(GPU_DIR)/testdata/plan/traces && cp -r plan/testdata/traces $(GPU_DIR)/testdata/plan/
+	$(GO) list -deps ./cudart/cudarttest > $(GPU_DIR)/testdata/cudarttest.deps
 	$(foreach t,$(GPU_TESTS),$(GPU_ENV) $(GO) test -c $(GPU_LDFLAGS) -o $(GPU_DIR)/$(word 1,$(subst :, ,$(t))).test $(word 2,$(subst :, ,$(t))) &&) true
 	$(foreach e,$(EXAMPLES),$(GPU_ENV) $(GO) build $(GPU_LDFLAGS) -o $(GPU_DIR)/$(e) ./examples/$(e) &&) true
 	$(CC) -O2 -Wall -o $(GPU_DIR)/vector_c examples/vector/cref/grow.c -ldl

@@ -37,14 +37,22 @@ func (r MemRegion) String() string {
 // and not start where a registered region of the heap starts, and handles
 // must be live. Regions may overlap, as buffers that share memory at
 // different times do. Misuse is an error wrapping ErrInvalidValue.
+//
+// A heap belongs to a device, and every call about it is made with that
+// device's context current on the calling OS thread, as a tool needs to
+// place the memory: the methods may be called from any goroutine, in any
+// order with the program's other CUDA calls. A device that cannot be
+// selected is an error wrapping ErrInvalidDevice.
 type Annotations interface {
 	// AnnotationsEnabled reports whether anything receives the
-	// annotations: a tool attached through NVTX, or the fake. When false,
-	// the methods only check their arguments and the caller may skip them.
-	AnnotationsEnabled() bool
+	// annotations of device's memory: a tool attached through NVTX, or the
+	// fake. When false, the methods only check their arguments and the
+	// caller may skip them.
+	AnnotationsEnabled(device int) bool
 	// MemHeapRegister is nvtxMemHeapRegister of a sub-allocator heap over
-	// [base, base+size), named name.
-	MemHeapRegister(base DevicePtr, size uint64, name string) (MemHeap, error)
+	// [base, base+size) of device's memory (pinned host memory allocated
+	// or registered on device, for a host heap), named name.
+	MemHeapRegister(device int, base DevicePtr, size uint64, name string) (MemHeap, error)
 	// MemHeapUnregister is nvtxMemHeapUnregister: h and its regions are
 	// forgotten.
 	MemHeapUnregister(h MemHeap) error

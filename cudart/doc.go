@@ -44,17 +44,23 @@
 // tables, then the memory extension, in a "cudapool" domain), so no NVTX
 // header or C compiler is needed. Under compute-sanitizer's memcheck, an
 // access past a registered buffer, or to one unregistered, is then reported
-// as it would be for a cudaMalloc of its own; the sanitizer wants the CUDA
-// runtime initialised (a first Malloc) before the first annotation. Without
-// the variable nothing is loaded: the methods only check their arguments
-// (about 0.1 µs to register and unregister a buffer, BenchmarkAnnotationsOff)
-// and allocate nothing; AnnotationsEnabled says which it is.
+// as it would be for a cudaMalloc of its own. The sanitizer refuses an
+// annotation made on an OS thread where no CUDA context is current ("The
+// object is not ready"), and a goroutine may be on such a thread whatever
+// CUDA calls it made before, so every annotation names its device, directly
+// (MemHeapRegister) or through its heap, and is made on a locked OS thread
+// with that device selected: annotations hold in any order of calls and from
+// any goroutine. Without the variable nothing is loaded: the methods only
+// check their arguments (about 0.1 µs to register and unregister a buffer,
+// BenchmarkAnnotationsOff) and allocate nothing; AnnotationsEnabled says
+// which it is.
 //
 // # Caveats
 //
 // CUDA's current device is per OS thread and a goroutine can change threads
-// between two calls, so every device-dependent method takes the device
-// ordinal and, with its OS thread locked, selects it and makes the call.
+// between two calls, so every device-dependent method, and every annotation,
+// takes the device ordinal (an annotation through its heap) and, with its
+// OS thread locked, selects it and makes the call.
 //
 // Device addresses are DevicePtr, an integer, never an unsafe.Pointer: Go must
 // not treat them as pointers. Host memory from MallocHost or HostAlloc is a

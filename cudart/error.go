@@ -63,6 +63,7 @@ var codeInfo = map[Code]codeText{
 	208: {"cudaErrorAlreadyMapped", "resource already mapped"},
 	211: {"cudaErrorNotMapped", "resource not mapped"},
 	215: {"cudaErrorUnsupportedLimit", "limit is not supported on this architecture"},
+	200: {"cudaErrorInvalidKernelImage", "device kernel image is invalid"},
 	218: {"cudaErrorInvalidPtx", "a PTX JIT compilation failed"},
 	400: {"cudaErrorInvalidResourceHandle", "invalid resource handle"},
 	500: {"cudaErrorSymbolNotFound", "named symbol not found"},
@@ -122,6 +123,10 @@ var (
 	// ErrInvalidPTX: PTX text did not compile (cudaErrorInvalidPtx,
 	// CUDA_ERROR_INVALID_PTX); the error carries the JIT compiler's log.
 	ErrInvalidPTX = NewError("", 218)
+	// ErrInvalidImage: the text given as a module is no PTX or binary the
+	// driver recognises, e.g. text that does not start with .version
+	// (cudaErrorInvalidKernelImage, CUDA_ERROR_INVALID_IMAGE).
+	ErrInvalidImage = NewError("", 200)
 	// ErrNotFound: a named symbol, such as a kernel, is not in the module
 	// (cudaErrorSymbolNotFound, CUDA_ERROR_NOT_FOUND).
 	ErrNotFound = NewError("", 500)

@@ -13,8 +13,10 @@ var _ Library = (*lib)(nil)
 // every method makes one CUDA call (DeviceName and the memory pool
 // thresholds a few, in turn), selecting the device it is given first on the
 // same locked OS thread where the call depends on it, and is safe for
-// concurrent use. Its Annotations methods call no CUDA but the NVTX tool the
-// process runs under, if any (see the package documentation).
+// concurrent use. Its Annotations methods call the NVTX tool the process
+// runs under, if any, with the heap's device selected (see the package
+// documentation); MemHeapRegister selects its device whether or not a tool
+// listens, and the others only when one does.
 //
 // A call leaves its device current on the OS thread that ran it; code that
 // makes CUDA calls of its own must select its device itself (SetDevice).

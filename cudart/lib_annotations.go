@@ -3,9 +3,11 @@ package cudart
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 
+	"github.com/cudapool/cudapool/internal/calls"
 	"github.com/cudapool/cudapool/internal/memregions"
 )
 
@@ -28,16 +30,44 @@ type annotations struct {
 	reg memregions.Registry
 	// heaps is the tool's handle of each heap, by reg's id.
 	heaps map[uint64]uintptr
+	// devices is the device of each heap, by reg's id: the one whose
+	// context is made current for the tool's calls about the heap.
+	devices map[uint64]int
 	// regions and addrs hold the arguments converted for reg, reused so
 	// that with no tool a call allocates no more than reg does.
 	regions []memregions.Region
 	addrs   []uint64
 }
 
-// nvtx is the tool l's annotations go to, nil when none.
+// nvtx is the tool l's annotations go to, nil when none. The first call
+// attaches it, so it is made, like every call to the tool, on a locked OS
+// thread with a device selected (current).
 func (l *lib) nvtx() *nvtxTool {
 	l.ann.once.Do(func() { l.ann.tool = processTool() })
 	return l.ann.tool
+}
+
+// current makes device's context current on the calling OS thread, which
+// the caller has locked (runtime.LockOSThread) until its call to the tool
+// returns. A tool finds the context of the memory it is told of on the
+// calling thread: compute-sanitizer refuses an annotation made on a thread
+// where no context is current ("The object is not ready"), and a goroutine
+// may run on such a thread whatever CUDA calls it made before.
+func (l *lib) current(fn string, device int) error {
+	if r := l.call(calls.SetDevice, device, cint(device)); r.code != 0 {
+		return l.fail(calls.SetDevice, r, "(%d) for %s", device, fn)
+	}
+	return nil
+}
+
+// heapCurrent is current for the device of heap h when a tool listens; it
+// does nothing for a heap l does not know, which the registry refuses next.
+func (l *lib) heapCurrent(fn string, t *nvtxTool, h MemHeap) error {
+	dev, ok := l.ann.devices[uint64(h)]
+	if t == nil || !ok {
+		return nil
+	}
+	return l.current(fn, dev)
 }
 
 // converted is regions as reg takes them, in a.regions until release.
@@ -66,18 +96,30 @@ func misuse(fn string, err error) error {
 
 // AnnotationsEnabled reports whether an NVTX tool attached and took the
 // memory extension (see the package documentation); false on a nil or
-// closed Library.
-func (l *lib) AnnotationsEnabled() bool {
-	return !l.unusable() && l.nvtx() != nil
+// closed Library, and for a device that cannot be selected. The first call
+// attaches the tool with device's context current.
+func (l *lib) AnnotationsEnabled(device int) bool {
+	if l.unusable() {
+		return false
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return l.current("AnnotationsEnabled", device) == nil && l.nvtx() != nil
 }
 
 // MemHeapRegister is nvtxMemHeapRegister of a sub-allocator heap over
-// [base, base+size) named name, in the "cudapool" domain where the tool
-// creates domains.
-func (l *lib) MemHeapRegister(base DevicePtr, size uint64, name string) (MemHeap, error) {
+// [base, base+size) of device named name, in the "cudapool" domain where
+// the tool creates domains. device is selected first, tool or not, so an
+// ordinal CUDA refuses is refused here.
+func (l *lib) MemHeapRegister(device int, base DevicePtr, size uint64, name string) (MemHeap, error) {
 	const fn = "nvtxMemHeapRegister"
 	if l.unusable() {
 		return 0, annotationClosed(fn)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := l.current(fn, device); err != nil {
+		return 0, err
 	}
 	t, a := l.nvtx(), &l.ann
 	a.mu.Lock()
@@ -86,6 +128,10 @@ func (l *lib) MemHeapRegister(base DevicePtr, size uint64, name string) (MemHeap
 	if err != nil {
 		return 0, misuse(fn, err)
 	}
+	if a.devices == nil {
+		a.devices = make(map[uint64]int)
+	}
+	a.devices[id] = device
 	if t != nil {
 		if a.heaps == nil {
 			a.heaps = make(map[uint64]uintptr)
@@ -102,11 +148,17 @@ func (l *lib) MemHeapUnregister(h MemHeap) error {
 		return annotationClosed(fn)
 	}
 	t, a := l.nvtx(), &l.ann
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if err := l.heapCurrent(fn, t, h); err != nil {
+		return err
+	}
 	if err := a.reg.RemoveHeap(uint64(h)); err != nil {
 		return misuse(fn, err)
 	}
+	delete(a.devices, uint64(h))
 	if t != nil {
 		t.heapUnregister(a.heaps[uint64(h)])
 		delete(a.heaps, uint64(h))
@@ -121,8 +173,13 @@ func (l *lib) MemHeapReset(h MemHeap) error {
 		return annotationClosed(fn)
 	}
 	t, a := l.nvtx(), &l.ann
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if err := l.heapCurrent(fn, t, h); err != nil {
+		return err
+	}
 	if err := a.reg.ResetHeap(uint64(h)); err != nil {
 		return misuse(fn, err)
 	}
@@ -140,8 +197,13 @@ func (l *lib) MemRegionsRegister(h MemHeap, regions []MemRegion) error {
 		return annotationClosed(fn)
 	}
 	t, a := l.nvtx(), &l.ann
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if err := l.heapCurrent(fn, t, h); err != nil {
+		return err
+	}
 	err := a.reg.Add(uint64(h), a.converted(regions))
 	a.release()
 	if err != nil {
@@ -164,8 +226,13 @@ func (l *lib) MemRegionsUnregister(h MemHeap, addrs []DevicePtr) error {
 		return annotationClosed(fn)
 	}
 	t, a := l.nvtx(), &l.ann
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if err := l.heapCurrent(fn, t, h); err != nil {
+		return err
+	}
 	for _, p := range addrs {
 		a.addrs = append(a.addrs, uint64(p))
 	}
@@ -188,8 +255,13 @@ func (l *lib) MemRegionsName(h MemHeap, regions []MemRegion) error {
 		return annotationClosed(fn)
 	}
 	t, a := l.nvtx(), &l.ann
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if err := l.heapCurrent(fn, t, h); err != nil {
+		return err
+	}
 	err := a.reg.Name(uint64(h), a.converted(regions))
 	a.release()
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"github.com/ebitengine/purego"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // The annotation tests need no CUDA: a lib over the recorder, told of a
@@ -83,16 +85,16 @@ const extInitLog = "ext-init version=3 size=40 module=1 compat=0x102 segments=1 
 func TestAnnotationsReachTheTool(t *testing.T) {
 	so := fakeTool(t)
 	l := annotatedLib(t, so)
-	require.True(t, l.AnnotationsEnabled())
+	require.True(t, l.AnnotationsEnabled(0))
 	assert.Equal(t, uintptr(extLoaded), memSlots[0], "the module is loaded")
 	assert.Equal(t, uintptr(extDisabled), memSlots[5], "nvtxMemRegionsResize (id 5, slot 4), which the tool left empty, is disabled")
 	assert.Greater(t, memSlots[cbHeapRegister], uintptr(extLoaded), "nvtxMemHeapRegister (id 1) is in slot 0")
 	assert.Equal(t, uintptr(extDisabled), memSlots[len(memSlots)-1], "the last slot, which no function fills, is disabled")
 
-	h, err := l.MemHeapRegister(arena, 64<<10, "arena")
+	h, err := l.MemHeapRegister(0, arena, 64<<10, "arena")
 	require.NoError(t, err)
 	require.NotZero(t, h)
-	unnamed, err := l.MemHeapRegister(other, 4096, "")
+	unnamed, err := l.MemHeapRegister(0, other, 4096, "")
 	require.NoError(t, err)
 	require.NoError(t, l.MemRegionsRegister(h, []MemRegion{
 		{Addr: arena, Size: 4096, Name: "weights"},
@@ -170,7 +172,7 @@ func TestAnnotationsToolVariants(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			so := fakeTool(t, c.defs...)
 			l := annotatedLib(t, so)
-			require.Equal(t, c.enabled, l.AnnotationsEnabled())
+			require.Equal(t, c.enabled, l.AnnotationsEnabled(0))
 			useAnnotations(t, l)
 			assert.Equal(t, c.log, toolLog(t, so))
 			if strings.Contains(c.name, "fails") {
@@ -186,7 +188,7 @@ func TestAnnotationsToolVariants(t *testing.T) {
 // succeed, tool or not.
 func useAnnotations(t *testing.T, l *lib) {
 	t.Helper()
-	h, err := l.MemHeapRegister(arena, 64<<10, "arena")
+	h, err := l.MemHeapRegister(0, arena, 64<<10, "arena")
 	require.NoError(t, err)
 	require.NoError(t, l.MemRegionsRegister(h, []MemRegion{{Addr: arena, Size: 4096, Name: "w"}}))
 	require.NoError(t, l.MemRegionsUnregister(h, []DevicePtr{arena}))
@@ -202,7 +204,7 @@ func TestAnnotationsWithoutATool(t *testing.T) {
 	})
 	t.Run("a path that does not load", func(t *testing.T) {
 		l := annotatedLib(t, "/nonexistent/libinjection.so")
-		assert.False(t, l.AnnotationsEnabled())
+		assert.False(t, l.AnnotationsEnabled(0))
 		useAnnotations(t, l)
 	})
 	t.Run("variable unset", func(t *testing.T) {
@@ -210,9 +212,9 @@ func TestAnnotationsWithoutATool(t *testing.T) {
 		require.NoError(t, os.Unsetenv(injectionEnv()))
 		freshProcessTool(t)
 		l := newRecorderLib(newRecorder(), nil)
-		assert.False(t, l.AnnotationsEnabled())
+		assert.False(t, l.AnnotationsEnabled(0))
 		useAnnotations(t, l)
-		_, err := l.MemHeapRegister(arena, 0, "empty")
+		_, err := l.MemHeapRegister(0, arena, 0, "empty")
 		assert.ErrorIs(t, err, ErrInvalidValue, "arguments are checked all the same")
 	})
 }
@@ -225,13 +227,13 @@ func TestAnnotationsReadTheEnvironmentOnce(t *testing.T) {
 	t.Setenv(injectionEnv(), so)
 	freshProcessTool(t)
 	first := newRecorderLib(newRecorder(), nil)
-	require.True(t, first.AnnotationsEnabled())
+	require.True(t, first.AnnotationsEnabled(0))
 	t.Setenv(injectionEnv(), "/nonexistent/libinjection.so")
 	second := newRecorderLib(newRecorder(), nil)
-	require.True(t, second.AnnotationsEnabled())
-	_, err := second.MemHeapRegister(arena, 4096, "second")
+	require.True(t, second.AnnotationsEnabled(0))
+	_, err := second.MemHeapRegister(0, arena, 4096, "second")
 	require.NoError(t, err)
-	_, err = first.MemHeapRegister(arena, 4096, "first")
+	_, err = first.MemHeapRegister(0, arena, 4096, "first")
 	require.NoError(t, err, "each lib keeps its own heaps")
 	log := toolLog(t, so)
 	require.Len(t, log, len(coreInitLog)+4, "one init: %q", log)
@@ -268,15 +270,15 @@ func TestAnnotationsMisuse(t *testing.T) {
 			return l.MemRegionsRegister(h, []MemRegion{{Addr: arena + 0x1000, Size: 16}, {Addr: arena + 0x1000, Size: 32}})
 		}, "two regions start at"},
 		{"overlapping heaps", "nvtxMemHeapRegister", func(l *lib, _ MemHeap) error {
-			_, err := l.MemHeapRegister(arena+0x8000, 64<<10, "overlap")
+			_, err := l.MemHeapRegister(0, arena+0x8000, 64<<10, "overlap")
 			return err
 		}, "overlaps heap"},
 		{"heap at 0", "nvtxMemHeapRegister", func(l *lib, _ MemHeap) error {
-			_, err := l.MemHeapRegister(0, 4096, "null")
+			_, err := l.MemHeapRegister(0, 0, 4096, "null")
 			return err
 		}, "at address 0"},
 		{"empty heap", "nvtxMemHeapRegister", func(l *lib, _ MemHeap) error {
-			_, err := l.MemHeapRegister(other, 0, "empty")
+			_, err := l.MemHeapRegister(0, other, 0, "empty")
 			return err
 		}, "is empty"},
 		{"unregister an unknown region", "nvtxMemRegionsUnregister", func(l *lib, h MemHeap) error {
@@ -299,8 +301,8 @@ func TestAnnotationsMisuse(t *testing.T) {
 					so = fakeTool(t)
 				}
 				l := annotatedLib(t, so)
-				require.Equal(t, tool, l.AnnotationsEnabled())
-				h, err := l.MemHeapRegister(arena, 64<<10, "arena")
+				require.Equal(t, tool, l.AnnotationsEnabled(0))
+				h, err := l.MemHeapRegister(0, arena, 64<<10, "arena")
 				require.NoError(t, err)
 				require.NoError(t, l.MemRegionsRegister(h, []MemRegion{{Addr: arena, Size: 64}}))
 				var before []string
@@ -333,10 +335,10 @@ func TestAnnotationsOnANilOrClosedLib(t *testing.T) {
 	require.NoError(t, closed.Close())
 	for name, l := range map[string]*lib{"nil": nil, "closed": closed} {
 		t.Run(name, func(t *testing.T) {
-			assert.False(t, l.AnnotationsEnabled())
+			assert.False(t, l.AnnotationsEnabled(0))
 			calls := map[string]func() error{
 				"nvtxMemHeapRegister": func() error {
-					h, err := l.MemHeapRegister(arena, 4096, "a")
+					h, err := l.MemHeapRegister(0, arena, 4096, "a")
 					assert.Zero(t, h)
 					return err
 				},
@@ -360,13 +362,13 @@ func TestAnnotationsOnANilOrClosedLib(t *testing.T) {
 func TestAnnotationsConcurrently(t *testing.T) {
 	so := fakeTool(t)
 	l := annotatedLib(t, so)
-	require.True(t, l.AnnotationsEnabled())
+	require.True(t, l.AnnotationsEnabled(0))
 	const workers, rounds = 8, 20
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
 			base := arena + DevicePtr(w)<<20
-			h, err := l.MemHeapRegister(base, 1<<20, fmt.Sprintf("heap%d", w))
+			h, err := l.MemHeapRegister(0, base, 1<<20, fmt.Sprintf("heap%d", w))
 			if !assert.NoError(t, err) {
 				return
 			}
@@ -395,7 +397,7 @@ func TestAnnotationsConcurrently(t *testing.T) {
 func BenchmarkAnnotationsOff(b *testing.B) {
 	l := newRecorderLib(newRecorder(), nil)
 	l.ann.once.Do(func() { l.ann.tool = loadNVTX("") })
-	h, err := l.MemHeapRegister(arena, 1<<20, "arena")
+	h, err := l.MemHeapRegister(0, arena, 1<<20, "arena")
 	require.NoError(b, err)
 	region := []MemRegion{{Addr: arena + 4096, Size: 256, Name: "buffer"}}
 	addr := []DevicePtr{region[0].Addr}
@@ -414,7 +416,7 @@ func BenchmarkAnnotationsOff(b *testing.B) {
 // per buffer allocate nothing.
 func TestAnnotationsOffAllocateNothing(t *testing.T) {
 	l := annotatedLib(t, "")
-	h, err := l.MemHeapRegister(arena, 1<<20, "arena")
+	h, err := l.MemHeapRegister(0, arena, 1<<20, "arena")
 	require.NoError(t, err)
 	region := []MemRegion{{Addr: arena + 4096, Size: 256, Name: "buffer"}}
 	addr := []DevicePtr{region[0].Addr}
@@ -423,4 +425,51 @@ func TestAnnotationsOffAllocateNothing(t *testing.T) {
 		_ = l.MemRegionsName(h, region)
 		_ = l.MemRegionsUnregister(h, addr)
 	}))
+}
+
+// TestAnnotationsSelectTheHeapsDevice: with a tool listening, every call
+// about a heap makes the heap's device current first, since the tool finds
+// the memory's context on the calling thread; a device that cannot be
+// selected fails the call, which then changes nothing.
+func TestAnnotationsSelectTheHeapsDevice(t *testing.T) {
+	so := fakeTool(t)
+	rec := newRecorder()
+	l := newRecorderLib(rec, nil)
+	l.ann.once.Do(func() { l.ann.tool = loadNVTX(so) })
+	last := func() int { return rec.selects[len(rec.selects)-1] }
+
+	require.True(t, l.AnnotationsEnabled(1))
+	assert.Equal(t, 1, last())
+	h, err := l.MemHeapRegister(1, arena, 64<<10, "arena")
+	require.NoError(t, err)
+	assert.Equal(t, 1, last())
+	for _, step := range []struct {
+		name string
+		call func() error
+	}{
+		{"register", func() error { return l.MemRegionsRegister(h, []MemRegion{{Addr: arena, Size: 256, Name: "a"}}) }},
+		{"name", func() error { return l.MemRegionsName(h, []MemRegion{{Addr: arena, Name: "b"}}) }},
+		{"unregister", func() error { return l.MemRegionsUnregister(h, []DevicePtr{arena}) }},
+		{"reset", func() error { return l.MemHeapReset(h) }},
+	} {
+		rec.calls, rec.selects = nil, nil
+		require.NoError(t, step.call(), step.name)
+		assert.Equal(t, []string{"cudaSetDevice@-1"}, rec.calls, step.name)
+		assert.Equal(t, []int{1}, rec.selects, step.name)
+	}
+
+	rec.codes[calls.SetDevice] = 101
+	assert.False(t, l.AnnotationsEnabled(7))
+	_, err = l.MemHeapRegister(7, other, 4096, "refused")
+	assert.ErrorIs(t, err, ErrInvalidDevice)
+	assert.ErrorContains(t, err, "cudaSetDevice(7) for nvtxMemHeapRegister")
+	err = l.MemRegionsRegister(h, []MemRegion{{Addr: arena, Size: 256}})
+	assert.ErrorIs(t, err, ErrInvalidDevice)
+	delete(rec.codes, calls.SetDevice)
+	assert.ErrorIs(t, l.MemRegionsUnregister(h, []DevicePtr{arena}), ErrInvalidValue, "the refused register registered nothing")
+	again, err := l.MemHeapRegister(7, other, 4096, "again")
+	require.NoError(t, err, "the refused heap was not registered")
+	require.NoError(t, l.MemHeapUnregister(again))
+	require.NoError(t, l.MemHeapUnregister(h))
+	assert.Equal(t, 1, last(), "unregistered with its own device current")
 }

@@ -1,6 +1,7 @@
 package cudart
 
 import (
+	"embed"
 	"fmt"
 	"math"
 	"os"
@@ -29,6 +30,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// testSources are the C libraries the tests build: a fake CUDA and a fake
+// NVTX tool.
+//
+//go:embed testdata/fakecuda.c testdata/fakenvtx.c
+var testSources embed.FS
+
 // buildFake returns a fresh copy of testdata/fakecuda.c built with defs: the
 // loader maps each copy apart, so every test starts from new fake state. The
 // build is cached; the test is skipped where there is no C compiler (a GPU
@@ -54,16 +61,19 @@ func buildTestLibrary(t testing.TB, source string, defs ...string) string {
 		if err != nil {
 			t.Skipf("no C compiler to build %s: %v", source, err)
 		}
-		if _, err := os.Stat(filepath.Join("testdata", source)); err != nil {
-			t.Skipf("no testdata/%s: the test binary runs away from its sources (%v)", source, err)
-		}
 		if fakes.dir == "" {
 			fakes.dir, err = os.MkdirTemp("", "cudart-fake-")
 			require.NoError(t, err)
 			fakes.built = map[string]string{}
 		}
+		// The source is embedded, so that the test binary builds it
+		// wherever it runs (a GPU host, away from the sources).
+		src, err := testSources.ReadFile("testdata/" + source)
+		require.NoError(t, err)
+		srcPath := filepath.Join(fakes.dir, source)
+		require.NoError(t, os.WriteFile(srcPath, src, 0o644))
 		built = filepath.Join(fakes.dir, fmt.Sprintf("fake%d.so", len(fakes.built)))
-		args := append([]string{"-shared", "-fPIC", "-o", built, filepath.Join("testdata", source)}, defs...)
+		args := append([]string{"-shared", "-fPIC", "-o", built, srcPath}, defs...)
 		out, err := exec.Command(path, args...).CombinedOutput()
 		require.NoError(t, err, "building %s: %s", source, out)
 		fakes.built[key] = built

@@ -20,14 +20,16 @@ const jitLogBytes = 8 << 10
 // error wrapping ErrInvalidPTX whose message carries the log. The entry
 // points and their parameter lists are read first (ptx.Parse), so that
 // ModuleGetFunction and LaunchKernel can refuse an unknown kernel or wrong
-// arguments before CUDA sees them.
+// arguments before CUDA sees them; what ptx.Parse refuses never reaches the
+// JIT, and is refused with the code the JIT gives it (ErrInvalidImage for
+// text that is not PTX at all), the message naming the line.
 func (l *lib) ModuleLoadData(device int, src string) (Module, error) {
 	if err := l.driverReady(calls.CuModuleLoadDataEx); err != nil {
 		return 0, err
 	}
 	info, err := ptx.Parse(src)
 	if err != nil {
-		e := NewError(calls.CuModuleLoadDataEx.String()+fmt.Sprintf("(%s of PTX) on device %d", bytesize.Format(uint64(len(src))), device), ErrInvalidPTX.Code)
+		e := NewError(calls.CuModuleLoadDataEx.String()+fmt.Sprintf("(%s of PTX) on device %d", bytesize.Format(uint64(len(src))), device), Code(ptx.JITCode(err)))
 		e.Message += ": " + err.Error()
 		return 0, e
 	}

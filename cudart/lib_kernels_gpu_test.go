@@ -1,9 +1,15 @@
 package cudart
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/internal/ptx"
+	"github.com/cudapool/cudapool/internal/ptxcases"
 )
 
 // TestGPUModuleJITLog: PTX the driver cannot compile is an error wrapping
@@ -15,4 +21,28 @@ func TestGPUModuleJITLog(t *testing.T) {
 	assert.ErrorContains(t, err, "cuModuleLoadDataEx(")
 	assert.ErrorContains(t, err, "JIT log: ")
 	t.Logf("%v", err)
+}
+
+// TestGPUJITRefusesTheTable gives each text of ptxcases to the driver's
+// JIT itself, past ParsePTX, and asserts the JIT answers as the table says
+// and as ParsePTX does: what the binding and the fake refuse before the
+// JIT, the JIT refuses too, with the same code.
+func TestGPUJITRefusesTheTable(t *testing.T) {
+	l := gpuDriver(t)
+	for _, c := range ptxcases.Cases {
+		image := append([]byte(c.PTX), 0)
+		log := make([]byte, jitLogBytes)
+		r := l.callMem(calls.CuModuleLoadDataEx, 0, [2]Mem{HostMem(image), HostMem(log)}, 2)
+		text, _, _ := bytes.Cut(log, []byte{0})
+		assert.Equal(t, Code(c.Code), r.code, "%s: JIT log: %s", c.Name, bytes.TrimSpace(text))
+		if r.code == 0 {
+			require.Zero(t, l.call(calls.CuModuleUnload, 0, uintptr(r.a)).code, c.Name)
+		}
+		_, err := ptx.Parse(c.PTX)
+		if c.Code == ptxcases.Loads {
+			assert.NoError(t, err, c.Name)
+		} else {
+			assert.Equal(t, Code(c.Code), Code(ptx.JITCode(err)), "%s: %v", c.Name, err)
+		}
+	}
 }

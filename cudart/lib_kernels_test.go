@@ -22,7 +22,7 @@ func TestLaunchPassesArguments(t *testing.T) {
 	assert.Zero(t, rec.launches[0].args[10], "no extra")
 	assert.Equal(t, []uint64{0xabc0, math.MaxUint32, 9}, rec.launches[0].params)
 
-	info, err := ptx.Parse(".entry all(.param .u64 a, .param .s32 b, .param .u32 c, .param .s64 d, .param .u64 e, .param .f32 f, .param .f64 g) {}")
+	info, err := ptx.Parse(".version 8.0 .target sm_80 .entry all(.param .u64 a, .param .s32 b, .param .u32 c, .param .s64 d, .param .u64 e, .param .f32 f, .param .f64 g) {}")
 	require.NoError(t, err)
 	l.handles.addModule(0x1100, 0, info)
 	l.handles.addFunction(0x2100, 0x1100, info.Entries[0])
@@ -72,8 +72,13 @@ func TestLibRefusesBadKernelCalls(t *testing.T) {
 		}, ErrInvalidValue, "grid (4,0,0) of fill: every dimension must be at least 1"},
 		{"unknown function", func(l *lib) error { return l.LaunchKernel(0, 0x2100, Dim1(1), Dim1(1), 0, 0) },
 			ErrInvalidResourceHandle, "cuLaunchKernel(function 0x2100, "},
-		{"bad PTX", func(l *lib) error { _, err := l.ModuleLoadData(0, ".entry k(.param x)"); return err },
-			ErrInvalidPTX, "cuModuleLoadDataEx(18 B of PTX) on device 0: cudaErrorInvalidPtx (218): a PTX JIT compilation failed: cudart: PTX .entry k: parameter 1: no type"},
+		{"bad PTX", func(l *lib) error {
+			_, err := l.ModuleLoadData(0, ".version 8.0\n.target sm_80\n.entry k(.param x) {}")
+			return err
+		},
+			ErrInvalidPTX, "cuModuleLoadDataEx(48 B of PTX) on device 0: cudaErrorInvalidPtx (218): a PTX JIT compilation failed: cudart: PTX line 3: .entry k: parameter 1: no type"},
+		{"no PTX", func(l *lib) error { _, err := l.ModuleLoadData(0, "garbage"); return err },
+			ErrInvalidImage, `cuModuleLoadDataEx(7 B of PTX) on device 0: cudaErrorInvalidKernelImage (200): device kernel image is invalid: cudart: PTX line 1: no PTX: it starts with "garbage", not .version`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package cudart
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/cudapool/cudapool/internal/calls"
 )
@@ -10,10 +11,12 @@ import (
 // the device it would select (-1 for calls that select none), and returns
 // the code set for that call.
 type recorder struct {
-	calls  []string            // "cudaMalloc@0": name and device of each call
-	codes  map[calls.Call]Code // what a call returns; 0 when absent
-	closes int
-	copies []uint64 // the byte count of each cudaMemcpy and cudaMemcpyAsync
+	mu      sync.Mutex          // guards what invoke writes: calls may be concurrent
+	calls   []string            // "cudaMalloc@0": name and device of each call
+	codes   map[calls.Call]Code // what a call returns; 0 when absent
+	closes  int
+	selects []int    // the device of each cudaSetDevice
+	copies  []uint64 // the byte count of each cudaMemcpy and cudaMemcpyAsync
 	// launches are the C arguments of each cuLaunchKernel and the values
 	// its kernel parameters point at.
 	launches []launch
@@ -32,8 +35,13 @@ func newRecorderLib(rec backend, driverErr error) *lib {
 }
 
 func (f *recorder) invoke(c calls.Call, dev int, fr *frame) ret {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if !c.Device() {
 		dev = -1
+	}
+	if c == calls.SetDevice {
+		f.selects = append(f.selects, int(int32(fr.args[0])))
 	}
 	f.calls = append(f.calls, fmt.Sprintf("%s@%d", c, dev))
 	if c == calls.Memcpy || c == calls.MemcpyAsync {

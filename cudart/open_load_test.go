@@ -11,15 +11,17 @@ import (
 )
 
 // openMissing opens with opts and the runtime's environment variable set to
-// env, and skips the test where a CUDA runtime is installed, since then Open
-// succeeds through the default names.
+// env, with default names that name no library, so that Open fails on a
+// host where CUDA is installed too.
 func openMissing(t *testing.T, env string, opts ...Option) *LoadError {
 	t.Helper()
 	t.Setenv(EnvRuntimeLibrary, env)
+	real := defaultRuntimeNames
+	defaultRuntimeNames = []string{"/nonexistent/default/libcudart.so", "/nonexistent/default/libcudart.so.13"}
+	t.Cleanup(func() { defaultRuntimeNames = real })
 	l, err := Open(opts...)
 	if err == nil {
 		require.NoError(t, l.Close())
-		t.Skipf("a CUDA runtime is installed (%s)", l.Path())
 	}
 	require.ErrorIs(t, err, ErrLibraryNotFound)
 	var le *LoadError

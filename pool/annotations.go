@@ -19,8 +19,8 @@ import (
 // listener the pool makes none of these calls.
 
 // annotationsOf is rt's annotations when something listens, else nil.
-func annotationsOf(rt cudart.Runtime) cudart.Annotations {
-	if a, ok := rt.(cudart.Annotations); ok && a.AnnotationsEnabled() {
+func annotationsOf(rt cudart.Runtime, device int) cudart.Annotations {
+	if a, ok := rt.(cudart.Annotations); ok && a.AnnotationsEnabled(device) {
 		return a
 	}
 	return nil
@@ -80,7 +80,7 @@ func (p *Pool) heapFor(l *ledger) error {
 		return nil
 	}
 	name := fmt.Sprintf("cudapool %s arena (device %d)", l.kind, p.dev)
-	h, err := p.annot.MemHeapRegister(l.annotBase(), size, name)
+	h, err := p.annot.MemHeapRegister(p.dev, l.annotBase(), size, name)
 	if err != nil {
 		return fmt.Errorf("pool: annotate the %s arena: %w", l.kind, err)
 	}

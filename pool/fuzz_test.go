@@ -722,7 +722,7 @@ func requireHeld(t testing.TB, f *cudarttest.Fake, st pool.Stats, shape heldShap
 		want.ManagedAllocs, want.ManagedBytes = 1, st.Managed.Capacity
 	}
 	for i, a := range []pool.ArenaStats{st.Device, st.Host, st.Managed} {
-		if a.Reserved && a.Mapped > 0 && !st.Closed && f.AnnotationsEnabled() && (i != 0 || !shape.growable) {
+		if a.Reserved && a.Mapped > 0 && !st.Closed && f.AnnotationsEnabled(0) && (i != 0 || !shape.growable) {
 			want.MemHeaps++ // each arena's mapped bytes are annotated until Close
 		}
 	}

@@ -1,7 +1,9 @@
 package pool_test
 
 import (
+	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,7 +58,7 @@ func TestLifetimesShareMemory(t *testing.T) {
 // through WantDevice with lifetimes: the arena must come within 1% of the
 // lower bound, against about ten times without sharing.
 func TestTracePlannedThroughThePool(t *testing.T) {
-	f, err := os.Open("../plan/testdata/traces/resnet101.json")
+	f, err := openPlanTrace("resnet101.json")
 	require.NoError(t, err)
 	defer f.Close()
 	tr, err := plan.ReadTrace(f)
@@ -75,4 +77,23 @@ func TestTracePlannedThroughThePool(t *testing.T) {
 	assert.Greater(t, st.Saved, 4*st.Used, "sharing saves most of the no-sharing footprint")
 	checkLayout(t, p)
 	t.Logf("resnet101 through the pool: used %d, lower bound %d, no sharing %d", st.Used, lb, st.Unshared)
+}
+
+// openPlanTrace opens a trace of plan's testdata: beside the sources, or
+// beside the test binary, where make gpu copies them (testdata/plan/traces),
+// for a binary that runs on a host without the sources.
+func openPlanTrace(name string) (*os.File, error) {
+	f, err := os.Open(filepath.Join("..", "plan", "testdata", "traces", name))
+	if err == nil {
+		return f, nil
+	}
+	exe, exeErr := os.Executable()
+	if exeErr != nil {
+		return nil, errors.Join(err, exeErr)
+	}
+	f, besideErr := os.Open(filepath.Join(filepath.Dir(exe), "testdata", "plan", "traces", name))
+	if besideErr != nil {
+		return nil, errors.Join(err, besideErr)
+	}
+	return f, nil
 }

@@ -163,7 +163,7 @@ func (p *Pool) reserve(cfg *config, undo *undoList) error {
 		}
 		p.heapBytes = granted
 	}
-	p.annot = annotationsOf(p.rt)
+	p.annot = annotationsOf(p.rt, p.dev)
 	return p.registerHeaps(undo)
 }
 

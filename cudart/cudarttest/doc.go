@@ -91,9 +91,18 @@
 //
 // # Sizes, limits and flags
 //
-// Device memory is charged in whole 2 MiB pages, as CUDA takes it: a
-// one-byte cudaMalloc reduces MemGetInfo's free memory by 2 MiB (addresses
-// are still 256-byte aligned, and neighbours are only a guard gap apart).
+// Device memory is charged as CUDA charges it (measured with
+// examples/charge, and held to by the conformance suite): a cudaMalloc of
+// up to 2 MiB, rounded up to 512 bytes, shares a 2 MiB chunk with others, a
+// new chunk costing MemGetInfo's free memory 2 MiB only when none has room,
+// and a chunk comes back when its last allocation is freed; a larger
+// allocation takes its own memory in 2 MiB granules, as does managed memory.
+// cudaMallocAsync does the same with 32 MiB segments for allocations of up
+// to 32 MiB; the fake's pool gives a segment back when its last
+// allocation's free runs, whatever the release threshold. A thousand 1-byte cudaMallocs cost one
+// chunk. Only the charge is shared: every allocation keeps an address of its
+// own, 256-byte aligned, with a guard gap after it. Device-side malloc draws
+// on the malloc heap and costs nothing more.
 // Physical memory for virtual memory comes in multiples of the granularity
 // (WithGranularity). DeviceSetLimit knows the stack, printf FIFO and malloc
 // heap limits; a value that is no cudaLimit is cudaErrorInvalidValue. A
@@ -126,9 +135,10 @@
 // Kernels run as Go functions: RegisterKernel gives a PTX entry point its
 // implementation, a KernelFunc that sees the launch's shape, its typed
 // arguments, the device's memory and a device-side malloc bounded by the
-// device's malloc heap limit. ModuleLoadData reads the PTX's .entry
-// declarations, and launches are checked against them as the binding checks
-// them. While a stream captures, work issued to it is recorded, and a graph
+// device's malloc heap limit. ModuleLoadData reads the PTX's header, blocks
+// and .entry declarations with the binding's parser, refusing at the line
+// what the JIT refuses of them, but not the instructions; launches are
+// checked against them as the binding checks them. While a stream captures, work issued to it is recorded, and a graph
 // launch replays it. Events complete in stream order; EventElapsedTime
 // counts FakeEventTick per call made between the two completions.
 //

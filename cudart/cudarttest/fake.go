@@ -55,15 +55,33 @@ type deviceState struct {
 	flags     cudart.DeviceFlags
 	threshold uint64 // default memory pool's release threshold
 
+	// mallocChunks and asyncChunks are the chunks cudaMalloc's and
+	// cudaMallocAsync's small allocations share: 2 MiB chunks, 32 MiB
+	// segments.
+	mallocChunks, asyncChunks chunkPool
+
 	queue      []pending   // work queued on the device's streams, in issue order
 	sticky     *failure    // the fault every call returns until DeviceReset
 	asyncFault cudart.Code // FailAsync's code for the next work to run; 0 for none
 	resets     uint64      // DeviceReset calls that succeeded: kept across them
 }
 
+// chunks is the chunk pool of allocations of kind k.
+func (d *deviceState) chunks(k kind) *chunkPool {
+	if k == kindAsync {
+		return &d.asyncChunks
+	}
+	return &d.mallocChunks
+}
+
 // freshDevice is a device as NewFake and DeviceReset leave it.
 func freshDevice() deviceState {
-	return deviceState{limits: defaultLimits, flags: cudart.DeviceMapHost}
+	return deviceState{
+		limits:       defaultLimits,
+		flags:        cudart.DeviceMapHost,
+		mallocChunks: chunkPool{unit: chunkBytes},
+		asyncChunks:  chunkPool{unit: segmentBytes},
+	}
 }
 
 // The compile-time proof that the fake offers every ability.

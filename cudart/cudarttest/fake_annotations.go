@@ -5,6 +5,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/calls"
 	"github.com/cudapool/cudapool/internal/memregions"
 )
 
@@ -34,6 +35,7 @@ func (a *annotState) checkedAsOf(op func() *failure) func() *failure {
 }
 
 type heapInfo struct {
+	device int
 	base   cudart.DevicePtr
 	size   uint64
 	name   string
@@ -44,14 +46,23 @@ type heapInfo struct {
 // AnnotationsEnabled reports whether the fake was made WithMemcheck: then it
 // is the tool that listens, as compute-sanitizer is on a GPU. Without it the
 // annotation calls still check their arguments, as CUDA's binding does with
-// no tool attached.
-func (f *Fake) AnnotationsEnabled() bool { return f.opts.memcheck }
-
-// MemHeapRegister is nvtxMemHeapRegister. A heap left registered is reported
-// by CheckLeaks.
-func (f *Fake) MemHeapRegister(base cudart.DevicePtr, size uint64, name string) (cudart.MemHeap, error) {
+// no tool attached. It is false for a device the fake does not have, which
+// the binding cannot select.
+func (f *Fake) AnnotationsEnabled(device int) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.opts.memcheck && f.device(device) == nil
+}
+
+// MemHeapRegister is nvtxMemHeapRegister. A heap left registered is reported
+// by CheckLeaks. A device the fake does not have is refused as the binding's
+// selection of it is, with cudaErrorInvalidDevice.
+func (f *Fake) MemHeapRegister(device int, base cudart.DevicePtr, size uint64, name string) (cudart.MemHeap, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if x := f.device(device); x != nil {
+		return 0, x.err(calls.SetDevice, "(%d) for nvtxMemHeapRegister", device)
+	}
 	id, err := f.annot.reg.AddHeap(uint64(base), size, name)
 	if err != nil {
 		return 0, annotErr("nvtxMemHeapRegister", err)
@@ -60,7 +71,7 @@ func (f *Fake) MemHeapRegister(base cudart.DevicePtr, size uint64, name string) 
 		f.annot.heaps = make(map[cudart.MemHeap]heapInfo)
 	}
 	h := cudart.MemHeap(id)
-	info := heapInfo{base: base, size: size, name: name, seq: f.seq}
+	info := heapInfo{device: device, base: base, size: size, name: name, seq: f.seq}
 	if f.origins != nil {
 		info.origin = callerOrigin()
 	}

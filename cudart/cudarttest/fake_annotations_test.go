@@ -16,7 +16,7 @@ func arenaWithBuffer(t *testing.T, f *cudarttest.Fake) (cudart.DevicePtr, cudart
 	t.Helper()
 	base, err := f.Malloc(0, 64<<10)
 	require.NoError(t, err)
-	h, err := f.MemHeapRegister(base, 64<<10, "arena")
+	h, err := f.MemHeapRegister(0, base, 64<<10, "arena")
 	require.NoError(t, err)
 	require.NoError(t, f.MemRegionsRegister(h, []cudart.MemRegion{{Addr: base + 256, Size: 4096, Name: "weights"}}))
 	t.Cleanup(func() {
@@ -94,7 +94,7 @@ func TestMemcheckKernel(t *testing.T) {
 	f := cudarttest.NewFakeT(t)
 	base, err := f.Malloc(0, 64<<10)
 	require.NoError(t, err)
-	h, err := f.MemHeapRegister(base, 64<<10, "arena")
+	h, err := f.MemHeapRegister(0, base, 64<<10, "arena")
 	require.NoError(t, err)
 	defer func() {
 		assert.NoError(t, f.MemHeapUnregister(h), "a heap outlives DeviceReset, as NVTX is not per device")
@@ -120,7 +120,7 @@ func TestMemcheckHost(t *testing.T) {
 	b, err := f.HostAlloc(0, 8192, cudart.HostAllocMapped)
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, f.FreeHost(b)) }()
-	h, err := f.MemHeapRegister(cudart.HostPtr(b), 8192, "host arena")
+	h, err := f.MemHeapRegister(0, cudart.HostPtr(b), 8192, "host arena")
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, f.MemHeapUnregister(h)) }()
 	require.NoError(t, f.MemRegionsRegister(h, []cudart.MemRegion{{Addr: cudart.HostPtr(b), Size: 100, Name: "tokens"}}))
@@ -143,7 +143,7 @@ func TestMemcheckHost(t *testing.T) {
 
 func TestAnnotationsLeakAndMisuse(t *testing.T) {
 	f := cudarttest.NewFake()
-	h, err := f.MemHeapRegister(0x1000, 4096, "left")
+	h, err := f.MemHeapRegister(0, 0x1000, 4096, "left")
 	require.NoError(t, err)
 	assert.Equal(t, 1, f.Live().MemHeaps)
 	err = f.CheckLeaks()
@@ -155,7 +155,7 @@ func TestAnnotationsLeakAndMisuse(t *testing.T) {
 		"unregistered": f.MemRegionsUnregister(h, []cudart.DevicePtr{0x1000}),
 		"name":         f.MemRegionsName(h, []cudart.MemRegion{{Addr: 0x1000, Name: "x"}}),
 		"reset":        f.MemHeapReset(h + 1),
-		"overlap":      second(f.MemHeapRegister(0x1800, 1, "x")),
+		"overlap":      second(f.MemHeapRegister(0, 0x1800, 1, "x")),
 	} {
 		assert.ErrorIs(t, err, cudart.ErrInvalidValue, name)
 	}

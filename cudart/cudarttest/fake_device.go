@@ -81,7 +81,7 @@ func (f *Fake) DeviceSetLimit(device int, l cudart.Limit, value uint64) error {
 // every context has, in whole pages.
 func (f *Fake) setHeap(device int, value uint64) *failure {
 	ds := &f.devs[device]
-	extra, err := align.Up(value-min(value, defaultLimits[cudart.LimitMallocHeapSize]), pageSize)
+	extra, err := align.Up(value-min(value, defaultLimits[cudart.LimitMallocHeapSize]), chunkBytes)
 	if err != nil {
 		return fail(2, "a heap of %s is more than any device holds", bytesize.Format(value))
 	}

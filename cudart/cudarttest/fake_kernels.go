@@ -61,9 +61,12 @@ func (k *kernelState) handle() uintptr {
 	return 0x8_0000 + k.next
 }
 
-// ModuleLoadData is cuModuleLoadDataEx: the fake reads the .entry
-// declarations of the PTX and nothing else. PTX whose declarations do not
-// parse fails with CUDA_ERROR_INVALID_PTX.
+// ModuleLoadData is cuModuleLoadDataEx: the fake reads the PTX's header,
+// its blocks and its .entry declarations (ptx.Parse), not its
+// instructions, whose kernels RegisterKernel gives. What the JIT refuses of
+// those parts is refused as the JIT does, with CUDA_ERROR_INVALID_PTX, or
+// CUDA_ERROR_INVALID_IMAGE for text that does not start with .version, the
+// message naming the line.
 func (f *Fake) ModuleLoadData(device int, src string) (cudart.Module, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -72,7 +75,7 @@ func (f *Fake) ModuleLoadData(device int, src string) (cudart.Module, error) {
 	if x == nil {
 		var err error
 		if info, err = ptx.Parse(src); err != nil {
-			x = fail(218, "%v", err)
+			x = fail(cudart.Code(ptx.JITCode(err)), "%v", err)
 		}
 	}
 	if x != nil {

@@ -13,6 +13,9 @@ import (
 )
 
 const probePTX = `
+.version 8.0
+.target sm_80
+.address_size 64
 .extern .func (.param .b64 func_retval0) malloc(.param .b64 malloc_param_0);
 .visible .entry probe(.param .u64 p, .param .u64 n) { ret; }
 .visible .entry other() { ret; }
@@ -52,8 +55,9 @@ func TestFakeKernelNeedsRegistration(t *testing.T) {
 	assert.ErrorIs(t, err, cudart.ErrInvalidDevice)
 	require.NoError(t, f.ModuleUnload(0, m))
 	assert.ErrorIs(t, f.ModuleUnload(0, m), cudart.ErrInvalidResourceHandle)
-	_, err = f.ModuleLoadData(0, ".entry k(.param x)")
+	_, err = f.ModuleLoadData(0, ".version 8.0\n.target sm_80\n.entry k(.param x) {}")
 	assert.ErrorIs(t, err, cudart.ErrInvalidPTX)
+	assert.ErrorContains(t, err, "PTX line 3: .entry k: parameter 1: no type")
 }
 
 // TestFakeKernelFaults: a kernel that faults makes the launch's

@@ -111,19 +111,29 @@ func (f *Fake) alloc(c calls.Call, k kind, device int, size uint64) (cudart.Devi
 	return f.newRegion(c, k, device, size)
 }
 
-// pageSize is the unit in which CUDA takes device memory for cudaMalloc and
-// its kin: a 2 MiB page, even for one byte.
-const pageSize = 2 << 20
-
 // newRegion places a range of size bytes of kind k on device and charges it
-// in whole pages.
+// as CUDA does (chargeAlloc): cudaMalloc's small allocations share 2 MiB
+// chunks, cudaMallocAsync's 32 MiB segments; managed memory takes
+// whole 2 MiB pages; device-side malloc (a launch's) takes nothing more, as
+// it draws on the malloc heap the device already holds.
 func (f *Fake) newRegion(c calls.Call, k kind, device int, size uint64) (cudart.DevicePtr, *failure) {
-	charge, err := align.Up(size, pageSize)
-	if err != nil {
-		return 0, fail(2, "asked for %s, more than any device holds", bytesize.Format(size))
-	}
-	if x := f.charge(device, charge); x != nil {
-		return 0, x
+	var slot *chunkSlot
+	var charge uint64
+	switch {
+	case c == calls.CuLaunchKernel:
+	case k == kindDevice || k == kindAsync:
+		var x *failure
+		if slot, charge, x = f.chargeAlloc(device, f.devs[device].chunks(k), size); x != nil {
+			return 0, x
+		}
+	default:
+		var err error
+		if charge, err = align.Up(size, chunkBytes); err != nil {
+			return 0, fail(2, "asked for %s, more than any device holds", bytesize.Format(size))
+		}
+		if x := f.charge(device, charge); x != nil {
+			return 0, x
+		}
 	}
 	r := &region{
 		base:   f.place(size, align.CUDA),
@@ -133,6 +143,7 @@ func (f *Fake) newRegion(c calls.Call, k kind, device int, size uint64) (cudart.
 		seq:    f.birth(),
 		call:   c,
 		charge: charge,
+		slot:   slot,
 	}
 	r.store.size = size
 	r.mem = &r.store
@@ -181,5 +192,8 @@ func (f *Fake) release(r *region) {
 	f.freed[r.base] = struct{}{}
 	if r.charge > 0 {
 		f.devs[r.device].used -= r.charge
+	}
+	if r.slot != nil && r.slot.release() {
+		f.devs[r.device].used -= r.slot.pool.unit
 	}
 }

@@ -78,7 +78,7 @@ func TestMemGetInfoCountsEveryKind(t *testing.T) {
 		charge uint64
 		alloc  func(f *cudarttest.Fake) (free func() error, err error)
 	}{
-		{"Malloc takes whole 2 MiB pages", 2 * mib, func(f *cudarttest.Fake) (func() error, error) {
+		{"Malloc opens a 2 MiB chunk", 2 * mib, func(f *cudarttest.Fake) (func() error, error) {
 			p, err := f.Malloc(0, 300)
 			return func() error { return f.Free(0, p) }, err
 		}},
@@ -86,7 +86,7 @@ func TestMemGetInfoCountsEveryKind(t *testing.T) {
 			p, err := f.MallocManaged(0, mib, cudart.MemAttachGlobal)
 			return func() error { return f.Free(0, p) }, err
 		}},
-		{"MallocAsync", 2 * mib, func(f *cudarttest.Fake) (func() error, error) {
+		{"MallocAsync opens a 32 MiB segment", 32 * mib, func(f *cudarttest.Fake) (func() error, error) {
 			p, err := f.MallocAsync(0, mib, 0)
 			return func() error {
 				if err := f.FreeAsync(0, p, 0); err != nil {
@@ -289,4 +289,32 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 	assert.True(t, f.Live().Empty())
+}
+
+// TestMallocSharesChunks: small allocations share 2 MiB chunks, first fit,
+// a freed range is reused, a chunk comes back with its last allocation, and
+// an allocation that cannot get a chunk charges nothing.
+func TestMallocSharesChunks(t *testing.T) {
+	f := cudarttest.NewFakeT(t, cudarttest.WithDeviceMemory(4*mib))
+	used := func() uint64 {
+		free, total, err := f.MemGetInfo(0)
+		require.NoError(t, err)
+		return total - free
+	}
+	a := mustMalloc(t, f, mib)
+	b := mustMalloc(t, f, mib-511)
+	assert.Equal(t, uint64(2*mib), used(), "1 MiB and 1 MiB-511 B share a chunk")
+	c := mustMalloc(t, f, 1)
+	assert.Equal(t, uint64(4*mib), used(), "1 MiB-511 B takes 1 MiB in 512 B units: one byte takes a second chunk")
+	_, err := f.Malloc(0, 2*mib)
+	assert.ErrorIs(t, err, cudart.ErrMemoryAllocation)
+	assert.Equal(t, uint64(4*mib), used(), "the refused cudaMalloc charged nothing")
+	require.NoError(t, f.Free(0, a))
+	a = mustMalloc(t, f, mib)
+	assert.Equal(t, uint64(4*mib), used(), "the freed MiB is reused")
+	require.NoError(t, f.Free(0, c))
+	assert.Equal(t, uint64(2*mib), used(), "the second chunk went back with its last allocation")
+	require.NoError(t, f.Free(0, a))
+	require.NoError(t, f.Free(0, b))
+	assert.Zero(t, used())
 }

@@ -40,7 +40,8 @@ type region struct {
 	device int
 	seq    int        // the call that made it, counted from NewFake
 	call   calls.Call // ...and its name
-	charge uint64     // bytes counted against the device
+	charge uint64     // bytes counted against the device for r alone
+	slot   *chunkSlot // the chunk r shares, if it is small
 	mem    backing
 	store  sparse // the bytes of device, managed and async memory
 

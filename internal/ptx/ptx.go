@@ -1,9 +1,12 @@
 // Package ptx reads the kernel entry points of PTX text and checks a launch
-// against them, before CUDA sees it: the binding in cudart and the fake in
-// cudarttest check launches the same way. It is not part of a user's API.
+// against them, before CUDA sees it, and refuses what the driver's JIT
+// refuses of the parts it reads: the binding in cudart and the fake in
+// cudarttest check modules and launches the same way. It is not part of a
+// user's API.
 package ptx
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -52,51 +55,242 @@ var ptxTypeSizes = map[string]uint32{
 	".b64": 8, ".u64": 8, ".s64": 8, ".f64": 8,
 }
 
+// The codes the JIT refuses text with: text that does not begin with a
+// .version directive is no PTX to the driver (CUDA_ERROR_INVALID_IMAGE);
+// PTX that does not parse fails to compile (CUDA_ERROR_INVALID_PTX).
+const (
+	NotPTX     = 200
+	InvalidPTX = 218
+)
+
+// ptxError is text Parse refuses, at a line, as the JIT would.
+type ptxError struct {
+	line int
+	msg  string
+	code int // NotPTX or InvalidPTX
+}
+
+func (e *ptxError) Error() string { return fmt.Sprintf("cudart: PTX line %d: %s", e.line, e.msg) }
+
+// JITCode is the CUDA code the driver refuses PTX with for err, an error of
+// Parse: NotPTX for text that is not PTX at all, InvalidPTX otherwise.
+func JITCode(err error) int {
+	var e *ptxError
+	if errors.As(err, &e) {
+		return e.code
+	}
+	return InvalidPTX
+}
+
+func ptxErrorf(line int, code int, format string, args ...any) error {
+	return &ptxError{line: line, msg: fmt.Sprintf(format, args...), code: code}
+}
+
+// ptxTargets are the architectures a .target may name (sm_NN, with an a or
+// f suffix for the feature sets of the newer ones), as the JIT of CUDA 13
+// knows them; it refuses others ("Unsupported .target").
+var ptxTargets = map[string]bool{
+	"20": true, "21": true, "30": true, "32": true, "35": true, "37": true, "50": true, "52": true, "53": true,
+	"60": true, "61": true, "62": true, "70": true, "72": true, "73": true, "75": true, "80": true, "86": true,
+	"87": true, "88": true, "89": true, "90": true, "100": true, "101": true, "103": true, "110": true,
+	"120": true, "121": true,
+}
+
+// ptxTargetOptions are the other words a .target list may hold.
+var ptxTargetOptions = map[string]bool{"texmode_unified": true, "texmode_independent": true, "map_f64_to_f32": true, "debug": true}
+
 // Parse reads the entry points of ptx and their parameter lists, e.g.
 // ".visible .entry fill(.param .u64 p, .param .u32 n)" gives fill with
 // parameters of 8 and 4 bytes; an array parameter (".param .align 8 .b8
-// s[24]") counts its whole length. It checks only the declarations it
-// reads: the driver's JIT compiler judges the rest of the text.
+// s[24]") counts its whole length. It refuses, at the line the JIT names,
+// what the driver's JIT refuses of the parts it reads: text that does not
+// start with .version (no PTX at all), a malformed .version, a missing or
+// unknown .target, an .address_size other than 32 or 64, braces that do not
+// pair, an .entry without a name or a body, and a parameter list that does
+// not parse. It does not judge the instructions: the JIT does.
 func Parse(ptx string) (Info, error) {
 	toks := ptxTokens(ptx)
+	i, err := ptxHeader(toks)
+	if err != nil {
+		return Info{}, err
+	}
 	var info Info
-	for i := 0; i < len(toks); i++ {
-		switch toks[i] {
+	depth, opened := 0, 0
+	for ; i < len(toks); i++ {
+		switch t := toks[i]; t.s {
+		case "{":
+			if depth == 0 {
+				opened = t.line
+			}
+			depth++
+		case "}":
+			if depth == 0 {
+				return Info{}, ptxErrorf(t.line, InvalidPTX, "} closes no block")
+			}
+			depth--
 		case ".extern":
 			if j := indexOf(toks[i:], "malloc", ";"); j > 0 {
 				info.CallsMalloc = true
 			}
 		case ".entry":
-			if i+1 >= len(toks) {
-				return Info{}, fmt.Errorf("cudart: PTX ends after .entry")
-			}
-			e := Entry{Name: toks[i+1]}
-			i += 2
-			if i < len(toks) && toks[i] == "(" {
-				end := indexOf(toks[i:], ")", "{")
-				if end < 0 {
-					return Info{}, fmt.Errorf("cudart: PTX .entry %s: parameter list without its closing parenthesis", e.Name)
-				}
-				params, err := ptxParams(toks[i+1 : i+end])
-				if err != nil {
-					return Info{}, fmt.Errorf("cudart: PTX .entry %s: %w", e.Name, err)
-				}
-				e.Params = params
-				i += end
+			e, next, err := ptxEntry(toks, i)
+			if err != nil {
+				return Info{}, err
 			}
 			if _, dup := info.Entry(e.Name); dup {
-				return Info{}, fmt.Errorf("cudart: PTX declares .entry %s twice", e.Name)
+				return Info{}, ptxErrorf(t.line, InvalidPTX, "duplicate .entry %s", e.Name)
 			}
 			info.Entries = append(info.Entries, e)
+			i = next - 1
 		}
+	}
+	if depth > 0 {
+		return Info{}, ptxErrorf(lastLine(ptx), InvalidPTX, "the block opened at line %d is not closed", opened)
 	}
 	return info, nil
 }
 
+// lastLine is the number of ptx's last line, where the JIT reports text
+// that ended too soon.
+func lastLine(ptx string) int { return strings.Count(ptx, "\n") + 1 }
+
+// ptxHeader checks the .version, .target and optional .address_size
+// directives PTX begins with, and returns the index of the token after them.
+func ptxHeader(toks []ptxTok) (int, error) {
+	if len(toks) == 0 {
+		return 0, ptxErrorf(1, NotPTX, "no PTX: the text is empty")
+	}
+	if toks[0].s != ".version" {
+		return 0, ptxErrorf(toks[0].line, NotPTX, "no PTX: it starts with %q, not .version", toks[0].s)
+	}
+	if len(toks) < 2 || toks[1].line != toks[0].line || !ptxVersion(toks[1].s) {
+		return 0, ptxErrorf(toks[0].line, InvalidPTX, ".version wants major.minor, e.g. .version 8.0")
+	}
+	i := 2
+	if i >= len(toks) || toks[i].s != ".target" {
+		return 0, ptxErrorf(toks[1].line+1, InvalidPTX, "missing .target after .version")
+	}
+	line := toks[i].line
+	i++
+	for first := true; ; first = false {
+		if i >= len(toks) || toks[i].line != line {
+			return 0, ptxErrorf(line, InvalidPTX, ".target names no architecture")
+		}
+		name := toks[i].s
+		arch, isSM := strings.CutPrefix(name, "sm_")
+		arch = strings.TrimRight(arch, "af")
+		switch {
+		case isSM && ptxTargets[arch]:
+		case !first && name == "debug" && !ptxHasDebugInfo(toks):
+			return 0, ptxErrorf(line, InvalidPTX, ".target debug without debug information (.section .debug_*)")
+		case !first && ptxTargetOptions[name]:
+		default:
+			return 0, ptxErrorf(line, InvalidPTX, "unsupported .target %q", name)
+		}
+		i++
+		if i >= len(toks) || toks[i].s != "," || toks[i].line != line {
+			break
+		}
+		i++
+	}
+	if i < len(toks) && toks[i].s == ".address_size" {
+		if i+1 >= len(toks) || toks[i+1].line != toks[i].line || (toks[i+1].s != "32" && toks[i+1].s != "64") {
+			return 0, ptxErrorf(toks[i].line, InvalidPTX, ".address_size wants 32 or 64")
+		}
+		i += 2
+	}
+	return i, nil
+}
+
+// ptxHasDebugInfo reports whether toks have a debug section.
+func ptxHasDebugInfo(toks []ptxTok) bool {
+	for i := 0; i+1 < len(toks); i++ {
+		if toks[i].s == ".section" && strings.HasPrefix(toks[i+1].s, ".debug") {
+			return true
+		}
+	}
+	return false
+}
+
+// ptxVersion reports whether v is major.minor.
+func ptxVersion(v string) bool {
+	major, minor, ok := strings.Cut(v, ".")
+	return ok && ptxDigits(major) && ptxDigits(minor)
+}
+
+func ptxDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}
+
+// ptxEntry reads the .entry at toks[i]: its name, its parameter list if
+// any, and the directives up to its body, which must follow. It returns the
+// index of the body's "{".
+func ptxEntry(toks []ptxTok, i int) (Entry, int, error) {
+	at := toks[i].line
+	i++
+	if i >= len(toks) || !ptxIdent(toks[i].s) {
+		line := at
+		if i < len(toks) {
+			line = toks[i].line
+		}
+		return Entry{}, 0, ptxErrorf(line, InvalidPTX, ".entry has no name")
+	}
+	e := Entry{Name: toks[i].s}
+	i++
+	if i < len(toks) && toks[i].s == "(" {
+		end := indexOf(toks[i:], ")", "{")
+		if end < 0 {
+			return Entry{}, 0, ptxErrorf(at, InvalidPTX, ".entry %s: parameter list without its closing parenthesis", e.Name)
+		}
+		params, err := ptxParams(toks[i+1 : i+end])
+		if err != nil {
+			return Entry{}, 0, ptxErrorf(at, InvalidPTX, ".entry %s: %v", e.Name, err)
+		}
+		e.Params = params
+		i += end + 1
+	}
+	// Performance directives (.maxntid 256, 1, 1; .reqntid ...) may come
+	// before the body.
+	for i < len(toks) && toks[i].s != "{" {
+		if t := toks[i].s; t == ";" || t == "}" || t == ".entry" {
+			return Entry{}, 0, ptxErrorf(toks[i].line, InvalidPTX, ".entry %s has no body", e.Name)
+		}
+		i++
+	}
+	if i >= len(toks) {
+		return Entry{}, 0, ptxErrorf(toks[len(toks)-1].line, InvalidPTX, ".entry %s has no body", e.Name)
+	}
+	return e, i, nil
+}
+
+// ptxIdent reports whether s is a PTX identifier.
+func ptxIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		switch {
+		case letter:
+		case r == '_' || r == '$' || r == '%':
+			if i == 0 && len(s) == 1 {
+				return false
+			}
+		case r >= '0' && r <= '9':
+			if i == 0 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // indexOf is the index of the first want in toks before any stop, or -1.
-func indexOf(toks []string, want, stop string) int {
+func indexOf(toks []ptxTok, want, stop string) int {
 	for i, t := range toks {
-		switch t {
+		switch t.s {
 		case want:
 			return i
 		case stop:
@@ -107,12 +301,14 @@ func indexOf(toks []string, want, stop string) int {
 }
 
 // ptxParams sizes each comma-separated parameter of toks.
-func ptxParams(toks []string) ([]uint32, error) {
+func ptxParams(toks []ptxTok) ([]uint32, error) {
 	var sizes []uint32
 	for len(toks) > 0 {
 		end := indexOf(toks, ",", "")
 		if end < 0 {
 			end = len(toks)
+		} else if end == len(toks)-1 {
+			return nil, fmt.Errorf("parameter %d: nothing after the last comma", len(sizes)+1)
 		}
 		n, err := ptxParam(toks[:end])
 		if err != nil {
@@ -124,66 +320,117 @@ func ptxParams(toks []string) ([]uint32, error) {
 	return sizes, nil
 }
 
-// ptxParam sizes one parameter declaration: ".param", optional alignment and
-// pointer attributes, a type, a name and an optional array length.
-func ptxParam(toks []string) (uint32, error) {
-	if len(toks) == 0 || toks[0] != ".param" {
-		return 0, fmt.Errorf("%q is not a .param declaration", strings.Join(toks, " "))
+// ptxParam sizes one parameter declaration: ".param", then a type and the
+// alignment and pointer attributes around it, a name, and an optional array
+// length, in that order.
+func ptxParam(toks []ptxTok) (uint32, error) {
+	words := make([]string, len(toks))
+	for i, t := range toks {
+		words[i] = t.s
+	}
+	decl := strings.Join(words, " ")
+	if len(words) == 0 || words[0] != ".param" {
+		return 0, fmt.Errorf("%q is not a .param declaration", decl)
 	}
 	var size uint32
-	count := uint32(1)
-	for i := 1; i < len(toks); i++ {
-		t := toks[i]
-		switch {
-		case t == ".align":
+	i := 1
+	for ; i < len(words) && strings.HasPrefix(words[i], "."); i++ {
+		switch w := words[i]; {
+		case w == ".align":
 			i++
-		case t == "[":
-			if i+2 >= len(toks) || toks[i+2] != "]" {
-				return 0, fmt.Errorf("array length of %q", strings.Join(toks, " "))
+			if i >= len(words) || !ptxDigits(words[i]) {
+				return 0, fmt.Errorf(".align without a number in %q", decl)
 			}
-			n, err := strconv.ParseUint(toks[i+1], 10, 32)
-			if err != nil || n == 0 {
-				return 0, fmt.Errorf("array length %q", toks[i+1])
+		case ptxTypeSizes[w] != 0:
+			if size != 0 {
+				return 0, fmt.Errorf("two types in %q", decl)
 			}
-			count = uint32(n)
-			i += 2
-		case ptxTypeSizes[t] != 0:
-			size = ptxTypeSizes[t]
+			size = ptxTypeSizes[w]
+		case strings.HasPrefix(w, ".ptr") && strings.HasSuffix(w, ".align"):
+			// ".ptr.global.align 4", the attributes written as one word
+			i++
+			if i >= len(words) || !ptxDigits(words[i]) {
+				return 0, fmt.Errorf(".align without a number in %q", decl)
+			}
+		case strings.HasPrefix(w, ".ptr"), w == ".global", w == ".const", w == ".local", w == ".shared":
+		default:
+			return 0, fmt.Errorf("%q in %q is no type or attribute", w, decl)
 		}
 	}
 	if size == 0 {
-		return 0, fmt.Errorf("no type in %q", strings.Join(toks, " "))
+		return 0, fmt.Errorf("no type in %q", decl)
+	}
+	if i >= len(words) || !ptxIdent(words[i]) {
+		return 0, fmt.Errorf("no name in %q", decl)
+	}
+	i++
+	count := uint32(1)
+	if i < len(words) && words[i] == "[" {
+		if i+2 >= len(words) || words[i+2] != "]" {
+			return 0, fmt.Errorf("array length of %q", decl)
+		}
+		n, err := strconv.ParseUint(words[i+1], 10, 32)
+		if err != nil || n == 0 {
+			return 0, fmt.Errorf("array length %q", words[i+1])
+		}
+		count = uint32(n)
+		i += 3
+	}
+	if i < len(words) {
+		return 0, fmt.Errorf("%q after the name in %q", words[i], decl)
 	}
 	return size * count, nil
 }
 
+// ptxTok is a word or punctuation mark of PTX and the line it is on.
+type ptxTok struct {
+	s    string
+	line int
+}
+
 // ptxTokens splits ptx into words and the punctuation Parse reads,
-// without comments.
-func ptxTokens(ptx string) []string {
-	var b strings.Builder
-	for len(ptx) > 0 {
-		switch {
-		case strings.HasPrefix(ptx, "//"):
-			end := strings.IndexByte(ptx, '\n')
-			if end < 0 {
-				end = len(ptx)
-			}
-			ptx = ptx[end:]
-		case strings.HasPrefix(ptx, "/*"):
-			end := strings.Index(ptx, "*/")
-			if end < 0 {
-				end = len(ptx) - 2
-			}
-			ptx = ptx[end+2:]
-		case strings.ContainsRune("(),[]{};", rune(ptx[0])):
-			b.WriteByte(' ')
-			b.WriteByte(ptx[0])
-			b.WriteByte(' ')
-			ptx = ptx[1:]
-		default:
-			b.WriteByte(ptx[0])
-			ptx = ptx[1:]
+// without comments, each with its line number.
+func ptxTokens(ptx string) []ptxTok {
+	var toks []ptxTok
+	line, start := 1, -1
+	word := func(end int) {
+		if start >= 0 {
+			toks = append(toks, ptxTok{ptx[start:end], line})
+			start = -1
 		}
 	}
-	return strings.Fields(b.String())
+	for i := 0; i < len(ptx); i++ {
+		c := ptx[i]
+		switch {
+		case strings.HasPrefix(ptx[i:], "//"):
+			word(i)
+			end := strings.IndexByte(ptx[i:], '\n')
+			if end < 0 {
+				return toks
+			}
+			i += end - 1
+		case strings.HasPrefix(ptx[i:], "/*"):
+			word(i)
+			end := strings.Index(ptx[i+2:], "*/")
+			if end < 0 {
+				return toks
+			}
+			line += strings.Count(ptx[i:i+2+end], "\n")
+			i += end + 3
+		case c == '\n':
+			word(i)
+			line++
+		case c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f':
+			word(i)
+		case strings.IndexByte("(),[]{};", c) >= 0:
+			word(i)
+			toks = append(toks, ptxTok{ptx[i : i+1], line})
+		default:
+			if start < 0 {
+				start = i
+			}
+		}
+	}
+	word(len(ptx))
+	return toks
 }

@@ -1,22 +1,25 @@
 package ptx
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/internal/ptxcases"
 )
 
 // testPTX declares an entry with pointer and scalar parameters between
 // comments, the device malloc, one with an array and a half-width parameter,
 // and one without parameters.
-const testPTX = ".version 8.0\n.target sm_80\n// fill(u32 *p, u32 n, u32 value)\n" +
+const testPTX = ptxcases.Header + "// fill(u32 *p, u32 n, u32 value)\n" +
 	".visible .entry fill(.param .u64 .ptr.global.align 4 fill_p, .param .u32 fill_n /* a count */, .param .u32 fill_value) { ret; }\n" +
 	".extern .func (.param .b64 func_retval0) malloc(.param .b64 malloc_param_0);\n" +
 	".visible .entry mixed(.param .align 8 .b8 mixed_s[24], .param .f64 mixed_d, .param .u16 mixed_h) { ret; }\n" +
 	".visible .entry empty { ret; }\n"
 
-func TestParsePTX(t *testing.T) {
+func TestParse(t *testing.T) {
 	info, err := Parse(testPTX)
 	require.NoError(t, err)
 	assert.Equal(t, []Entry{
@@ -29,32 +32,56 @@ func TestParsePTX(t *testing.T) {
 	_, ok := info.Entry("nope")
 	assert.False(t, ok)
 
-	info, err = Parse(".visible .entry k(.param .u64 a)\n{ ret; } // malloc is only named in a comment")
+	info, err = Parse(ptxcases.Header + ".visible .entry k(.param .u64 a)\n{ ret; } // malloc is only named in a comment")
 	require.NoError(t, err)
 	assert.False(t, info.CallsMalloc)
 }
 
-func TestParsePTXErrors(t *testing.T) {
-	for ptx, want := range map[string]string{
-		".entry":                               "ends after .entry",
-		".entry k(.param .u64 a":               "without its closing parenthesis",
-		".entry k(.param a) {}":                "parameter 1: no type",
-		".entry k(.param .u32 a, .u32 b) {}":   "parameter 2",
-		".entry k(.param .b8 a[x]) {}":         `array length "x"`,
-		".entry k() {} .entry k() {}":          ".entry k twice",
-		".entry k(.param .b8 a[4) {}":          "array length of",
-		".entry k(.param .b8 a[0]) {} // zero": `array length "0"`,
-	} {
-		_, err := Parse(ptx)
-		if assert.Error(t, err, ptx) {
-			assert.Contains(t, err.Error(), want, ptx)
+// TestParseRefusesWhatTheJITRefuses: every text of the table is refused,
+// at its line and with the JIT's code, or read, as the JIT does.
+func TestParseRefusesWhatTheJITRefuses(t *testing.T) {
+	for _, c := range ptxcases.Cases {
+		_, err := Parse(c.PTX)
+		if c.Code == ptxcases.Loads {
+			assert.NoError(t, err, c.Name)
+			continue
+		}
+		if assert.Error(t, err, c.Name) {
+			assert.Equal(t, int(c.Code), JITCode(err), "%s: %v", c.Name, err)
+			assert.Contains(t, err.Error(), fmt.Sprintf("PTX line %d: ", c.Line), c.Name)
 		}
 	}
 }
 
-func FuzzParsePTX(f *testing.F) {
+func TestParseErrors(t *testing.T) {
+	for body, want := range map[string]string{
+		".entry":                               "line 4: .entry has no name",
+		".entry k(.param .u64 a":               "without its closing parenthesis",
+		".entry k(.param a) {}":                "parameter 1: no type",
+		".entry k(.param .u32 a, .u32 b) {}":   "parameter 2",
+		".entry k(.param .b8 a[x]) {}":         `array length "x"`,
+		".entry k() {} .entry k() {}":          "duplicate .entry k",
+		".entry k(.param .b8 a[4) {}":          "array length of",
+		".entry k(.param .b8 a[0]) {} // zero": `array length "0"`,
+		".entry k(.param .align .b8 a) {}":     ".align without a number",
+		".entry k(.param .u32 .u64 a) {}":      "two types",
+		".entry k(.param .u32 a b) {}":         `"b" after the name`,
+		".entry k() ; {}":                      "line 4: .entry k has no body",
+		"/* a comment\n\n*/ }":                 "line 6: } closes no block",
+	} {
+		_, err := Parse(ptxcases.Header + body)
+		if assert.Error(t, err, body) {
+			assert.Contains(t, err.Error(), want, body)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
 	f.Add(testPTX)
-	f.Add(".entry k(.param .u64 a, .param .align 4 .b8 b[12])")
+	f.Add(ptxcases.Header + ".entry k(.param .u64 a, .param .align 4 .b8 b[12]) {}")
+	for _, c := range ptxcases.Cases {
+		f.Add(c.PTX)
+	}
 	f.Fuzz(func(t *testing.T, ptx string) {
 		info, err := Parse(ptx)
 		if err != nil {

@@ -77,6 +77,8 @@ func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...Option) {
 
 	t.Run("DeviceInfo", s.testDeviceInfo)
 	t.Run("MallocGranularity", s.testMallocGranularity)
+	t.Run("MallocCharge", s.testMallocCharge)
+	t.Run("MallocAsyncCharge", s.testMallocAsyncCharge)
 	t.Run("MallocFree", s.testMallocFree)
 	t.Run("Memcpy", s.testMemcpy)
 	t.Run("Memset", s.testMemset)

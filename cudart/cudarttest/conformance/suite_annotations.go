@@ -1,9 +1,13 @@
 package conformance
 
 import (
+	"errors"
+	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/calls"
 	"github.com/cudapool/cudapool/internal/check/assert"
 	"github.com/cudapool/cudapool/internal/check/require"
 )
@@ -17,6 +21,7 @@ func (s *suite) testAnnotations(t *testing.T) {
 	if !ok {
 		t.Skip("runtime has no annotations")
 	}
+	t.Run("FreshThread", func(t *testing.T) { s.testAnnotationsOnAFreshThread(t, a) })
 	const size = 64 << 10
 	dev, err := s.rt.Malloc(s.dev, size)
 	require.NoError(t, err)
@@ -25,7 +30,7 @@ func (s *suite) testAnnotations(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, s.rt.FreeHost(host)) }()
 
-	hd, err := a.MemHeapRegister(dev, size, "conformance device heap")
+	hd, err := a.MemHeapRegister(s.dev, dev, size, "conformance device heap")
 	require.NoError(t, err)
 	devRegistered := true
 	defer func() {
@@ -33,7 +38,7 @@ func (s *suite) testAnnotations(t *testing.T) {
 			assert.NoError(t, a.MemHeapUnregister(hd))
 		}
 	}()
-	hh, err := a.MemHeapRegister(cudart.HostPtr(host), size, "conformance host heap")
+	hh, err := a.MemHeapRegister(s.dev, cudart.HostPtr(host), size, "conformance host heap")
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, a.MemHeapUnregister(hh)) }()
 	assert.NotEqual(t, hd, hh)
@@ -50,9 +55,9 @@ func (s *suite) testAnnotations(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"heap overlapping a heap", second(a.MemHeapRegister(dev+4096, size, "x"))},
-		{"empty heap", second(a.MemHeapRegister(dev, 0, "x"))},
-		{"heap at 0", second(a.MemHeapRegister(0, 16, "x"))},
+		{"heap overlapping a heap", second(a.MemHeapRegister(s.dev, dev+4096, size, "x"))},
+		{"empty heap", second(a.MemHeapRegister(s.dev, dev, 0, "x"))},
+		{"heap at 0", second(a.MemHeapRegister(s.dev, 0, 16, "x"))},
 		{"region outside its heap", a.MemRegionsRegister(hd, []cudart.MemRegion{{Addr: dev + size - 8, Size: 16}})},
 		{"region in another heap", a.MemRegionsRegister(hh, []cudart.MemRegion{{Addr: dev + 16384, Size: 16}})},
 		{"empty region", a.MemRegionsRegister(hd, []cudart.MemRegion{{Addr: dev + 16384}})},
@@ -72,9 +77,76 @@ func (s *suite) testAnnotations(t *testing.T) {
 	require.NoError(t, a.MemHeapUnregister(hd))
 	devRegistered = false
 	assert.ErrorIs(t, a.MemHeapUnregister(hd), cudart.ErrInvalidValue, "twice")
-	again, err := a.MemHeapRegister(dev, size, "again")
+	again, err := a.MemHeapRegister(s.dev, dev, size, "again")
 	require.NoError(t, err, "an unregistered heap's range can be registered again")
 	assert.NoError(t, a.MemHeapUnregister(again))
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// testAnnotationsOnAFreshThread: every annotation call succeeds from a
+// goroutine locked to an OS thread on which the suite has made no CUDA
+// call, where no context need be current: the runtime makes the heap's
+// device current itself (under compute-sanitizer, CUDA refuses the call
+// otherwise). A device that does not exist is refused with
+// ErrInvalidDevice and registers nothing.
+func (s *suite) testAnnotationsOnAFreshThread(t *testing.T, a cudart.Annotations) {
+	const size = 64 << 10
+	p, err := s.rt.Malloc(s.dev, size)
+	if err != nil {
+		t.Fatalf("%s: %v", calls.Malloc, err)
+	}
+	defer func() {
+		if err := s.rt.Free(s.dev, p); err != nil {
+			t.Errorf("%s: %v", calls.Free, err)
+		}
+	}()
+	count, err := s.rt.DeviceCount()
+	if err != nil {
+		t.Fatalf("%s: %v", calls.GetDeviceCount, err)
+	}
+	done := make(chan error)
+	go func() {
+		// Never unlocked: the thread ends with the goroutine, so the
+		// context made current on it is nobody else's.
+		runtime.LockOSThread()
+		done <- annotateAll(a, s.dev, count, p, size)
+	}()
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+}
+
+// annotateAll makes every annotation call once on the calling thread, and
+// refuses a heap on device count, which does not exist.
+func annotateAll(a cudart.Annotations, dev, count int, p cudart.DevicePtr, size uint64) error {
+	if a.AnnotationsEnabled(count) {
+		return fmt.Errorf("AnnotationsEnabled(%d) of %d devices is true", count, count)
+	}
+	if _, err := a.MemHeapRegister(count, p, size, "no such device"); !errors.Is(err, cudart.ErrInvalidDevice) {
+		return fmt.Errorf("MemHeapRegister on device %d of %d: got %v, want ErrInvalidDevice", count, count, err)
+	}
+	a.AnnotationsEnabled(dev)
+	h, err := a.MemHeapRegister(dev, p, size, "fresh thread heap")
+	if err != nil {
+		return fmt.Errorf("MemHeapRegister after a refused one over the same range: %w", err)
+	}
+	buf := cudart.MemRegion{Addr: p, Size: 4096, Name: "fresh thread buffer"}
+	steps := []struct {
+		name string
+		call func() error
+	}{
+		{"MemRegionsRegister", func() error { return a.MemRegionsRegister(h, []cudart.MemRegion{buf}) }},
+		{"MemRegionsName", func() error { return a.MemRegionsName(h, []cudart.MemRegion{{Addr: p, Name: "renamed"}}) }},
+		{"MemRegionsUnregister", func() error { return a.MemRegionsUnregister(h, []cudart.DevicePtr{p}) }},
+		{"MemRegionsRegister again", func() error { return a.MemRegionsRegister(h, []cudart.MemRegion{buf}) }},
+		{"MemHeapReset", func() error { return a.MemHeapReset(h) }},
+		{"MemHeapUnregister", func() error { return a.MemHeapUnregister(h) }},
+	}
+	for _, st := range steps {
+		if err := st.call(); err != nil {
+			return errors.Join(fmt.Errorf("%s: %w", st.name, err), a.MemHeapUnregister(h))
+		}
+	}
+	return nil
+}

@@ -93,6 +93,7 @@ func (ks *kernels) fillLaunch(dev int, p cudart.DevicePtr, n, value uint32, st c
 
 func (s *suite) testKernels(t *testing.T) {
 	ks := s.loadKernels(t)
+	t.Run("PTXRefusal", func(t *testing.T) { s.testPTXRefusal(t, ks.k) })
 	const n = 1000 // four blocks of 256 threads, the last one partly idle
 	p := s.malloc(t, 4*(n+1))
 	require.NoError(t, s.rt.Memset(s.dev, p, 0xab, 4*(n+1)))
