@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"bufio"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -17,14 +18,15 @@ import (
 // half-open range of steps [lower, upper). Sizes and alignments are in
 // units of unit bytes; unit 256 maps a problem stated in units onto the
 // pool's 256-byte alignment exactly. The requests come back in row order,
-// with First lower and Last upper-1.
+// with First lower and Last upper-1. A UTF-8 byte-order mark before the
+// header, which spreadsheets write, is skipped.
 //
 // Every error about the content wraps ErrTrace and names the line.
 func ReadCSV(r io.Reader, unit uint64) ([]Request, error) {
 	if unit == 0 {
 		return nil, failf(ErrInvalidRequest, "CSV unit is zero")
 	}
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(skipBOM(r))
 	cr.ReuseRecord = true
 	head, err := cr.Read()
 	if err != nil {
@@ -51,6 +53,18 @@ func ReadCSV(r io.Reader, unit uint64) ([]Request, error) {
 		reqs = append(reqs, req)
 	}
 }
+
+// skipBOM returns r without the UTF-8 byte-order mark it may start with.
+func skipBOM(r io.Reader) io.Reader {
+	br := bufio.NewReader(r)
+	if head, err := br.Peek(len(bom)); err == nil && string(head) == bom {
+		_, _ = br.Discard(len(bom))
+	}
+	return br
+}
+
+// bom is the UTF-8 encoding of U+FEFF, the byte-order mark.
+const bom = "\ufeff"
 
 // csvCols holds the position of each known column; alignment is -1 when
 // absent.

@@ -23,6 +23,14 @@ func TestReadCSV(t *testing.T) {
 	reqs, err = plan.ReadCSV(strings.NewReader("size,upper,alignment,lower,id\r\n10, 4, 2, 1, 0\r\n"), 1)
 	require.NoError(t, err)
 	assert.Equal(t, []plan.Request{{Size: 10, Align: 2, First: 1, Last: 3}}, reqs, "columns in any order, spaces and CRLF")
+
+	for _, head := range []string{"\ufeffid,lower,upper,size", "\ufeff\"id\",lower,upper,size"} {
+		reqs, err = plan.ReadCSV(strings.NewReader(head+"\n0,0,2,3\n"), 256)
+		require.NoError(t, err, "a spreadsheet's byte-order mark before %q", head)
+		assert.Equal(t, []plan.Request{{Size: 768, First: 0, Last: 1}}, reqs)
+	}
+	_, err = plan.ReadCSV(strings.NewReader("id,\ufefflower,upper,size\n"), 1)
+	assert.ErrorContains(t, err, `unknown column "\ufefflower"`, "a byte-order mark is skipped at the start only")
 }
 
 func TestReadCSVRefuses(t *testing.T) {
