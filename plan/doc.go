@@ -82,7 +82,9 @@
 // Offsets are multiples of 256 at least (align.CUDA); larger alignments are
 // honoured. Placed buffers are trusted to form a valid plan among
 // themselves; Validate checks any plan, and Plan checks every layout it
-// found before returning it (BenchmarkCheckCost measures what that costs).
+// found before returning it, which BenchmarkCheckCost measures at 7-14% of
+// Plan's time on inputs of 100,000 buffers and more, and at up to a
+// quarter, some 2-30 µs, on the inference traces.
 // Sizes, offsets and sums of sizes are checked against 64-bit overflow and
 // refused with ErrOverflow rather than wrapped. A panic on a goroutine
 // that Plan started, which would otherwise end the process, comes back as

@@ -205,3 +205,55 @@ func TestPlanStepsOnlyCompare(t *testing.T) {
 		checkPlan(t, high, nil, fit)
 	}
 }
+
+// TestValidateEdgeValues compares Validate with a check of every pair, in
+// exact arithmetic, on requests and offsets from the edges of their
+// ranges: offsets near 2^64, steps at math.MaxInt.
+func TestValidateEdgeValues(t *testing.T) {
+	r := rand.New(rand.NewPCG(22, 4))
+	verdicts := map[string]int{}
+	for range 3000 {
+		reqs := edgeRequests(r, 1+r.IntN(6))
+		offs := make([]uint64, len(reqs))
+		for i := range offs {
+			switch r.IntN(3) {
+			case 0:
+				offs[i] = math.MaxUint64&^255 - 256*r.Uint64N(8)
+			case 1:
+				offs[i] = 1<<63 - 256*r.Uint64N(8)
+			default:
+				offs[i] = 256 * r.Uint64N(16)
+			}
+			offs[i] &^= max(reqs[i].Align, 256) - 1
+		}
+		err := plan.Validate(reqs, offs)
+		switch {
+		case slices.ContainsFunc(reqs, func(q plan.Request) bool { _, err := q.Footprint(); return err != nil }):
+			verdicts["unplannable"]++
+			require.ErrorIs(t, err, plan.ErrOverflow)
+		case pastTop(reqs, offs):
+			verdicts["past 2^64"]++
+			require.ErrorIs(t, err, plan.ErrOverflow)
+		case overlapping(reqs, offs):
+			verdicts["overlap"]++
+			require.ErrorIs(t, err, plan.ErrOverlap)
+		default:
+			verdicts["valid"]++
+			require.NoError(t, err)
+		}
+	}
+	for _, v := range []string{"unplannable", "past 2^64", "overlap", "valid"} {
+		assert.Greater(t, verdicts[v], 50, "%s: %v", v, verdicts)
+	}
+}
+
+// pastTop reports whether some request would end past 2^64.
+func pastTop(reqs []plan.Request, offs []uint64) bool {
+	for i, q := range reqs {
+		fp, _ := q.Footprint()
+		if _, ok := checked.Add(offs[i], fp); !ok {
+			return true
+		}
+	}
+	return false
+}

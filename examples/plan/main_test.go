@@ -129,14 +129,7 @@ func TestSVGEscapesModelName(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
-	dec := xml.NewDecoder(bytes.NewReader(data))
-	for {
-		_, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err)
-	}
+	requireWellFormed(t, data)
 }
 
 // TestSummaryTotalsExact plans two tensors of 2^63 bytes that never meet:
