@@ -26,12 +26,13 @@ type Result struct {
 // checked, as Validate does, before it is returned.
 //
 // It fails, naming the request, with an error wrapping ErrInvalidRequest for
-// a request that cannot be planned, ErrOverlap for placed buffers that
+// a request that cannot be planned, ErrOverlap for placed buffers found to
 // share bytes, ErrOverflow when sizes or offsets do not fit in 64 bits,
-// ErrInvalidOption for an option it cannot use, or ErrInternal when a
-// goroutine it started panicked. With WithCapacity, a layout that does not
-// fit is returned along with a *NoFitError (wrapping ErrNoFit): both results
-// are then non-nil.
+// ErrInvalidOption for an option it cannot use, or ErrInternal for a
+// defect of its own: a goroutine it started panicked, or its layout failed
+// the check. With WithCapacity, a layout that does not fit is returned
+// along with a *NoFitError (wrapping ErrNoFit): both results are then
+// non-nil.
 func Plan(reqs []Request, opts ...Option) (*Result, error) {
 	cfg, err := configure(opts)
 	if err != nil {
