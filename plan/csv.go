@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/bits"
 	"strconv"
 	"strings"
+
+	"github.com/cudapool/cudapool/internal/checked"
 )
 
 // ReadCSV reads buffers in the CSV format of MiniMalloc's benchmarks: a
@@ -153,11 +154,11 @@ func (c csvCols) request(rec []string, unit uint64) (Request, error) {
 // scaled multiplies a count of units by the unit, refusing a product past
 // 2^64.
 func scaled(name string, v, unit uint64) (uint64, error) {
-	hi, lo := bits.Mul64(v, unit)
-	if hi != 0 {
+	p, ok := checked.Mul(v, unit)
+	if !ok {
 		return 0, fmt.Errorf("%s %d times unit %d overflows 64 bits", name, v, unit)
 	}
-	return lo, nil
+	return p, nil
 }
 
 // csvError locates a reading error: encoding/csv's parse errors carry
