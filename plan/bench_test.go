@@ -2,12 +2,15 @@ package plan_test
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -124,6 +127,17 @@ func benchCapacity(b *testing.B, reqs []plan.Request, capacity uint64) {
 // BenchmarkPlanIncremental adds one request to 10,000 placed buffers that
 // live for the whole plan, the pool's common case.
 func BenchmarkPlanIncremental(b *testing.B) {
+	placed := stackedPlaced()
+	reqs := []plan.Request{{Size: 1 << 20, Last: wholePlan}}
+	for b.Loop() {
+		_, err := plan.Plan(reqs, plan.WithPlaced(placed))
+		require.NoError(b, err)
+	}
+}
+
+// stackedPlaced returns 10,000 whole-plan buffers of 256 B to 1 MiB
+// stacked one on another, as the pool places buffers without lifetimes.
+func stackedPlaced() []plan.Placed {
 	placed := make([]plan.Placed, 10000)
 	var off uint64
 	r := rand.New(rand.NewPCG(3, 4))
@@ -132,10 +146,43 @@ func BenchmarkPlanIncremental(b *testing.B) {
 		placed[i] = plan.Placed{Request: plan.Request{Size: size, Last: wholePlan}, Offset: off}
 		off += (size + 255) &^ 255
 	}
-	reqs := []plan.Request{{Size: 1 << 20, Last: wholePlan}}
-	for b.Loop() {
-		_, err := plan.Plan(reqs, plan.WithPlaced(placed))
-		require.NoError(b, err)
+	return placed
+}
+
+// BenchmarkCheckCost plans the large inputs, the checked-in traces and
+// the incremental case as Plan does, timing apart the search for a layout
+// and the check that Plan makes of every layout before returning it:
+// check-% is the check's share of the whole, both measured in the same
+// iterations.
+func BenchmarkCheckCost(b *testing.B) {
+	type input struct {
+		reqs []plan.Request
+		opts []plan.Option
+	}
+	inputs := map[string]input{
+		"synthetic100k": {reqs: synthetic(rand.New(rand.NewPCG(1, 100000)), 100000, 200000)},
+		"random100k":    {reqs: logUniformTrace(rand.New(rand.NewPCG(1, 100_000)), 100_000, 200_000)},
+		"random1M":      {reqs: logUniformTrace(rand.New(rand.NewPCG(1, 1_000_000)), 1_000_000, 2_000_000)},
+		"incremental":   {reqs: []plan.Request{{Size: 1 << 20, Last: wholePlan}}, opts: []plan.Option{plan.WithPlaced(stackedPlaced())}},
+	}
+	files, err := filepath.Glob("testdata/traces/*.json")
+	require.NoError(b, err)
+	for _, f := range files {
+		inputs["trace_"+strings.TrimSuffix(filepath.Base(f), ".json")] = input{reqs: readTraceFile(b, f).Tensors}
+	}
+	for _, name := range slices.Sorted(maps.Keys(inputs)) {
+		in := inputs[name]
+		b.Run(name, func(b *testing.B) {
+			var find, check time.Duration
+			for b.Loop() {
+				f, c, err := plan.PlanTimed(in.reqs, in.opts...)
+				require.NoError(b, err)
+				find += f
+				check += c
+			}
+			b.ReportMetric(float64(check.Nanoseconds())/float64(b.N), "check-ns/op")
+			b.ReportMetric(100*float64(check)/float64(find+check), "check-%")
+		})
 	}
 }
 

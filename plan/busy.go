@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"math"
 	"slices"
+
+	"github.com/cudapool/cudapool/internal/checked"
 )
 
 // fixedBusy returns, for each item, the byte ranges taken by placed buffers
@@ -67,11 +69,11 @@ func globalBusy(fixed []span, off []uint64, isGlobal func(span) bool) []interval
 			continue
 		}
 		lo, hi = min(lo, off[f]), max(hi, off[f]+s.size)
-		if sum+s.size < sum {
+		var ok bool
+		if sum, ok = checked.Add(sum, s.size); !ok {
 			// 2^64 bytes or more cover any range.
 			covered = true
 		}
-		sum += s.size
 	}
 	if lo > hi {
 		return nil

@@ -1,14 +1,16 @@
 package plan
 
 import (
+	"bufio"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"math/bits"
 	"strconv"
 	"strings"
+
+	"github.com/cudapool/cudapool/internal/checked"
 )
 
 // ReadCSV reads buffers in the CSV format of MiniMalloc's benchmarks: a
@@ -17,14 +19,15 @@ import (
 // half-open range of steps [lower, upper). Sizes and alignments are in
 // units of unit bytes; unit 256 maps a problem stated in units onto the
 // pool's 256-byte alignment exactly. The requests come back in row order,
-// with First lower and Last upper-1.
+// with First lower and Last upper-1. A UTF-8 byte-order mark before the
+// header, which spreadsheets write, is skipped.
 //
 // Every error about the content wraps ErrTrace and names the line.
 func ReadCSV(r io.Reader, unit uint64) ([]Request, error) {
 	if unit == 0 {
 		return nil, failf(ErrInvalidRequest, "CSV unit is zero")
 	}
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(skipBOM(r))
 	cr.ReuseRecord = true
 	head, err := cr.Read()
 	if err != nil {
@@ -51,6 +54,18 @@ func ReadCSV(r io.Reader, unit uint64) ([]Request, error) {
 		reqs = append(reqs, req)
 	}
 }
+
+// skipBOM returns r without the UTF-8 byte-order mark it may start with.
+func skipBOM(r io.Reader) io.Reader {
+	br := bufio.NewReader(r)
+	if head, err := br.Peek(len(bom)); err == nil && string(head) == bom {
+		_, _ = br.Discard(len(bom))
+	}
+	return br
+}
+
+// bom is the UTF-8 encoding of U+FEFF, the byte-order mark.
+const bom = "\ufeff"
 
 // csvCols holds the position of each known column; alignment is -1 when
 // absent.
@@ -139,11 +154,11 @@ func (c csvCols) request(rec []string, unit uint64) (Request, error) {
 // scaled multiplies a count of units by the unit, refusing a product past
 // 2^64.
 func scaled(name string, v, unit uint64) (uint64, error) {
-	hi, lo := bits.Mul64(v, unit)
-	if hi != 0 {
+	p, ok := checked.Mul(v, unit)
+	if !ok {
 		return 0, fmt.Errorf("%s %d times unit %d overflows 64 bits", name, v, unit)
 	}
-	return lo, nil
+	return p, nil
 }
 
 // csvError locates a reading error: encoding/csv's parse errors carry

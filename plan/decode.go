@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/cudapool/cudapool/align"
+	"github.com/cudapool/cudapool/internal/checked"
 )
 
 // decoder turns a placement order into offsets: each item in turn goes to
@@ -58,9 +59,9 @@ func (d *decoder) decode(order []int32, goal, bound uint64) outcome {
 	}
 	res := outcome{over: -1, complete: true}
 	for p, i := range order {
-		off, ok := d.fit(i)
-		end := off + d.items[i].size
-		if !ok || end < off {
+		off, fits := d.fit(i)
+		end, ok := checked.Add(off, d.items[i].size)
+		if !fits || !ok {
 			return outcome{overflow: true, over: -1}
 		}
 		d.off[i] = off

@@ -95,6 +95,8 @@ const (
 	outOfNodes
 	// stopped: the caller's time limit or context ended the search first.
 	stopped
+	// crashed: a search goroutine panicked; the portfolio holds the error.
+	crashed
 )
 
 func newDFS(l *layout, capacity uint64, stop *stopper) *dfs {

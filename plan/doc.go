@@ -52,7 +52,7 @@
 // the steps, best fit among the gaps of a free list, in O(n log n).
 //
 // Steps are compared, never enumerated: a request alive "for the whole
-// plan" may say First 0, Last math.MaxInt32 at no cost.
+// plan" may say First 0, Last math.MaxInt32 (or math.MaxInt) at no cost.
 //
 // # Incremental planning
 //
@@ -81,9 +81,15 @@
 //
 // Offsets are multiples of 256 at least (align.CUDA); larger alignments are
 // honoured. Placed buffers are trusted to form a valid plan among
-// themselves; Validate checks any plan. Sizes, offsets and sums of sizes
-// are checked against 64-bit overflow and refused with ErrOverflow rather
-// than wrapped.
+// themselves; Validate checks any plan, and Plan checks every layout it
+// found before returning it, which BenchmarkCheckCost measures at 5-14% of
+// Plan's time on inputs of 100,000 buffers and more, some 15% when one
+// buffer joins 10,000 placed ones, and up to a quarter, 2-30 µs, on the
+// inference traces.
+// Sizes, offsets and sums of sizes are checked against 64-bit overflow and
+// refused with ErrOverflow rather than wrapped. A panic on a goroutine
+// that Plan started, which would otherwise end the process, comes back as
+// an error wrapping ErrInternal.
 //
 // ReadTrace reads the inference traces the project records (see Trace) and
 // ReadCSV the problems of MiniMalloc's benchmarks; examples/plan plans

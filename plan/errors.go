@@ -16,7 +16,8 @@ var ErrInvalidRequest = errors.New("plan: invalid request")
 var ErrOverflow = errors.New("plan: size overflows 64 bits")
 
 // ErrOverlap is wrapped by Validate when two requests that are alive at the
-// same step share bytes, and by Plan when placed buffers do.
+// same step share bytes, and by Plan when the check of its layout finds
+// that placed buffers do (or, along with ErrInternal, that new ones do).
 var ErrOverlap = errors.New("plan: buffers overlap")
 
 // ErrTrace is wrapped by every error ReadTrace and ReadCSV return about the
@@ -60,3 +61,10 @@ func within(err error, format string, args ...any) error {
 	}
 	return fmt.Errorf("plan: %s: %w", fmt.Sprintf(format, args...), err)
 }
+
+// ErrInternal is wrapped when Plan fails through no fault of the requests:
+// a goroutine it started panicked (a defect of the planner, or a context
+// given WithContext that panicked; the error holds the panic's value and
+// stack), or the layout it found failed the check that every layout gets
+// before it is returned. Plan then returns no layout.
+var ErrInternal = errors.New("plan: internal error")

@@ -13,10 +13,10 @@ const defaultWork = 1 << 19
 
 // exactSearch runs the exact search on the greedy layout offs, whose arena
 // is top, and returns the arena it reached and whether that is proven the
-// least possible. With a capacity it looks for a layout within it; else it
-// lowers the arena toward the lower bound lb within the default node
-// budget or the time limit.
-func exactSearch(l *layout, cfg config, offs []uint64, top, lb uint64) (uint64, bool) {
+// least possible, or the error of a search goroutine that panicked. With a
+// capacity it looks for a layout within it; else it lowers the arena toward
+// the lower bound lb within the default node budget or the time limit.
+func exactSearch(l *layout, cfg config, offs []uint64, top, lb uint64) (uint64, bool, error) {
 	limit := cfg.limit
 	if cfg.hasCap && limit == 0 {
 		limit = DefaultCapacityTimeLimit
@@ -25,16 +25,17 @@ func exactSearch(l *layout, cfg config, offs []uint64, top, lb uint64) (uint64, 
 	if cfg.hasCap {
 		switch s.fit(offs, cfg.capacity) {
 		case fits:
-			return layoutTop(l, offs), false
+			return layoutTop(l, offs), false, nil
 		case noFit:
-			return top, true
+			return top, true, nil
 		}
-		return top, false
+		return top, false, s.err
 	}
 	if cfg.limit == 0 {
 		s.budget = defaultWork / int64(len(l.items))
 	}
-	return s.improve(offs, top, lb)
+	top, proven := s.improve(offs, top, lb)
+	return top, proven, s.err
 }
 
 // search drives the exact search over the independent parts of a layout.
@@ -48,6 +49,8 @@ type search struct {
 	// node limits of the jobs run, so that it is spent the same way
 	// whatever the speed of the machine.
 	budget int64
+	// err is the panic of a search goroutine, which ended the search.
+	err error
 }
 
 // fit tries to bring every part at or below capacity, updating off in
@@ -62,6 +65,10 @@ func (s *search) fit(off []uint64, capacity uint64) verdict {
 		pf := &portfolio{l: s.l, capacity: capacity, stop: s.stop, budget: s.budget}
 		v, offs := pf.solve(p)
 		s.budget -= pf.spent
+		if v == crashed {
+			s.err = pf.err
+			return crashed
+		}
 		switch v {
 		case fits:
 			for k, i := range p.items {

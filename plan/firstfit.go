@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/cudapool/cudapool/align"
+	"github.com/cudapool/cudapool/internal/checked"
 )
 
 // firstFitByClass plans inputs too large for conflict lists. Items are
@@ -90,6 +91,7 @@ func newTimeIndex(items []item) *timeIndex {
 	var span int64
 	first, last := make([]int, len(items)), make([]int, len(items))
 	for i, it := range items {
+		// Steps are at most maxStep (see boundSteps): last+1 cannot wrap.
 		first[i] = sort.SearchInts(firsts, it.first)
 		last[i] = sort.SearchInts(firsts, it.last+1) - 1
 		span += int64(last[i] - first[i] + 1)
@@ -138,7 +140,8 @@ func (ix *timeIndex) lowestFit(i int32, busy []interval) (uint64, bool) {
 			r, busy = busy[0], busy[1:]
 		default:
 			o, err := align.Up(cur, it.align)
-			return o, err == nil && o+it.size >= o
+			_, ok := checked.Add(o, it.size)
+			return o, err == nil && ok
 		}
 		if r.lo > cur {
 			if o, err := align.Up(cur, it.align); err == nil && o <= r.lo && r.lo-o >= it.size {

@@ -30,7 +30,7 @@ func FuzzReadTrace(f *testing.F) {
 		res, err := plan.Plan(tr.Tensors, plan.WithTries(20))
 		if err != nil {
 			// Sizes near 2^64 are valid tensors that no arena can hold.
-			require.ErrorIs(t, err, plan.ErrOverflow)
+			requireOverflow(t, tr.Tensors, err)
 			return
 		}
 		require.NoError(t, plan.Validate(tr.Tensors, res.Offsets))
@@ -67,6 +67,9 @@ func planFuzzInput(t *testing.T, data []byte) {
 	res, err := plan.Plan(reqs, plan.WithPlaced(placed), plan.WithTries(int(data[0])))
 	if err != nil {
 		requireRefusal(t, err)
+		if len(placed) == 0 && errors.Is(err, plan.ErrOverflow) {
+			requireOverflow(t, reqs, err)
+		}
 		return
 	}
 	all, offs := together(reqs, res.Offsets, placed)
@@ -85,14 +88,37 @@ func requireRefusal(t *testing.T, err error) {
 	require.True(t, errors.Is(err, plan.ErrInvalidRequest) || errors.Is(err, plan.ErrOverflow), "unexpected error: %v", err)
 }
 
-// fuzzRequests reads up to 64 requests of 6 bytes each: a size mantissa and
-// shift, an alignment, a first step and a length, with reserved values for
-// invalid and extreme requests.
+// requireOverflow asserts that Plan refused reqs for overflow only where
+// stacking them, each aligned, would not fit in 64 bits either.
+func requireOverflow(t *testing.T, reqs []plan.Request, err error) {
+	t.Helper()
+	require.ErrorIs(t, err, plan.ErrOverflow)
+	require.False(t, stackable(reqs), "refused requests that stack below 2^64: %v", err)
+}
+
+// fuzzSteps are the steps that reserved values of fuzzRequests draw from:
+// the edges of the range a Request allows, and the pool's whole plan.
+var fuzzSteps = []int{0, 1, 2, math.MaxInt32, math.MaxInt - 2, math.MaxInt - 1, math.MaxInt}
+
+// maxFuzzRequests bounds the requests of one input: enough for the large-
+// input planner, which takes over at a few hundred buffers alive together.
+const maxFuzzRequests = 1024
+
+// fuzzRequests reads requests of 6 bytes each: a size mantissa and shift,
+// an alignment, a first step and a length, with reserved values for
+// invalid and extreme requests, the edges of the step and size ranges
+// among them, and for repeating the previous request up to 256 times.
 func fuzzRequests(data []byte) []plan.Request {
 	var reqs []plan.Request
-	for len(data) >= 6 && len(reqs) < 64 {
+	for len(data) >= 6 && len(reqs) < maxFuzzRequests {
 		b := data[:6]
 		data = data[6:]
+		if b[0] == 250 {
+			for k := 0; k <= int(b[1]) && len(reqs) > 0 && len(reqs) < maxFuzzRequests; k++ {
+				reqs = append(reqs, reqs[len(reqs)-1])
+			}
+			continue
+		}
 		q := plan.Request{Size: (uint64(binary.BigEndian.Uint16(b[1:3])) + 1) << (b[0] % 48)}
 		switch b[0] {
 		case 255:
@@ -101,6 +127,10 @@ func fuzzRequests(data []byte) []plan.Request {
 			q.Size = 0
 		case 253:
 			q.Size = 1 << 62
+		case 252:
+			q.Size = 1<<63 - uint64(b[1])
+		case 251:
+			q.Size = 1<<63 + uint64(b[1])<<8
 		}
 		switch {
 		case b[3] == 127:
@@ -109,13 +139,20 @@ func fuzzRequests(data []byte) []plan.Request {
 			q.Align = 1 << (b[3] % 24)
 		}
 		q.First, q.Last = int(b[4]), int(b[4])+int(b[5]%16)
-		switch b[5] {
-		case 255:
+		switch {
+		case b[5] == 255:
 			q.First, q.Last = 0, math.MaxInt32
-		case 254:
+		case b[5] == 254:
 			q.Last = q.First - 1
-		case 253:
+		case b[5] == 253:
 			q.First, q.Last = math.MaxInt-int(b[4]), math.MaxInt
+		case b[5] == 252:
+			q.Last = math.MaxInt
+		case b[5] == 251:
+			q.Last = math.MaxInt - 1
+		case b[5] >= 240:
+			a, z := fuzzSteps[int(b[4])%len(fuzzSteps)], fuzzSteps[int(b[5]-240)%len(fuzzSteps)]
+			q.First, q.Last = min(a, z), max(a, z)
 		}
 		reqs = append(reqs, q)
 	}

@@ -31,6 +31,7 @@ type part struct {
 }
 
 func newLayout(items []item, conf conflicts) *layout {
+	// Steps are at most maxStep (see boundSteps): last+1 cannot wrap.
 	bounds := make([]int, 0, 2*len(items))
 	for _, it := range items {
 		bounds = append(bounds, it.first, it.last+1)

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/dustin/go-humanize"
+	"github.com/cudapool/cudapool/internal/checked"
 )
 
 // LowerBound returns the most bytes alive at any one step: the largest sum,
@@ -60,11 +60,10 @@ func peak(spans []span) (uint64, error) {
 			alive -= ends[e].size
 			e++
 		}
-		if alive+s.size < alive {
-			return 0, failf(ErrOverflow, "more than 2^64 bytes alive at step %d (%s before the last)",
-				s.first, humanize.IBytes(alive))
+		var ok bool
+		if alive, ok = checked.Add(alive, s.size); !ok {
+			return 0, failf(ErrOverflow, "sizes alive at step %d add up past 2^64 B", s.first)
 		}
-		alive += s.size
 		best = max(best, alive)
 	}
 	return best, nil

@@ -37,7 +37,7 @@ func byLength(items []item) []int32 {
 
 // byArea places items by size times lifetime, largest first.
 func byArea(items []item) []int32 {
-	area := func(i int32) float64 { return float64(items[i].size) * float64(length(items[i].span)+1) }
+	area := func(i int32) float64 { return float64(items[i].size) * (float64(length(items[i].span)) + 1) }
 	return sortedOrder(len(items), func(a, b int32) int { return cmp.Compare(area(b), area(a)) })
 }
 

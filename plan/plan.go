@@ -22,33 +22,28 @@ type Result struct {
 // Plan gives every request an offset such that two requests alive at a
 // common step never share a byte, keeping the arena as close to the lower
 // bound as it can. The same input and options give the same plan whenever
-// the search ends before any time limit or context does.
+// the search ends before any time limit or context does. Every layout is
+// checked, as Validate does, before it is returned.
 //
 // It fails, naming the request, with an error wrapping ErrInvalidRequest for
-// a request that cannot be planned, ErrOverflow when sizes or offsets do not
-// fit in 64 bits, or ErrInvalidOption for an option it cannot use. With
-// WithCapacity, a layout that does not fit is returned along with a
-// *NoFitError (wrapping ErrNoFit): both results are then non-nil.
+// a request that cannot be planned, ErrOverlap for placed buffers found to
+// share bytes, ErrOverflow when sizes or offsets do not fit in 64 bits,
+// ErrInvalidOption for an option it cannot use, or ErrInternal for a
+// defect of its own: a goroutine it started panicked, or its layout failed
+// the check. With WithCapacity, a layout that does not fit is returned
+// along with a *NoFitError (wrapping ErrNoFit): both results are then
+// non-nil.
 func Plan(reqs []Request, opts ...Option) (*Result, error) {
 	cfg, err := configure(opts)
 	if err != nil {
 		return nil, err
 	}
-	p, err := newProblem(reqs, cfg.placed)
+	p, res, fitProven, err := unchecked(reqs, cfg)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Offsets: make([]uint64, len(reqs)), ArenaBytes: p.fixedTop, LowerBound: p.lb}
-	fitProven := false
-	if len(reqs) > 0 {
-		offs, top, proven, ok := solve(p, cfg)
-		if !ok {
-			return nil, failf(ErrOverflow, "no offsets below 2^64 for %d requests around placed buffers up to %s",
-				len(reqs), humanize.IBytes(p.fixedTop))
-		}
-		copy(res.Offsets, offs)
-		res.ArenaBytes = max(top, p.fixedTop)
-		fitProven = proven
+	if err := p.check(reqs, cfg.placed, res); err != nil {
+		return nil, err
 	}
 	if cfg.hasCap && res.ArenaBytes > cfg.capacity {
 		return res, &NoFitError{Capacity: cfg.capacity, LowerBound: p.lb, BestArena: res.ArenaBytes,
@@ -57,12 +52,38 @@ func Plan(reqs []Request, opts ...Option) (*Result, error) {
 	return res, nil
 }
 
+// unchecked is Plan but for the check of the layout and the capacity: the
+// problem, its layout, and whether that layout's arena is proven the least
+// possible.
+func unchecked(reqs []Request, cfg config) (*problem, *Result, bool, error) {
+	p, err := newProblem(reqs, cfg.placed)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	res := &Result{Offsets: make([]uint64, len(reqs)), ArenaBytes: p.fixedTop, LowerBound: p.lb}
+	if len(reqs) == 0 {
+		return p, res, false, nil
+	}
+	offs, top, proven, err := solve(p, cfg)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	copy(res.Offsets, offs)
+	res.ArenaBytes = max(top, p.fixedTop)
+	return p, res, proven, nil
+}
+
 // solve plans the items: the greedy planners first, then, when they miss
 // the target (the capacity, or else the lower bound) and the input suits
 // it, the exact search from their best layout. It reports whether the
-// layout's arena is proven the least possible, and false when every
-// layout overflowed 64 bits.
-func solve(p *problem, cfg config) (offs []uint64, top uint64, proven, ok bool) {
+// layout's arena is proven the least possible. It fails with ErrOverflow
+// when every layout overflowed 64 bits, and with ErrInternal when a
+// goroutine it started panicked.
+func solve(p *problem, cfg config) (offs []uint64, top uint64, proven bool, err error) {
+	overflow := func() error {
+		return failf(ErrOverflow, "no offsets below 2^64 for %d requests around placed buffers up to %s",
+			len(p.items), humanize.IBytes(p.fixedTop))
+	}
 	sorted := byFirstStep(p.items)
 	pairs := pairCount(p.items, sorted)
 	busy, global := fixedBusy(p.items, p.fixed, p.fixedOff)
@@ -72,8 +93,14 @@ func solve(p *problem, cfg config) (offs []uint64, top uint64, proven, ok bool) 
 	}
 	cost := decodeCost(len(p.items), pairs, busyRanges)
 	if cost > sweepCost {
-		offs, top, ok = largeInput(p.items, busy, global)
-		return offs, top, top <= p.lb, ok
+		offs, top, ok, err := largeInput(p.items, busy, global)
+		switch {
+		case err != nil:
+			return nil, 0, false, err
+		case !ok:
+			return nil, 0, false, overflow()
+		}
+		return offs, top, top <= p.lb, nil
 	}
 	tries := cfg.tries
 	if tries < 0 {
@@ -91,34 +118,37 @@ func solve(p *problem, cfg config) (offs []uint64, top uint64, proven, ok bool) 
 	if cfg.hasCap {
 		goal = max(goal, cfg.capacity)
 	}
-	offs, top, ok = newSearcher(d, goal, tries).run(starts)
-	if !ok || top <= goal || len(p.fixed) > 0 || (cfg.hasCap && cfg.capacity < p.lb) || top > maxExactTop {
-		return offs, top, top <= p.lb, ok
+	offs, top, ok := newSearcher(d, goal, tries).run(starts)
+	if !ok {
+		return nil, 0, false, overflow()
+	}
+	if top <= goal || len(p.fixed) > 0 || (cfg.hasCap && cfg.capacity < p.lb) || top > maxExactTop {
+		return offs, top, top <= p.lb, nil
 	}
 	offs = slices.Clone(offs)
-	top, proven = exactSearch(newLayout(p.items, conf), cfg, offs, top, p.lb)
-	return offs, top, proven, true
+	top, proven, err = exactSearch(newLayout(p.items, conf), cfg, offs, top, p.lb)
+	return offs, top, proven, err
 }
 
 // largeInput plans an input too large for the search with two fast passes
 // run side by side, first fit by size class and the sweep, and keeps the
 // first fit's layout unless the sweep's arena is smaller: the choice
-// depends on the layouts alone, never on which pass finished first.
-func largeInput(items []item, busy [][]interval, global []interval) ([]uint64, uint64, bool) {
+// depends on the layouts alone, never on which pass finished first. A
+// panic of the sweep's goroutine comes back as an error.
+func largeInput(items []item, busy [][]interval, global []interval) ([]uint64, uint64, bool, error) {
 	var (
-		sOffs     []uint64
-		sTop      uint64
-		sOK       bool
-		sweepDone = make(chan struct{})
+		sOffs []uint64
+		sTop  uint64
+		sOK   bool
+		swept = make(chan error, 1)
 	)
-	go func() {
-		defer close(sweepDone)
-		sOffs, sTop, sOK = sweep(items, busy, global)
-	}()
+	guarded(func() { sOffs, sTop, sOK = sweep(items, busy, global) }, swept)
 	offs, top, ok := firstFitByClass(items, busy)
-	<-sweepDone
-	if sOK && (!ok || sTop < top) {
-		return sOffs, sTop, true
+	if err := <-swept; err != nil {
+		return nil, 0, false, err
 	}
-	return offs, top, ok
+	if sOK && (!ok || sTop < top) {
+		return sOffs, sTop, true, nil
+	}
+	return offs, top, ok, nil
 }

@@ -25,6 +25,9 @@ type portfolio struct {
 	// budget caps the sum of the node limits of the jobs run; the
 	// sequence ends at the first job that would pass it. spent is that sum.
 	budget, spent int64
+	// err is the first panic of a worker, as an error; the search ends
+	// with it.
+	err error
 }
 
 // firstLimit is the node limit of the first round, per item: enough for a
@@ -48,7 +51,6 @@ func (pf *portfolio) solve(p part) (verdict, []uint64) {
 		outcome = noFit
 		offs    []uint64
 		budgetd bool
-		wg      sync.WaitGroup
 	)
 	ranks := make([][]int32, len(rankers))
 	heavy := make([]uint64, len(pf.l.items))
@@ -69,7 +71,7 @@ func (pf *portfolio) solve(p part) (verdict, []uint64) {
 		defer mu.Unlock()
 		j := next
 		jb := sched.at(j)
-		if j >= decided || pf.stop.done() || pf.spent > pf.budget-jb.limit {
+		if j >= decided || pf.err != nil || pf.stop.done() || pf.spent > pf.budget-jb.limit {
 			budgetd = budgetd || pf.spent > pf.budget-jb.limit
 			return -1, job{}
 		}
@@ -98,10 +100,9 @@ func (pf *portfolio) solve(p part) (verdict, []uint64) {
 			}
 		}
 	}
+	done := make(chan error, len(workers))
 	for _, wk := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		guarded(func() {
 			wk.d.quit = &wk.quit
 			for {
 				j, jb := take(wk)
@@ -110,10 +111,23 @@ func (pf *portfolio) solve(p part) (verdict, []uint64) {
 				}
 				finish(wk, j, wk.d.solve(p, jb.rank(ranks, p), jb.keys(), jb.limit))
 			}
-		}()
+		}, done)
 	}
-	wg.Wait()
+	for range workers {
+		if err := <-done; err != nil {
+			// The first panic ends the search: the other workers stop
+			// at their next poll.
+			mu.Lock()
+			pf.err = cmp.Or(pf.err, err)
+			for _, o := range workers {
+				o.quit.Store(true)
+			}
+			mu.Unlock()
+		}
+	}
 	switch {
+	case pf.err != nil:
+		return crashed, nil
 	case decided < math.MaxInt64:
 		// Jobs after the deciding one may have started, depending on
 		// timing; the budget is charged as if they had not.

@@ -1,6 +1,10 @@
 package plan
 
-import "cmp"
+import (
+	"cmp"
+
+	"github.com/cudapool/cudapool/internal/checked"
+)
 
 // rankers are the orders the exact search breaks ties with, tried in turn
 // with growing node limits: a search that starts down a bad path is cut off
@@ -21,9 +25,10 @@ type rankKey func(l *layout, heaviest []uint64, i int32) uint64
 
 func keyWidth(l *layout, _ []uint64, i int32) uint64 { return uint64(length(l.items[i].span)) }
 
-// keyArea may wrap for huge sizes over huge lifetimes; it is only an order.
+// keyArea saturates for huge sizes over long lifetimes, which rank first
+// either way.
 func keyArea(l *layout, _ []uint64, i int32) uint64 {
-	return l.items[i].size * uint64(length(l.items[i].span)+1)
+	return checked.SaturatingMul(l.items[i].size, uint64(length(l.items[i].span))+1)
 }
 
 func keyHeaviest(_ *layout, heaviest []uint64, i int32) uint64 { return heaviest[i] }

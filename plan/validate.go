@@ -2,11 +2,11 @@ package plan
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"sort"
 
 	"github.com/cudapool/cudapool/align"
+	"github.com/cudapool/cudapool/internal/checked"
 )
 
 // Validate checks that offsets is a plan for reqs: one offset per request,
@@ -28,7 +28,7 @@ func Validate(reqs []Request, offsets []uint64) error {
 			return failf(ErrInvalidRequest, "request %d (%s): offset %d is not a multiple of %d",
 				i, r, offsets[i], r.alignment())
 		}
-		if offsets[i] > math.MaxUint64-s.size {
+		if _, ok := checked.Add(offsets[i], s.size); !ok {
 			return failf(ErrOverflow, "request %d (%s): offset %d + size", i, r, offsets[i])
 		}
 		spans[i] = s

@@ -33,7 +33,8 @@ var ErrNoArena = errors.New("pool: arena not reserved")
 
 // ErrInvalidRequest is returned for a request that can never be placed: a zero
 // size, a size that overflows once aligned, an invalid lifetime or a nil
-// option; and by the methods of a nil *Buffer.
+// option; by Satisfy and Commit for buffers whose sizes add up past 2^64 B;
+// and by the methods of a nil *Buffer.
 var ErrInvalidRequest = errors.New("pool: invalid request")
 
 // ErrInvalidOption is returned by New for a nil option, an option out of

@@ -1,8 +1,12 @@
 package pool
 
 import (
+	"fmt"
+	"math"
+
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/checked"
 )
 
 // ledger is one arena and the buffers placed in it, the same for every kind of
@@ -68,17 +72,36 @@ func (l *ledger) plan() (layout, error) {
 	out := layout{end: start}
 	for _, b := range l.pending {
 		sz := l.span(b.size)
-		if out.end+sz < out.end {
+		var ok bool
+		if out.end, ok = checked.Add(out.end, sz); !ok {
 			return layout{}, l.exhausted(^uint64(0))
 		}
-		out.end += sz
 		out.sizes += b.size
 		out.aligned += sz
 	}
 	if out.end > l.capacity {
 		return layout{}, l.exhausted(out.end)
 	}
-	return out, nil
+	return out, l.countable(out.sizes, out.aligned)
+}
+
+// countable refuses a batch whose sizes, with those of the buffers already
+// placed, add up past 2^64 B, which Stats could not report. Only buffers
+// that share memory add up to more than the arena holds, so a batch
+// without lifetimes, which fits above the placed buffers, passes unless
+// earlier lifetimes shared.
+func (l *ledger) countable(sizes, aligned uint64) error {
+	_, okSizes := checked.Add(l.requested, sizes)
+	_, okAligned := checked.Add(l.unshared, aligned)
+	if okSizes && okAligned {
+		return nil
+	}
+	return l.uncountable()
+}
+
+func (l *ledger) uncountable() error {
+	return fmt.Errorf("%w: %s arena: the sizes of the placed and queued buffers add up past 2^64 B, which Stats could not report",
+		ErrInvalidRequest, l.kind)
 }
 
 // apply places the pending buffers where out says and empties the queue.
@@ -111,12 +134,17 @@ func (l *ledger) reset() {
 	l.used, l.requested, l.unshared = 0, 0, 0
 }
 
+// pendingBytes is the bytes the queue asks for, at most 2^64-1: Satisfy
+// refuses a queue that asks for more.
 func (l *ledger) pendingBytes() uint64 {
-	var n uint64
+	var n checked.Total
 	for _, b := range l.pending {
-		n += l.span(b.size)
+		n.Add(l.span(b.size))
 	}
-	return n
+	if v, ok := n.Uint64(); ok {
+		return v
+	}
+	return math.MaxUint64
 }
 
 func (l *ledger) exhausted(need uint64) *ExhaustedError {

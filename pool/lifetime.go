@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cudapool/cudapool/internal/checked"
 	"github.com/cudapool/cudapool/plan"
 )
 
@@ -33,11 +34,21 @@ func (l *ledger) pendingHasLifetimes() bool {
 // placed ones, which never move: buffers never alive together share bytes.
 func (l *ledger) planLifetimes() (layout, error) {
 	reqs := make([]plan.Request, len(l.pending))
-	out := layout{}
+	var sizes, aligned checked.Total
 	for i, b := range l.pending {
 		reqs[i] = l.request(b)
-		out.sizes += b.size
-		out.aligned += l.span(b.size)
+		sizes.Add(b.size)
+		aligned.Add(l.span(b.size))
+	}
+	out := layout{}
+	var okSizes, okAligned bool
+	out.sizes, okSizes = sizes.Uint64()
+	out.aligned, okAligned = aligned.Uint64()
+	if !okSizes || !okAligned {
+		return layout{}, l.uncountable()
+	}
+	if err := l.countable(out.sizes, out.aligned); err != nil {
+		return layout{}, err
 	}
 	placed := make([]plan.Placed, len(l.placed))
 	for i, b := range l.placed {

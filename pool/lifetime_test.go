@@ -2,6 +2,7 @@ package pool_test
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/plan"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -96,4 +98,47 @@ func openPlanTrace(name string) (*os.File, error) {
 		return nil, errors.Join(err, besideErr)
 	}
 	return f, nil
+}
+
+// TestStatsSumsPast2To64 places buffers of 2^61-1 bytes, each alive at its
+// own step, in an arena of 2^62: they share 2^61 bytes, and their sizes
+// add up past 2^64 from the eighth on, which Stats could not report.
+// Satisfy refuses the buffer that would take them there, places nothing of
+// its batch, and Stats stays exact.
+func TestStatsSumsPast2To64(t *testing.T) {
+	const size = 1<<61 - 1
+	f := cudarttest.NewFakeT(t, cudarttest.WithDeviceMemory(1<<62))
+	p, err := pool.New(f, pool.WithDeviceBytes(1<<62), pool.WithHostBytes(0))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+
+	for i := range 9 {
+		_, err := p.WantDevice(size, pool.Live(i, i))
+		require.NoError(t, err)
+	}
+	st := p.Stats().Device
+	assert.Equal(t, uint64(math.MaxUint64), st.Pending, "9 * 2^61 bytes queued: saturated")
+	err = p.Satisfy()
+	require.ErrorIs(t, err, pool.ErrInvalidRequest)
+	assert.Contains(t, err.Error(), "device arena: the sizes of the placed and queued buffers add up past 2^64 B")
+	st = p.Stats().Device
+	assert.Zero(t, st.Placed, "nothing of the batch is placed")
+	assert.Equal(t, 9, st.Queued, "the queue is kept")
+
+	require.NoError(t, p.ReleaseAll())
+	for i := range 7 {
+		_, err := p.WantDevice(size, pool.Live(i, i))
+		require.NoError(t, err)
+		require.NoError(t, p.Satisfy())
+	}
+	_, err = p.WantDevice(size, pool.Live(7, 7))
+	require.NoError(t, err)
+	require.ErrorIs(t, p.Satisfy(), pool.ErrInvalidRequest, "8 * 2^61 bytes unshared is 2^64")
+	st = p.Stats().Device
+	assert.Equal(t, 7, st.Placed)
+	assert.Equal(t, uint64(7*size), st.Requested)
+	assert.Equal(t, uint64(7<<61), st.Unshared)
+	assert.Equal(t, uint64(7), st.Padding)
+	assert.Equal(t, uint64(1<<61), st.Used)
+	assert.Equal(t, uint64(6<<61), st.Saved)
 }

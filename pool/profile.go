@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/cudapool/cudapool/align"
+	"github.com/cudapool/cudapool/internal/checked"
 	"github.com/cudapool/cudapool/plan"
 )
 
@@ -165,8 +166,13 @@ func planProfile(pr *Profile, index int) (*planned, error) {
 			}
 			reqs = append(reqs, req)
 			idx = append(idx, i)
-			out.requested[k] += b.r.size
-			out.unshared[k] += req.Size
+			var okRequested, okUnshared bool
+			out.requested[k], okRequested = checked.Add(out.requested[k], b.r.size)
+			out.unshared[k], okUnshared = checked.Add(out.unshared[k], req.Size)
+			if !okRequested || !okUnshared {
+				return nil, fmt.Errorf("%w: profile %q: the sizes of its %s buffers add up past 2^64 B, which its stats could not report",
+					ErrInvalidRequest, pr.name, k)
+			}
 		}
 		if len(reqs) == 0 {
 			continue

@@ -11,7 +11,10 @@ import (
 
 // Satisfy places every queued request. It first checks that every arena can
 // hold everything already placed plus everything queued; if one cannot, it
-// places nothing, keeps the queue, and returns an *ExhaustedError. Placed
+// places nothing, keeps the queue, and returns an *ExhaustedError; it does
+// the same, with an error wrapping ErrInvalidRequest, when buffers that
+// share memory by lifetime have sizes that add up past 2^64 B, which Stats
+// could not report. Placed
 // buffers never move. With WithGuards it then fills their guards; if CUDA
 // refuses that, the buffers stay placed and the error says so.
 func (p *Pool) Satisfy() error {

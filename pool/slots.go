@@ -3,12 +3,12 @@ package pool
 import (
 	"errors"
 	"fmt"
-	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/checked"
 )
 
 // SlotLayout is what NewSlots places: the buffers shared by every request, once,
@@ -225,8 +225,13 @@ func (s *Slots) arenaBytes(kind Arena, n int, guard uint64) (uint64, error) {
 	var shared uint64
 	if s.shared != nil {
 		for _, b := range s.shared.bufs {
-			if b.arena == kind {
-				shared += alignedSize(b.r.size) + guard
+			if b.arena != kind {
+				continue
+			}
+			span, okSpan := checked.Add(alignedSize(b.r.size), guard)
+			var okSum bool
+			if shared, okSum = checked.Add(shared, span); !okSpan || !okSum {
+				return 0, fmt.Errorf("%w: NewSlots: the shared %s buffers add up past 2^64 B", ErrInvalidOption, kind)
 			}
 		}
 	}
@@ -234,9 +239,10 @@ func (s *Slots) arenaBytes(kind Arena, n int, guard uint64) (uint64, error) {
 	if s.stride[kind] == 0 {
 		return shared, nil
 	}
-	hi, slots := bits.Mul64(uint64(n), s.stride[kind]+guard)
-	total, carry := bits.Add64(shared, slots, 0)
-	if hi != 0 || carry != 0 {
+	region, okRegion := checked.Add(s.stride[kind], guard)
+	slots, okSlots := checked.Mul(uint64(n), region)
+	total, okTotal := checked.Add(shared, slots)
+	if !okRegion || !okSlots || !okTotal {
 		return 0, fmt.Errorf("%w: NewSlots: %d slots of %d B and %d B shared overflow the %s arena's size", ErrInvalidOption, n, s.stride[kind], shared, kind)
 	}
 	return total, nil

@@ -179,6 +179,16 @@ func TestSlotsRefuseBadInput(t *testing.T) {
 	clash := pool.NewProfile("clash")
 	_, err = clash.Device(256, pool.Name("weights"))
 	require.NoError(t, err)
+	// Buffers of 2^61 B: nine at steps of their own share 2^61 B in a slot,
+	// but their sizes add up past 2^64 B, which the stats could not report;
+	// nine shared ones need more than 2^64 B.
+	hugeSlot, hugeShared := pool.NewProfile("huge"), pool.NewProfile("shared")
+	for i := range 9 {
+		_, err = hugeSlot.Device(1<<61, pool.Live(i, i))
+		require.NoError(t, err)
+		_, err = hugeShared.Device(1 << 61)
+		require.NoError(t, err)
+	}
 	for _, c := range []struct {
 		name   string
 		n      int
@@ -193,6 +203,8 @@ func TestSlotsRefuseBadInput(t *testing.T) {
 		{"two profiles of one name", 2, pool.SlotLayout{Profiles: []*pool.Profile{good.Profiles[0], good.Profiles[0]}}, pool.ErrInvalidRequest},
 		{"shared with Live", 2, pool.SlotLayout{Shared: live, Profiles: good.Profiles}, pool.ErrInvalidRequest},
 		{"name shared and per request", 2, pool.SlotLayout{Shared: good.Shared, Profiles: []*pool.Profile{clash}}, pool.ErrInvalidRequest},
+		{"profile sizes past 2^64 B", 1, pool.SlotLayout{Profiles: []*pool.Profile{hugeSlot}}, pool.ErrInvalidRequest},
+		{"shared sizes past 2^64 B", 1, pool.SlotLayout{Shared: hugeShared, Profiles: good.Profiles}, pool.ErrInvalidOption},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, err := pool.NewSlots(f, c.n, c.layout)

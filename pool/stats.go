@@ -9,8 +9,8 @@ type ArenaStats struct {
 	Mapped    uint64 // bytes of memory behind the arena: Capacity, or what a growable arena has mapped so far
 	Used      uint64 // end of the highest placed buffer: the bytes the plan needs
 	Peak      uint64 // highest Used since New, across ReleaseAll
-	Pending   uint64 // bytes queued, each rounded up to 256
-	Requested uint64 // sum of the placed buffers' sizes as requested
+	Pending   uint64 // bytes queued, each rounded up to 256; 2^64-1 for a queue that asks for more, which Satisfy refuses
+	Requested uint64 // sum of the placed buffers' sizes as requested; Satisfy refuses buffers that would take it past 2^64-1
 	Padding   uint64 // bytes added to placed buffers by rounding up to 256
 	Guards    uint64 // bytes of guard after the placed buffers (WithGuards), padding not included
 	Unshared  uint64 // bytes the placed buffers would need if none shared memory

@@ -76,6 +76,14 @@ func TestCSVSummaryAndNoCapacity(t *testing.T) {
 	assert.ElementsMatch(t, []string{"arena_bytes", "lower_bound", "offsets"}, keys(got), "no fits without a capacity")
 }
 
+// TestCSVByteOrderMark reads a CSV as a spreadsheet exports it, with a
+// UTF-8 byte-order mark before the header.
+func TestCSVByteOrderMark(t *testing.T) {
+	code, out, errOut := runCmd("-in", writeCSV(t, "\ufeff"+smallCSV), "-unit", "256", "-json")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, `"lower_bound":768`)
+}
+
 func TestMiniMallocInstanceFits(t *testing.T) {
 	code, out, errOut := runCmd("-in", "../../plan/testdata/minimalloc/J.1048576.csv", "-unit", "256", "-capacity", "1048576", "-json")
 	require.Equal(t, 0, code, errOut)

@@ -31,12 +31,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/bits"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/cudapool/cudapool/internal/checked"
 	"github.com/cudapool/cudapool/plan"
 )
 
@@ -106,8 +106,8 @@ func planInput(o options, stdout io.Writer) error {
 	}
 	var opts []plan.Option
 	if o.capacity > 0 {
-		hi, capacity := bits.Mul64(o.capacity, o.unit)
-		if hi != 0 {
+		capacity, ok := checked.Mul(o.capacity, o.unit)
+		if !ok {
 			return fmt.Errorf("capacity %d times unit %d overflows 64 bits", o.capacity, o.unit)
 		}
 		opts = append(opts, plan.WithCapacity(capacity))
@@ -167,8 +167,8 @@ func readInput(path string, unit uint64) (*plan.Trace, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	for i, t := range tr.Tensors {
-		hi, size := bits.Mul64(t.Size, unit)
-		if hi != 0 {
+		size, ok := checked.Mul(t.Size, unit)
+		if !ok {
 			return nil, fmt.Errorf("%s: tensor %d: size %d times unit %d overflows 64 bits: %w", path, i, t.Size, unit, plan.ErrTrace)
 		}
 		tr.Tensors[i].Size = size

@@ -6,8 +6,12 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"math"
+	"math/bits"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -35,7 +39,7 @@ func TestSummary(t *testing.T) {
 		"arena                   9.2 MiB (",
 		"lower bound             9.2 MiB (",
 		"arena / lower bound     1.0000x",
-		"no sharing              126 MiB (13.",
+		"no sharing              126 MiB (132,276,224 bytes, 13.",
 		"PyTorch peak allocated  ",
 		"time taken              ",
 	} {
@@ -125,13 +129,100 @@ func TestSVGEscapesModelName(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
+	requireWellFormed(t, data)
+}
+
+// TestSummaryTotalsExact plans two tensors of 2^63 bytes that never meet:
+// without sharing they would need 2^64 bytes, which the summary prints in
+// full rather than wrapped to 0.
+func TestSummaryTotalsExact(t *testing.T) {
+	in := writeTrace(t, `{"model": "huge", "ops": 2, "tensors": [{"size": 9223372036854775808, "first": 0, "last": 0}, {"size": 9223372036854775808, "first": 1, "last": 1}]}`)
+	code, out, errOut := runCmd("-in", in)
+	require.Equal(t, 0, code, errOut)
+	out = squash(out)
+	assert.Contains(t, out, "arena 8.0 EiB (9,223,372,036,854,775,808 bytes)")
+	assert.Contains(t, out, "no sharing 16 EiB (18,446,744,073,709,551,616 bytes, 2.0000x the lower bound)")
+}
+
+// TestHugeStepCounts draws plans whose steps reach math.MaxInt: the SVG
+// must come out whole and small, with a thinned axis of labels that do
+// not overlap, and -json must work as well.
+func TestHugeStepCounts(t *testing.T) {
+	tests := []struct {
+		name, file, content string
+	}{
+		{"ops at MaxInt", "trace.json", `{"ops": 9223372036854775807, "tensors": [{"size": 256, "first": 0, "last": 0}]}`},
+		{"last at MaxInt-1", "trace.json", `{"ops": 9223372036854775807, "tensors": [{"size": 256, "first": 0, "last": 9223372036854775806}, {"size": 512, "first": 9223372036854775806, "last": 9223372036854775806}]}`},
+		{"CSV upper at MaxInt", "problem.csv", "id,lower,upper,size\n0,0,9223372036854775807,256\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := filepath.Join(t.TempDir(), tt.file)
+			require.NoError(t, os.WriteFile(in, []byte(tt.content), 0o644))
+			svg := filepath.Join(t.TempDir(), "plan.svg")
+			code, out, errOut := runCmd("-in", in, "-svg", svg)
+			require.Equal(t, 0, code, errOut)
+			assert.Contains(t, squash(out), "arena / lower bound 1.0000x")
+			data, err := os.ReadFile(svg)
+			require.NoError(t, err)
+			assert.Less(t, len(data), 16<<10, "a few buffers and a bounded axis")
+			labels := stepLabels(t, data)
+			require.GreaterOrEqual(t, len(labels), 2)
+			assert.LessOrEqual(t, len(labels), 8, "19-digit labels are thinned so as not to overlap")
+			assert.Equal(t, uint64(0), labels[0])
+			assert.True(t, slices.IsSorted(labels), "%v", labels)
+			assert.LessOrEqual(t, labels[len(labels)-1], uint64(math.MaxInt)+1)
+
+			code, out, errOut = runCmd("-in", in, "-json")
+			require.Equal(t, 0, code, errOut)
+			assert.Contains(t, out, `"arena_bytes":`)
+		})
+	}
+}
+
+// squash turns every run of spaces into one, so that a test need not know
+// the summary's column widths.
+func squash(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// stepLabels returns the numbers the SVG labels its step axis with: the
+// texts centred under a tick.
+func stepLabels(t *testing.T, data []byte) []uint64 {
+	t.Helper()
+	var labels []uint64
 	dec := xml.NewDecoder(bytes.NewReader(data))
+	inLabel := false
 	for {
-		_, err := dec.Token()
+		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
-			break
+			return labels
 		}
-		require.NoError(t, err)
+		require.NoError(t, err, "the SVG must be well-formed XML")
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			inLabel = tok.Name.Local == "text" && slices.ContainsFunc(tok.Attr, func(a xml.Attr) bool {
+				return a.Name.Local == "text-anchor" && a.Value == "middle"
+			})
+		case xml.CharData:
+			if n, err := strconv.ParseUint(string(tok), 10, 64); inLabel && err == nil {
+				labels = append(labels, n)
+			}
+		case xml.EndElement:
+			inLabel = false
+		}
+	}
+}
+
+func TestStepTick(t *testing.T) {
+	for _, steps := range []uint64{0, 1, 12, 13, 346, 99999, 1 << 31, math.MaxInt, math.MaxInt + 1, math.MaxUint64} {
+		tick := stepTick(steps)
+		require.Positive(t, tick, "steps %d", steps)
+		ticks := steps/tick + 1
+		assert.LessOrEqual(t, ticks, uint64(13), "steps %d: tick %d", steps, tick)
+		if steps >= 1000 {
+			assert.GreaterOrEqual(t, ticks, uint64(4), "steps %d: tick %d", steps, tick)
+		}
+		hi, _ := bits.Mul64(steps/tick, tick)
+		assert.Zero(t, hi, "the last tick fits in 64 bits")
 	}
 }
 

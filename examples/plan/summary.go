@@ -9,41 +9,45 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"github.com/cudapool/cudapool/internal/checked"
 	"github.com/cudapool/cudapool/plan"
 )
 
 // writeSummary prints what a reader of the plan wants to know first: how
 // far the arena is from the best possible, and from no sharing at all.
 func writeSummary(w io.Writer, tr *plan.Trace, res *plan.Result, took time.Duration) error {
-	var unshared uint64
+	// Tensors that share memory can add up past 2^64 B: the total is kept
+	// exact, in 128 bits.
+	var unshared checked.Total
 	for _, t := range tr.Tensors {
 		fp, err := t.Footprint()
 		if err != nil {
 			return err
 		}
-		unshared += fp
+		unshared.Add(fp)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "model\t%s\n", tr.Model)
 	fmt.Fprintf(tw, "tensors\t%d over %d ops\n", len(tr.Tensors), tr.Ops)
 	fmt.Fprintf(tw, "arena\t%s (%s bytes)\n", humanize.IBytes(res.ArenaBytes), commas(res.ArenaBytes))
 	fmt.Fprintf(tw, "lower bound\t%s (%s bytes)\n", humanize.IBytes(res.LowerBound), commas(res.LowerBound))
-	fmt.Fprintf(tw, "arena / lower bound\t%s\n", ratio(res.ArenaBytes, res.LowerBound))
-	fmt.Fprintf(tw, "no sharing\t%s (%s the lower bound)\n", humanize.IBytes(unshared), ratio(unshared, res.LowerBound))
+	fmt.Fprintf(tw, "arena / lower bound\t%s\n", ratio(float64(res.ArenaBytes), res.LowerBound))
+	fmt.Fprintf(tw, "no sharing\t%s (%s bytes, %s the lower bound)\n",
+		humanize.BigIBytes(unshared.Big()), humanize.BigComma(unshared.Big()), ratio(unshared.Float64(), res.LowerBound))
 	if tr.TorchPeakAllocated > 0 {
 		fmt.Fprintf(tw, "PyTorch peak allocated\t%s (%s the lower bound)\n",
-			humanize.IBytes(tr.TorchPeakAllocated), ratio(tr.TorchPeakAllocated, res.LowerBound))
+			humanize.IBytes(tr.TorchPeakAllocated), ratio(float64(tr.TorchPeakAllocated), res.LowerBound))
 	}
 	fmt.Fprintf(tw, "time taken\t%s\n", took.Round(time.Microsecond))
 	return tw.Flush()
 }
 
 // ratio formats a/b, or "n/a" for an empty plan.
-func ratio(a, b uint64) string {
+func ratio(a float64, b uint64) string {
 	if b == 0 {
 		return "n/a"
 	}
-	return fmt.Sprintf("%.4fx", float64(a)/float64(b))
+	return fmt.Sprintf("%.4fx", a/float64(b))
 }
 
 // commas writes a byte count in full with thousands separators.

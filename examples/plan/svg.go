@@ -7,10 +7,12 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/dustin/go-humanize"
 
+	"github.com/cudapool/cudapool/internal/checked"
 	"github.com/cudapool/cudapool/plan"
 )
 
@@ -44,13 +46,14 @@ func writeSVG(path string, tr *plan.Trace, res *plan.Result) error {
 	return f.Close()
 }
 
-// canvas maps steps and bytes to drawing coordinates.
+// canvas maps steps and bytes to drawing coordinates. Steps are counted
+// in uint64, where the step after math.MaxInt fits.
 type canvas struct {
-	steps int
+	steps uint64
 	bytes uint64
 }
 
-func (c canvas) x(step int) float64 {
+func (c canvas) x(step uint64) float64 {
 	return marginLeft + float64(step)/float64(c.steps)*plotWidth
 }
 
@@ -59,9 +62,9 @@ func (c canvas) y(offset uint64) float64 {
 }
 
 func drawPlan(w io.Writer, tr *plan.Trace, res *plan.Result) error {
-	steps := tr.Ops
+	steps := uint64(tr.Ops)
 	for _, t := range tr.Tensors {
-		steps = max(steps, t.Last+1)
+		steps = max(steps, uint64(t.Last)+1)
 	}
 	c := canvas{steps: max(steps, 1), bytes: max(res.ArenaBytes, 1)}
 	p := &printer{w: w}
@@ -84,7 +87,7 @@ func title(tr *plan.Trace, res *plan.Result) string {
 	if model == "" {
 		model = "trace"
 	}
-	return fmt.Sprintf("%s: arena / lower bound = %s", model, ratio(res.ArenaBytes, res.LowerBound))
+	return fmt.Sprintf("%s: arena / lower bound = %s", model, ratio(float64(res.ArenaBytes), res.LowerBound))
 }
 
 func subtitle(tr *plan.Trace, res *plan.Result) string {
@@ -100,7 +103,7 @@ func drawBuffers(p *printer, c canvas, tr *plan.Trace, res *plan.Result) {
 	for i, t := range tr.Tensors {
 		fp, _ := t.Footprint()
 		off := res.Offsets[i]
-		x0, x1 := c.x(t.First), c.x(t.Last+1)
+		x0, x1 := c.x(uint64(t.First)), c.x(uint64(t.Last)+1)
 		y0, y1 := c.y(off+fp), c.y(off)
 		hue := math.Mod(float64(i)*137.508, 360)
 		p.printf(`<rect x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="hsl(%.0f,65%%,62%%)">`+
@@ -118,7 +121,9 @@ func drawAxes(p *printer, c canvas) {
 	p.printf(`<g stroke="black" stroke-width="1">`+
 		`<line x1="%.2f" y1="%.2f" x2="%.2f" y2="%.2f"/><line x1="%.2f" y1="%.2f" x2="%.2f" y2="%.2f"/></g>`+"\n",
 		left, bottom, c.x(c.steps), bottom, left, bottom, left, c.y(c.bytes))
-	for s := 0; s <= c.steps; s += stepTick(c.steps) {
+	tick := stepTick(c.steps)
+	for k := range c.steps/tick + 1 {
+		s := k * tick
 		x := c.x(s)
 		p.printf(`<line x1="%.2f" y1="%.2f" x2="%.2f" y2="%.2f" stroke="black"/>`+
 			`<text x="%.2f" y="%.2f" text-anchor="middle">%d</text>`+"\n",
@@ -151,12 +156,20 @@ func drawLowerBound(p *printer, c canvas, lb uint64) {
 		c.x(0), y, c.x(c.steps), y, c.x(c.steps), y-5, humanize.IBytes(lb))
 }
 
-// stepTick returns a 1-2-5 step giving at most about 12 ticks.
-func stepTick(steps int) int {
-	for mag := 1; ; mag *= 10 {
-		for _, m := range []int{1, 2, 5} {
-			if steps/(m*mag) <= 12 {
-				return m * mag
+// stepTick returns the least step on a 1-2-5 scale that gives at most
+// about 12 ticks, fewer when the labels are long, so that they never
+// overlap, however many steps there are: 19-digit labels get 7.
+func stepTick(steps uint64) uint64 {
+	label := len(strconv.FormatUint(steps, 10))*7 + 12
+	most := uint64(min(12, plotWidth/label))
+	for mag := uint64(1); ; mag *= 10 {
+		for _, m := range []uint64{1, 2, 5} {
+			tick, ok := checked.Mul(m, mag)
+			if !ok {
+				return math.MaxUint64
+			}
+			if steps/tick <= most {
+				return tick
 			}
 		}
 	}
@@ -169,9 +182,9 @@ func byteTicks(bytes uint64) []uint64 {
 	for bytes/tick > 8 {
 		tick *= 2
 	}
-	ticks := []uint64{0}
-	for b := tick; b <= bytes && b >= tick; b += tick {
-		ticks = append(ticks, b)
+	ticks := make([]uint64, 0, bytes/tick+1)
+	for k := range bytes/tick + 1 {
+		ticks = append(ticks, k*tick)
 	}
 	return ticks
 }
