@@ -8,20 +8,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/cudapool/cudapool/internal/check/assert"
+	"github.com/cudapool/cudapool/internal/check/require"
 )
 
-// goList is `go list -deps` of pkgs, with format; it skips the test where
-// no go command is installed.
-func goList(t *testing.T, format string, pkgs ...string) []string {
+// goList is `go list -deps` of args (packages, after any further flags),
+// with format; it skips the test where no go command is installed.
+func goList(t *testing.T, format string, args ...string) []string {
 	t.Helper()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skipf("no go command to list dependencies with: %v", err)
 	}
-	out, err := exec.Command(gobin, append([]string{"list", "-deps", "-f", format}, pkgs...)...).Output()
-	require.NoError(t, err, "go list -deps %s", strings.Join(pkgs, " "))
+	out, err := exec.Command(gobin, append([]string{"list", "-deps", "-f", format}, args...)...).Output()
+	require.NoError(t, err, "go list -deps %s", strings.Join(args, " "))
 	return strings.Fields(string(out))
 }
 
@@ -64,6 +64,24 @@ func TestUsersGainOnlyTheDesignsModules(t *testing.T) {
 		"go.uber.org/multierr",
 		"go.uber.org/zap",
 	}, slices.Compact(modules))
+}
+
+// TestUsersTestsGainNoTestify: the packages users import into their tests
+// (cudarttest and conformance) keep testify and YAML out of their own tests
+// too, as out of their code; go list -deps -test lists what those tests
+// link.
+func TestUsersTestsGainNoTestify(t *testing.T) {
+	suites := []string{
+		"github.com/cudapool/cudapool/cudart/cudarttest",
+		"github.com/cudapool/cudapool/cudart/cudarttest/conformance",
+	}
+	pkgs := goList(t, "{{if not .Standard}}{{.ImportPath}}{{end}}", append([]string{"-test"}, suites...)...)
+	for _, s := range suites {
+		require.Contains(t, pkgs, s+".test", "go list -test lists the test binary of %s", s)
+	}
+	for _, p := range pkgs {
+		assert.False(t, strings.Contains(p, "testify") || strings.Contains(p, "yaml"), "a test of a user's package imports %s", p)
+	}
 }
 
 // depsFile is where make gpu writes go list -deps of the package, beside

@@ -1,7 +1,8 @@
 // Package assert is the part of testify's assert that the conformance suite
-// uses, with the same names and arguments, on the standard library alone:
-// the suite is a package users import into their tests, and it must not
-// bring testify (and the YAML parser testify imports) into their modules.
+// and the tests of cudarttest and conformance use, with the same names and
+// arguments, on the standard library alone: those are packages users import
+// into their tests, and they must not bring testify (and the YAML parser
+// testify imports) into their modules.
 // Each function reports a failure with t.Errorf and returns whether it
 // held.
 package assert
@@ -13,6 +14,11 @@ import (
 	"reflect"
 	"strings"
 )
+
+// AnError is an error for tests to return where any error will do.
+//
+//lint:ignore ST1012 testify's name, kept so that tests move over unchanged
+var AnError = errors.New("assert.AnError general error for testing")
 
 // T is what the assertions need of a *testing.T.
 type T interface {
@@ -108,23 +114,67 @@ func NotZero(t T, i any, msgAndArgs ...any) bool {
 	return fail(t, fmt.Sprintf("should not be zero, is %#v", i), msgAndArgs)
 }
 
+// empty says whether object is nil, zero, or of length 0.
+func empty(object any) bool {
+	if object == nil {
+		return true
+	}
+	v := reflect.ValueOf(object)
+	switch v.Kind() {
+	case reflect.Array, reflect.Chan, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	}
+	return v.IsZero()
+}
+
+// Empty asserts that object is nil, zero, or of length 0.
+func Empty(t T, object any, msgAndArgs ...any) bool {
+	t.Helper()
+	if empty(object) {
+		return true
+	}
+	return fail(t, fmt.Sprintf("should be empty, is %#v", object), msgAndArgs)
+}
+
 // NotEmpty asserts that object is neither nil, zero, nor of length 0.
 func NotEmpty(t T, object any, msgAndArgs ...any) bool {
 	t.Helper()
-	if object != nil {
-		v := reflect.ValueOf(object)
-		switch v.Kind() {
-		case reflect.Array, reflect.Chan, reflect.Map, reflect.Slice, reflect.String:
-			if v.Len() > 0 {
-				return true
-			}
-		default:
-			if !v.IsZero() {
-				return true
-			}
-		}
+	if !empty(object) {
+		return true
 	}
 	return fail(t, fmt.Sprintf("should not be empty, is %#v", object), msgAndArgs)
+}
+
+// isNil is testify's: object is nil, or a nil pointer, slice, map, chan,
+// func or interface held in a non-nil interface.
+func isNil(object any) bool {
+	if object == nil {
+		return true
+	}
+	v := reflect.ValueOf(object)
+	switch v.Kind() {
+	case reflect.Chan, reflect.Func, reflect.Interface, reflect.Map, reflect.Pointer, reflect.Slice, reflect.UnsafePointer:
+		return v.IsNil()
+	}
+	return false
+}
+
+// Nil asserts that object is nil.
+func Nil(t T, object any, msgAndArgs ...any) bool {
+	t.Helper()
+	if isNil(object) {
+		return true
+	}
+	return fail(t, fmt.Sprintf("expected nil, got %#v", object), msgAndArgs)
+}
+
+// NotNil asserts that object is not nil.
+func NotNil(t T, object any, msgAndArgs ...any) bool {
+	t.Helper()
+	if !isNil(object) {
+		return true
+	}
+	return fail(t, "expected a value, got nil", msgAndArgs)
 }
 
 // Len asserts that object has length n.
@@ -175,6 +225,18 @@ func ErrorAs(t T, err error, target any, msgAndArgs ...any) bool {
 		return true
 	}
 	return fail(t, fmt.Sprintf("error %v is not a %s", err, reflect.TypeOf(target).Elem()), msgAndArgs)
+}
+
+// EqualError asserts that err is not nil and its text is errString.
+func EqualError(t T, err error, errString string, msgAndArgs ...any) bool {
+	t.Helper()
+	if err == nil {
+		return fail(t, fmt.Sprintf("an error %q is expected but got nil", errString), msgAndArgs)
+	}
+	if err.Error() == errString {
+		return true
+	}
+	return fail(t, fmt.Sprintf("error message not equal:\n\texpected: %q\n\tactual:   %q", errString, err.Error()), msgAndArgs)
 }
 
 // ErrorContains asserts that err is not nil and its text contains contains.

@@ -153,3 +153,29 @@ func Positive(t T, e any, msgAndArgs ...any) {
 		t.FailNow()
 	}
 }
+
+// Contains requires that s (a string, slice, array or map) contains
+// contains (a substring, an element or a key).
+func Contains(t T, s, contains any, msgAndArgs ...any) {
+	t.Helper()
+	if !assert.Contains(t, s, contains, msgAndArgs...) {
+		t.FailNow()
+	}
+}
+
+// Subset requires that list (a slice, array or map) contains every element
+// of subset (a slice or array).
+func Subset(t T, list, subset any, msgAndArgs ...any) {
+	t.Helper()
+	if !assert.Subset(t, list, subset, msgAndArgs...) {
+		t.FailNow()
+	}
+}
+
+// NotNil requires that object is not nil.
+func NotNil(t T, object any, msgAndArgs ...any) {
+	t.Helper()
+	if !assert.NotNil(t, object, msgAndArgs...) {
+		t.FailNow()
+	}
+}
