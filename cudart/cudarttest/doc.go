@@ -201,7 +201,8 @@
 // memory they take away faults when it runs. The calls of the virtual memory
 // API that name no device (cuMemMap, cuMemUnmap, cuMemRelease,
 // cuMemAddressReserve, cuMemAddressFree, cuMemSetAccess) do not return a
-// device's sticky error.
+// device's sticky error; once a device is lost they fail with
+// cudaErrorDevicesUnavailable, as does FreeHost.
 //
 // Host memory from MallocHost or HostAlloc is unmapped by FreeHost: the slice
 // faults on use after, as it would with real CUDA. Memory given to
