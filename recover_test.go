@@ -38,30 +38,101 @@ const pokePTX = `
 // badAddress is where poke faults: no allocation is ever there.
 const badAddress cudart.DevicePtr = 0x10
 
-// resetChild marks the child process that faults its device: a sticky
-// fault spoils the whole process's context until the reset, so on a GPU it
-// happens away from the other tests.
+// resetChild marks the child process that faults its device: CUDA leaves a
+// device that faulted unusable for the rest of the process, reset or not,
+// so on a GPU it happens away from the other tests.
 const resetChild = "CUDAPOOL_RESET_CHILD"
 
 // TestRecoveryAfterAStickyFault: a kernel writes to an invalid address and
-// faults the device (sticky: every call fails); cudaDeviceReset clears it;
-// the pool made before says so on Close and forgets its arenas; a new pool
-// with the same options then runs a full cycle, copies and a kernel
-// included. On a GPU it runs in a child process and prints each step.
+// faults the device (sticky: every call fails); cudaDeviceReset returns
+// success, and the pool made before says so on Close and forgets its
+// arenas; but the fault is one CUDA documents as fatal to the process, so
+// the device is lost: a new pool in the same process fails with
+// cudaErrorDevicesUnavailable. The recovery CUDA prescribes, a new process,
+// then makes a pool with the same options that runs a full cycle, copies and
+// a kernel included. On a GPU the fault happens in a child process and the
+// new pool is made here once it exited; on the fake, the new process is a
+// new Fake. Each step is logged.
 func TestRecoveryAfterAStickyFault(t *testing.T) {
 	if os.Getenv(resetChild) != "" {
 		lib, err := cudart.Open()
 		require.NoError(t, err)
 		t.Cleanup(func() { assert.NoError(t, lib.Close()) })
-		recoverFromFault(t, lib)
+		faultAndReset(t, lib)
 		return
 	}
 	forEachRuntime(t, func(t *testing.T, rt cudart.Full) {
 		if _, ok := rt.(*cudarttest.Fake); ok {
-			recoverFromFault(t, rt)
+			faultAndReset(t, rt)
+			t.Log("a new process (for the fake, a new Fake):")
+			recoveredCycle(t, withPoke(cudarttest.NewFakeT(t)), recoverOptions())
 			return
 		}
 		runChild(t, "TestRecoveryAfterAStickyFault", resetChild, "the child that faults its device")
+		t.Log("a new process (this one, after the child exited):")
+		recoveredCycle(t, rt, recoverOptions())
+	})
+}
+
+// TestRecoveryAfterAReset: a reset with no fault, in this process on either
+// runtime. Pools made before it, with a fixed device arena, a growable one
+// (virtual memory, which the reset leaves) and registered host arenas,
+// close once with ErrDeviceReset and nil after; the device's free memory is
+// then back to what it was before them, within a granule, so the growable
+// arena's physical memory was released too; and new pools with the same
+// options run a full cycle in the same process.
+func TestRecoveryAfterAReset(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, rt cudart.Full) {
+		withPoke(rt)
+		// A reset first, so that what earlier tests left in the context
+		// does not come back with this test's reset and hide a leak.
+		require.NoError(t, rt.DeviceReset(0))
+		g, err := rt.MemGetAllocationGranularity(0, false)
+		require.NoError(t, err)
+		before, _, err := rt.MemGetInfo(0)
+		require.NoError(t, err)
+		kinds := []struct {
+			name string
+			opts []pool.Option
+		}{
+			{"fixed", []pool.Option{pool.WithDeviceBytes(64 << 20), pool.WithHostBytes(1 << 20), pool.WithGuards(256)}},
+			{"growable", []pool.Option{pool.WithGrowableDevice(64 << 20), pool.WithHostBytes(1 << 20), pool.WithGuards(256)}},
+		}
+		var old []*pool.Pool
+		for _, k := range kinds {
+			p, err := pool.New(rt, k.opts...)
+			require.NoError(t, err)
+			_, err = p.WantDevice(32<<20, pool.Name("before"))
+			require.NoError(t, err)
+			_, err = p.WantHost(4096, pool.Name("before"))
+			require.NoError(t, err)
+			require.NoError(t, p.Commit())
+			st := p.Stats()
+			t.Logf("%s pool made: device arena %s, host arena %s pinned by %s", k.name, bytesize.Format(st.Device.Capacity), bytesize.Format(st.Host.Capacity), st.HostPinning)
+			old = append(old, p)
+		}
+		during, _, err := rt.MemGetInfo(0)
+		require.NoError(t, err)
+		t.Logf("free device memory: %d B before the pools, %d B with them", before, during)
+
+		require.NoError(t, rt.DeviceReset(0))
+		t.Logf("cudaDeviceReset: ok (resets counted: %d)", rt.DeviceResets(0))
+		for i, p := range old {
+			err := p.Close()
+			require.ErrorIs(t, err, pool.ErrDeviceReset)
+			t.Logf("old %s pool's Close: %v", kinds[i].name, err)
+			require.NoError(t, p.Close(), "a second Close")
+		}
+		t.Log("old pools' second Close: ok")
+		after, _, err := rt.MemGetInfo(0)
+		require.NoError(t, err)
+		t.Logf("free device memory after the Closes: %d B (%+d B against before the pools; granule %s)", after, int64(after)-int64(before), bytesize.Format(g))
+		assert.GreaterOrEqual(t, after+g, before, "the memory came back, the growable arena's too, within a granule")
+
+		for _, k := range kinds {
+			t.Logf("a new %s pool in the same process:", k.name)
+			recoveredCycle(t, rt, k.opts)
+		}
 	})
 }
 
@@ -72,13 +143,21 @@ func recoverOptions() []pool.Option {
 	return []pool.Option{pool.WithDeviceBytes(4 << 20), pool.WithHostBytes(1 << 20), pool.WithGuards(256)}
 }
 
-func recoverFromFault(t *testing.T, rt cudart.Full) {
+// withPoke gives the fake a Go poke; CUDA runs pokePTX's. It returns rt.
+func withPoke(rt cudart.Full) cudart.Full {
 	if f, ok := rt.(*cudarttest.Fake); ok {
 		f.RegisterKernel("poke", func(k *cudarttest.KernelContext) error {
 			k.Write(k.Ptr(0), binary.LittleEndian.AppendUint32(nil, 1))
 			return nil
 		})
 	}
+	return rt
+}
+
+// faultAndReset faults the device under a pool, resets it, closes the pool
+// and shows that the device is lost for the rest of the process.
+func faultAndReset(t *testing.T, rt cudart.Full) {
+	withPoke(rt)
 	p, err := pool.New(rt, recoverOptions()...)
 	require.NoError(t, err)
 	oldHost := p.Stats().Host.Capacity
@@ -110,7 +189,19 @@ func recoverFromFault(t *testing.T, rt cudart.Full) {
 	require.NoError(t, p.Close(), "a second Close")
 	t.Logf("old pool's second Close: ok")
 
-	q, err := pool.New(rt, recoverOptions()...)
+	_, err = pool.New(rt, recoverOptions()...)
+	require.ErrorIs(t, err, cudart.ErrDevicesUnavailable, "the fault was fatal: the device is lost for the rest of the process")
+	t.Logf("a new pool in the same process: %v", err)
+	err = rt.DeviceReset(0)
+	require.ErrorIs(t, err, cudart.ErrDevicesUnavailable, "a second reset does not bring it back")
+	t.Logf("a second cudaDeviceReset: %v", err)
+}
+
+// recoveredCycle makes a pool with opts on rt and runs a full cycle: Want,
+// Satisfy, copies in and out checked, a kernel's write, Check, ReleaseAll,
+// Close, and a synchronisation that finds no fault.
+func recoveredCycle(t *testing.T, rt cudart.Full, opts []pool.Option) {
+	q, err := pool.New(rt, opts...)
 	require.NoError(t, err, "a new pool with the same options")
 	t.Logf("new pool made: host arena pinned by %s", q.Stats().HostPinning)
 	dev, err := q.WantDevice(64<<10, pool.Name("device"))
@@ -132,10 +223,10 @@ func recoverFromFault(t *testing.T, rt cudart.Full) {
 	require.Equal(t, want, back, "host -> device -> host through the new pool")
 	t.Logf("new pool's copies: %s in and out, equal", bytesize.Format(dev.Size()))
 
-	m2, err := rt.ModuleLoadData(0, pokePTX)
+	m, err := rt.ModuleLoadData(0, pokePTX)
 	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, rt.ModuleUnload(0, m2)) })
-	poke, err = rt.ModuleGetFunction(0, m2, "poke")
+	defer func() { assert.NoError(t, rt.ModuleUnload(0, m)) }()
+	poke, err := rt.ModuleGetFunction(0, m, "poke")
 	require.NoError(t, err)
 	fp, err := flag.Ptr()
 	require.NoError(t, err)

@@ -58,6 +58,7 @@ var codeInfo = map[Code]codeText{
 	4:   {"cudaErrorCudartUnloading", "driver shutting down"},
 	17:  {"cudaErrorInvalidDevicePointer", "invalid device pointer"},
 	35:  {"cudaErrorInsufficientDriver", "CUDA driver version is insufficient for CUDA runtime version"},
+	46:  {"cudaErrorDevicesUnavailable", "CUDA-capable device(s) is/are busy or unavailable"},
 	100: {"cudaErrorNoDevice", "no CUDA-capable device is detected"},
 	101: {"cudaErrorInvalidDevice", "invalid device ordinal"},
 	208: {"cudaErrorAlreadyMapped", "resource already mapped"},
@@ -72,6 +73,11 @@ var codeInfo = map[Code]codeText{
 	708: {"cudaErrorSetOnActiveProcess", "cannot set while device is active in this process"},
 	712: {"cudaErrorHostMemoryAlreadyRegistered", "part or all of the requested memory range is already mapped"},
 	713: {"cudaErrorHostMemoryNotRegistered", "pointer does not correspond to a registered memory region"},
+	714: {"cudaErrorHardwareStackError", "hardware stack error"},
+	715: {"cudaErrorIllegalInstruction", "an illegal instruction was encountered"},
+	716: {"cudaErrorMisalignedAddress", "misaligned address"},
+	717: {"cudaErrorInvalidAddressSpace", "operation not supported on global/shared address space"},
+	718: {"cudaErrorInvalidPc", "invalid program counter"},
 	719: {"cudaErrorLaunchFailure", "unspecified launch failure"},
 	800: {"cudaErrorNotPermitted", "operation not permitted"},
 	801: {"cudaErrorNotSupported", "operation not supported"},
@@ -97,6 +103,15 @@ var (
 	ErrInvalidDevicePointer = NewError("", 17)
 	// ErrInsufficientDriver: the driver is older than the runtime.
 	ErrInsufficientDriver = NewError("", 35)
+	// ErrDevicesUnavailable: the device cannot be used
+	// (cudaErrorDevicesUnavailable, CUDA_ERROR_DEVICE_UNAVAILABLE). Besides a
+	// device that another process holds exclusively, it is what every call
+	// on a device returns, cudaDeviceReset included, once the device was
+	// reset after a fault CUDA documents as fatal to the process (an illegal
+	// address, instruction or program counter, a misaligned address, a
+	// hardware stack error, a launch failure): measured on an H100 with CUDA
+	// 13.0. Only a new process can use the device again.
+	ErrDevicesUnavailable = NewError("", 46)
 	// ErrSetOnActiveProcess: a device flag was set after the device was in use.
 	ErrSetOnActiveProcess = NewError("", 708)
 	// ErrNoDevice: no CUDA-capable device is present.

@@ -111,7 +111,11 @@ type Device interface {
 	// DeviceName is the device's marketing name, e.g. "NVIDIA H200".
 	DeviceName(device int) (string, error)
 	// DeviceReset is cudaDeviceReset: it destroys every allocation, stream
-	// and setting of device in this process and clears a sticky error.
+	// and setting of device's context in this process and clears a sticky
+	// error. Virtual memory (MemCreate, MemMap, MemAddressReserve) is the
+	// process's and outlives it. After a fault CUDA documents as fatal (see
+	// ErrDevicesUnavailable) it succeeds but leaves the device unusable
+	// until the process ends.
 	DeviceReset(device int) error
 	// DeviceResets is how many times DeviceReset succeeded on device, so
 	// that code holding memory from before can tell it is gone: a Library

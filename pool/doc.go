@@ -80,17 +80,29 @@
 // device flags it changed; a failed Close keeps what it could not free and
 // the next Close tries again. Nothing is freed by a finalizer: call Close.
 //
-// Recovery from a sticky fault (a kernel that wrote to a bad address: every
-// CUDA call then fails with cudaErrorIllegalAddress) is CUDA's
-// cudaDeviceReset, which frees every allocation, pinned and registered host
-// memory, stream and event of the device. A pool made before the reset sees
-// it when the reset went through cudart (cudart.Device.DeviceResets): every
-// call that would touch its memory fails with ErrDeviceReset, and Close
-// forgets what the reset freed, without waiting or freeing it again,
-// returns an error matching ErrDeviceReset once and nil after. Then make a
-// new pool, on the same runtime or a new one: package pinned has forgotten
-// the old host arena, so its addresses may be pinned again. Slices and
-// addresses taken from the old pool are invalid; touching a host buffer's
-// slice crashes the program, as its memory is unmapped. A reset made
-// outside cudart is not seen: Close then fails on what the reset freed.
+// A reset of the device (cudaDeviceReset) frees every allocation, pinned
+// and registered host memory, stream and event of the device, but not
+// virtual memory, which is the process's (a growable arena). A pool made
+// before the reset sees it when the reset went through cudart
+// (cudart.Device.DeviceResets): every call that would touch its memory
+// fails with ErrDeviceReset, and Close forgets what the reset freed, without
+// waiting or freeing it again, unmaps and frees the growable arena, returns
+// an error matching ErrDeviceReset once and nil after. Package pinned has
+// forgotten the old host arena, so its addresses may be pinned again.
+// Slices and addresses taken from the old pool are invalid; touching a host
+// buffer's slice crashes the program, as its memory is unmapped. A reset
+// made outside cudart is not seen: Close then fails on what the reset freed.
+//
+// What comes next depends on why the device was reset, as measured on an
+// H100 with CUDA 13.0. After a plain reset the device works: make a new
+// pool in the same process. After a sticky fault that CUDA documents as
+// fatal to the process (a kernel that wrote to a bad address: every call
+// then fails with cudaErrorIllegalAddress; also a launch failure, an
+// illegal instruction, a misaligned address, ...), the reset returns
+// success but the device is lost for the rest of the process: every CUDA
+// call on it, a second reset included, fails with
+// cudart.ErrDevicesUnavailable, and so does a new pool. Then Close the pool
+// (it can only forget a growable arena, whose memory stays taken, and its
+// error matches cudart.ErrDevicesUnavailable too) and restart the process:
+// a new process makes a pool with the same options and works.
 package pool

@@ -42,9 +42,14 @@ var ErrInvalidRequest = errors.New("pool: invalid request")
 var ErrInvalidOption = errors.New("pool: invalid option")
 
 // ErrDeviceReset is returned by every call that would touch the arenas once
-// the pool's device was reset (cudaDeviceReset through cudart), which freed
-// them, and once by Close, which then forgets them: see the package's
-// Caveats.
+// the pool's device was reset (cudaDeviceReset through cudart), and once by
+// Close, which forgets what the reset freed and frees what it left. After a
+// plain reset a new pool in the same process works. After a fault CUDA
+// documents as fatal (an illegal address, a launch failure, ...) the reset
+// succeeds but the device is lost for the rest of the process, as measured
+// on an H100 with CUDA 13.0: a new pool fails with an error matching
+// cudart.ErrDevicesUnavailable, and only a new process recovers. See the
+// package's Caveats.
 var ErrDeviceReset = errors.New("pool: device reset")
 
 // ErrInvalidStream is returned when a stream given to WithStreams or

@@ -205,8 +205,10 @@ func ExamplePool_Step() {
 
 // After a sticky fault (here injected; on a GPU, a kernel writing to a bad
 // address), every CUDA call fails until cudaDeviceReset. The pool made
-// before the reset then closes once with ErrDeviceReset, and a new pool with
-// the same options works.
+// before the reset then closes once with ErrDeviceReset. The fault was one
+// CUDA documents as fatal, so the reset leaves the device lost for the rest
+// of the process: a new pool fails there, and works in a new process (for
+// the fake, a new Fake).
 func ExamplePool_Close_afterDeviceReset() {
 	rt := cudarttest.NewFake()
 	opts := []pool.Option{pool.WithDeviceBytes(1 << 20), pool.WithHostBytes(1 << 20)}
@@ -227,19 +229,22 @@ func ExamplePool_Close_afterDeviceReset() {
 	}
 	fmt.Println("close:", errors.Is(p.Close(), pool.ErrDeviceReset))
 	fmt.Println("close again:", p.Close())
+	_, err = pool.New(rt, opts...)
+	fmt.Println("same process:", errors.Is(err, cudart.ErrDevicesUnavailable))
 
-	q, err := pool.New(rt, opts...)
+	q, err := pool.New(cudarttest.NewFake(), opts...)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer q.Close()
 	b, _ := q.WantHost(100)
-	fmt.Println("new pool:", q.Commit(), b.Size())
+	fmt.Println("new process:", q.Commit(), b.Size())
 	// Output:
 	// fault: true
 	// release: true
 	// close: true
 	// close again: <nil>
-	// new pool: <nil> 100
+	// same process: true
+	// new process: <nil> 100
 }

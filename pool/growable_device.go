@@ -87,8 +87,9 @@ func (a *growableDevice) release() error {
 	return nil
 }
 
-// forget is close: package vmem sees the reset and frees the address range
-// only.
+// forget is close: a reset leaves virtual memory alone, so package vmem
+// still unmaps, releases and frees it, and forgets it on a device the reset
+// lost.
 func (a *growableDevice) forget() error { return a.close() }
 
 func (a *growableDevice) close() error {

@@ -174,7 +174,7 @@ func (p *Pool) alive() error {
 	case p.closed:
 		return ErrClosed
 	case p.reset.Reset():
-		return fmt.Errorf("%w: device %d was reset since New, which freed the arenas; Close the pool and make a new one", ErrDeviceReset, p.dev)
+		return fmt.Errorf("%w: device %d was reset since New, which invalidated the arenas; Close the pool", ErrDeviceReset, p.dev)
 	}
 	return nil
 }
@@ -207,8 +207,9 @@ func (p *Pool) valid() error {
 // If waiting fails, the device has ended that work with an error, so Close
 // frees the arenas all the same and returns the error. Close is idempotent:
 // if freeing failed, the error is returned and a later Close tries again.
-// After a reset of the device, Close forgets what the reset freed, waits for
-// nothing, and returns an error matching ErrDeviceReset, once.
+// After a reset of the device, Close forgets what the reset freed, frees
+// what it left (a growable arena), waits for nothing, and returns an error
+// matching ErrDeviceReset, once; see the package's Caveats.
 func (p *Pool) Close() error {
 	if err := p.valid(); err != nil {
 		return err
@@ -256,10 +257,10 @@ func (p *Pool) close() error {
 	return err
 }
 
-// closeAfterReset is close once the device was reset: CUDA freed the
-// arenas, the pinning and the events with it, and the handles are invalid,
-// so the pool forgets them, calling CUDA only for what the reset leaves. The
-// caller holds p.mu.
+// closeAfterReset is close once the device was reset: CUDA freed the fixed
+// and managed arenas, the pinning and the events with it, and the handles
+// are invalid, so the pool forgets them; the growable arena, virtual memory
+// that the reset leaves, it still frees. The caller holds p.mu.
 func (p *Pool) closeAfterReset() error {
 	p.closed = true
 	p.streams, p.events, p.queued = nil, nil, false
@@ -273,7 +274,7 @@ func (p *Pool) closeAfterReset() error {
 	p.freed = err == nil
 	if !p.resetSaid {
 		p.resetSaid = true
-		err = errors.Join(fmt.Errorf("%w: device %d was reset since New, which freed the arenas; the pool forgot them and is closed", ErrDeviceReset, p.dev), err)
+		err = errors.Join(fmt.Errorf("%w: device %d was reset since New: the pool forgot what the reset freed, freed what it left, and is closed", ErrDeviceReset, p.dev), err)
 	}
 	return err
 }

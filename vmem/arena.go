@@ -19,7 +19,7 @@ type Arena struct {
 	base     cudart.DevicePtr // fixed at NewArena
 	max      uint64           // as asked of NewArena
 	reserved uint64           // max rounded up to the granularity
-	reset    devreset.Watch   // sees a reset of the device, which releases the physical memory
+	reset    devreset.Watch   // sees a reset of the device, which may have lost it
 
 	// mu guards p (the segments and the deferred cleanups) and closed.
 	mu     sync.Mutex
@@ -138,10 +138,14 @@ func (a *Arena) Trim(n uint64) error {
 // Close unmaps and releases all the physical memory and frees the address
 // range. What CUDA refuses is kept and reported, and a later Close retries
 // it; once everything is freed, Close returns nil. Ensure and Trim fail with
-// ErrClosed from the first Close on. After a reset of the device
-// (cudaDeviceReset through cudart), which unmapped and released the
-// physical memory, Close only frees the address range, which is the
-// process's.
+// ErrClosed from the first Close on. A reset of the device
+// (cudaDeviceReset) changes nothing: virtual memory is the process's, not
+// the context's, so the reset neither unmapped nor released it, and Close
+// still must. But after a reset through cudart that followed a fault CUDA
+// documents as fatal to the process, the device is lost and every call
+// fails with cudart.ErrDevicesUnavailable: then Close forgets the arena
+// (its memory stays taken until the process ends) and returns that error
+// once, and nil after.
 func (a *Arena) Close() error {
 	if a == nil {
 		return errNilArena
@@ -152,15 +156,17 @@ func (a *Arena) Close() error {
 		return nil
 	}
 	a.closed = true
-	if a.reset.Reset() {
-		a.p.segs, a.p.later = nil, nil
+	err := a.p.teardown(a.base)
+	if err == nil && len(a.p.segs) == 0 && len(a.p.later) == 0 {
+		err = a.p.vm.MemAddressFree(a.base, a.reserved)
+		if err == nil {
+			a.freed = true
+			return nil
+		}
 	}
-	if err := a.p.teardown(a.base); err != nil || len(a.p.segs) > 0 || len(a.p.later) > 0 {
-		return fmt.Errorf("vmem: close arena at %s (call Close again to retry): %w", a.base, err)
+	if a.reset.Reset() && errors.Is(err, cudart.ErrDevicesUnavailable) {
+		a.p.segs, a.p.later, a.freed = nil, nil, true
+		return fmt.Errorf("vmem: close arena at %s: device %d is lost (reset after a fatal fault), so the arena is forgotten and its memory stays taken until the process ends: %w", a.base, a.p.device, err)
 	}
-	if err := a.p.vm.MemAddressFree(a.base, a.reserved); err != nil {
-		return fmt.Errorf("vmem: close arena at %s (call Close again to retry): %w", a.base, err)
-	}
-	a.freed = true
-	return nil
+	return fmt.Errorf("vmem: close arena at %s (call Close again to retry): %w", a.base, err)
 }

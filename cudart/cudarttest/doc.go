@@ -81,13 +81,18 @@
 // illegal access is on a GPU: the synchronisation that ran it returns
 // cudaErrorIllegalAddress (700), the rest of the device's queue is dropped,
 // and every later call on the device returns the same error (the error is
-// sticky). FailAsync injects such a fault, with cudaErrorIllegalAddress or
-// cudaErrorLaunchFailure (719), into the next work to run. Only DeviceReset
-// clears it; it destroys everything the device held, as cudaDeviceReset
-// does: queued work, device, managed and stream-ordered memory, pinned host
-// memory allocated or registered on it, streams, physical memory and the
-// mappings of it, and the device's limits and flags. Other devices are
-// untouched.
+// sticky). FailAsync injects such a fault, with any code CUDA documents as
+// fatal to the process (700, 714 to 719), into the next work to run. Only
+// DeviceReset clears it; it destroys what the device's context held, as
+// cudaDeviceReset does: queued work, device, managed and stream-ordered
+// memory, pinned host memory allocated or registered on it, streams,
+// events, modules, graphs, and the device's limits and flags. Virtual memory
+// (physical memory, mappings, reservations) is the process's and outlives
+// the reset, as on a GPU. After a fatal fault the reset succeeds once and
+// leaves the device lost, as measured on a GPU: every later call that needs
+// its context fails with cudaErrorDevicesUnavailable (46), a second reset
+// too; a new Fake, the fake's new process, is the recovery. A reset with no
+// fault leaves a working device. Other devices are untouched.
 //
 // # Sizes, limits and flags
 //
@@ -196,7 +201,8 @@
 // memory they take away faults when it runs. The calls of the virtual memory
 // API that name no device (cuMemMap, cuMemUnmap, cuMemRelease,
 // cuMemAddressReserve, cuMemAddressFree, cuMemSetAccess) do not return a
-// device's sticky error.
+// device's sticky error; once a device is lost they fail with
+// cudaErrorDevicesUnavailable, as does FreeHost.
 //
 // Host memory from MallocHost or HostAlloc is unmapped by FreeHost: the slice
 // faults on use after, as it would with real CUDA. Memory given to

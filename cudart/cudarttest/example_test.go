@@ -72,8 +72,9 @@ func ExampleFake_CheckLeaks() {
 
 // A fault in work on the device, such as a kernel's illegal access, shows at
 // the synchronisation that runs the work, and every later call on the
-// device fails the same way until DeviceReset, which frees everything the
-// device held.
+// device fails the same way. DeviceReset frees everything the device held
+// but, as on a GPU after a fault CUDA documents as fatal, leaves the device
+// lost: a new process, here a new Fake, is the way back.
 func ExampleFake_FailAsync() {
 	f := cudarttest.NewFake()
 	p, err := f.Malloc(0, 1<<20)
@@ -89,12 +90,17 @@ func ExampleFake_FailAsync() {
 	fmt.Println(errors.Is(err, cudart.ErrIllegalAddress), f.Live().DeviceAllocs)
 
 	fmt.Println(f.DeviceReset(0), f.Live().DeviceAllocs)
-	p, err = f.Malloc(0, 1)
-	fmt.Println(err, f.Free(0, p))
+	_, err = f.Malloc(0, 1)
+	fmt.Println(errors.Is(err, cudart.ErrDevicesUnavailable))
+
+	g := cudarttest.NewFake()
+	p, err = g.Malloc(0, 1)
+	fmt.Println(err, g.Free(0, p))
 	// Output:
 	// <nil>
 	// true
 	// true 1
 	// <nil> 0
+	// true
 	// <nil> <nil>
 }

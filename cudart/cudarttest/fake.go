@@ -64,6 +64,10 @@ type deviceState struct {
 	sticky     *failure    // the fault every call returns until DeviceReset
 	asyncFault cudart.Code // FailAsync's code for the next work to run; 0 for none
 	resets     uint64      // DeviceReset calls that succeeded: kept across them
+	// lost is what every call that needs the device's context returns,
+	// DeviceReset included, once a reset followed a fatal fault: kept
+	// across resets, as only a new process recovers.
+	lost *failure
 }
 
 // chunks is the chunk pool of allocations of kind k.

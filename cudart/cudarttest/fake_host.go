@@ -130,7 +130,11 @@ func (f *Fake) FreeHost(b []byte) error {
 	defer f.mu.Unlock()
 	const args = "(%#x)"
 	a := addrOf(b)
-	if x := f.enter(calls.FreeHost); x != nil {
+	x := f.enter(calls.FreeHost)
+	if x == nil {
+		x = f.anyLost()
+	}
+	if x != nil {
 		return x.err(calls.FreeHost, args, a)
 	}
 	for d := range f.devs {

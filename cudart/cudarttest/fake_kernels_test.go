@@ -61,7 +61,7 @@ func TestFakeKernelNeedsRegistration(t *testing.T) {
 
 // TestFakeKernelFaults: a kernel that faults makes the launch's
 // synchronisation fail, and every later call, with the fault's code until
-// DeviceReset, after which the device works.
+// DeviceReset, which leaves the device lost; a new Fake works.
 func TestFakeKernelFaults(t *testing.T) {
 	cases := []struct {
 		name string
@@ -102,13 +102,17 @@ func TestFakeKernelFaults(t *testing.T) {
 			assert.ErrorIs(t, launch(f, ok, p, 64), c.as, "the fault is sticky")
 			require.NoError(t, f.DeviceReset(0), "it frees p too")
 			assert.Equal(t, uint64(1), f.DeviceResets(0))
-			p, err = f.Malloc(0, 64)
+			assert.ErrorIs(t, launch(f, ok, p, 64), cudart.ErrDevicesUnavailable, "the fault was fatal: the reset leaves the device lost")
+			_, err = f.Malloc(0, 64)
+			assert.ErrorIs(t, err, cudart.ErrDevicesUnavailable)
+
+			g := cudarttest.NewFakeT(t)
+			p, err = g.Malloc(0, 64)
 			require.NoError(t, err)
-			assert.ErrorIs(t, launch(f, ok, p, 64), cudart.ErrInvalidResourceHandle, "the reset unloaded the module")
-			ok = loadProbe(t, f, noop)
-			require.NoError(t, launch(f, ok, p, 64))
-			assert.NoError(t, f.DeviceSynchronize(0), "the device works after the reset")
-			require.NoError(t, f.Free(0, p))
+			ok = loadProbe(t, g, noop)
+			require.NoError(t, launch(g, ok, p, 64))
+			assert.NoError(t, g.DeviceSynchronize(0), "a new process works")
+			require.NoError(t, g.Free(0, p))
 		})
 	}
 }

@@ -87,8 +87,8 @@ func (f *Fake) DeviceSynchronize(device int) error {
 	return nil
 }
 
-// check enters call c and checks the device ordinal it names, and that no
-// sticky error poisons the device.
+// check enters call c and checks the device ordinal it names, and that the
+// device is neither lost nor poisoned by a sticky error.
 func (f *Fake) check(c calls.Call, device int) *failure {
 	if x := f.enter(c); x != nil {
 		return x
@@ -96,7 +96,30 @@ func (f *Fake) check(c calls.Call, device int) *failure {
 	if x := f.device(device); x != nil {
 		return x
 	}
-	return f.devs[device].sticky
+	return f.broken(device)
+}
+
+// broken is the error every call that needs device's context returns: the
+// device lost, or its sticky error; nil when it works.
+func (f *Fake) broken(device int) *failure {
+	ds := &f.devs[device]
+	if ds.lost != nil {
+		return ds.lost
+	}
+	return ds.sticky
+}
+
+// anyLost is the error of a call that names no device but needs a context:
+// CUDA documents a fatal fault as leaving the whole process unusable, and
+// the fake cannot tell which device's context the call would run in, so
+// one lost device refuses it.
+func (f *Fake) anyLost() *failure {
+	for d := range f.devs {
+		if x := f.devs[d].lost; x != nil {
+			return x
+		}
+	}
+	return nil
 }
 
 // alloc makes a device address range of size bytes of kind k, charged to

@@ -33,7 +33,7 @@ func canonical(s cudart.Stream) cudart.Stream {
 // then is an asynchronous fault: CUDA reports it as
 // cudaErrorIllegalAddress, or as the code a kernel faulted with or
 // FailAsync injected, from that point on and from every later call on dev
-// until DeviceReset (sticky).
+// until DeviceReset (sticky), which leaves dev lost.
 // The caller checks the arguments first, so that what CUDA refuses at once
 // is refused at once; op checks again when it runs, since memory can go
 // away in between. enqueue returns the sticky error of dev, if any, and
@@ -141,15 +141,21 @@ func (f *Fake) execute(ds *deviceState, p pending) *failure {
 }
 
 // stickyCodes are the codes FailAsync accepts: the faults of work on the
-// device, which CUDA makes sticky.
-var stickyCodes = []cudart.Code{700, 719}
+// device that CUDA makes sticky and documents as fatal to the process
+// ("the process must be terminated and relaunched"): an illegal address,
+// a hardware stack error, an illegal instruction, a misaligned address, an
+// invalid address space, an invalid program counter and a launch failure.
+var stickyCodes = []cudart.Code{700, 714, 715, 716, 717, 718, 719}
 
 // FailAsync makes the next asynchronous work on device fault when it runs,
 // as a kernel that faults does on CUDA: the work does nothing, and the
 // synchronisation point that runs it (StreamSynchronize, DeviceSynchronize,
 // a synchronous copy, Free) returns code, as does every later call on the
-// device until DeviceReset. Code must be one CUDA makes sticky:
-// cudaErrorIllegalAddress (700) or cudaErrorLaunchFailure (719).
+// device until DeviceReset, which then leaves the device lost (see
+// DeviceReset). Code must be one CUDA makes sticky: cudaErrorIllegalAddress
+// (700), cudaErrorHardwareStackError (714), cudaErrorIllegalInstruction
+// (715), cudaErrorMisalignedAddress (716), cudaErrorInvalidAddressSpace
+// (717), cudaErrorInvalidPc (718) or cudaErrorLaunchFailure (719).
 func (f *Fake) FailAsync(device int, code cudart.Code) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

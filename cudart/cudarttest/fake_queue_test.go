@@ -160,11 +160,14 @@ func TestPrefetchTakesEffectAtSynchronisation(t *testing.T) {
 	}
 }
 
-// TestFailAsyncIsStickyUntilDeviceReset: the synchronisation that runs the
-// faulting work returns the injected code, every later call on the device
-// does too, and DeviceReset gives back a working device with all its
-// memory free. Another device is untouched.
-func TestFailAsyncIsStickyUntilDeviceReset(t *testing.T) {
+// TestFailAsyncIsStickyAndTheResetLosesTheDevice: the synchronisation that
+// runs the faulting work returns the injected code, every later call on the
+// device does too; DeviceReset then succeeds and frees what the device held,
+// but leaves it lost, as on a GPU: every call that needs its context
+// returns cudaErrorDevicesUnavailable, a second reset too, and so do the
+// calls that name no device. Calls that need no context work, another
+// device is untouched, and a new Fake (a new process) works.
+func TestFailAsyncIsStickyAndTheResetLosesTheDevice(t *testing.T) {
 	syncs := []struct {
 		name string
 		sync func(f *cudarttest.Fake, p cudart.DevicePtr) error
@@ -176,7 +179,7 @@ func TestFailAsyncIsStickyUntilDeviceReset(t *testing.T) {
 		}},
 		{"Free", func(f *cudarttest.Fake, p cudart.DevicePtr) error { return f.Free(0, p) }},
 	}
-	for _, code := range []cudart.Code{700, 719} {
+	for _, code := range []cudart.Code{700, 714, 715, 716, 717, 718, 719} {
 		for _, sc := range syncs {
 			t.Run(cudart.NewError("", code).Name+"/"+sc.name, func(t *testing.T) {
 				f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2), cudarttest.WithDeviceMemory(64*mib))
@@ -193,15 +196,7 @@ func TestFailAsyncIsStickyUntilDeviceReset(t *testing.T) {
 				var ce *cudart.Error
 				require.ErrorAs(t, err, &ce)
 				assert.Equal(t, code, ce.Code)
-				later := map[string]error{
-					"DeviceSynchronize": f.DeviceSynchronize(0),
-					"Malloc":            func() error { _, err := f.Malloc(0, 1); return err }(),
-					"Memset":            f.Memset(0, p, 2, 16),
-					"StreamCreate":      func() error { _, err := f.StreamCreate(0); return err }(),
-					"MemGetInfo":        func() error { _, _, err := f.MemGetInfo(0); return err }(),
-					"Free":              f.Free(0, p),
-				}
-				for name, err := range later {
+				for name, err := range deviceCalls(f, 0, p) {
 					assert.ErrorIs(t, err, want, "%s after the fault", name)
 				}
 				q, err := f.Malloc(1, mib)
@@ -210,18 +205,52 @@ func TestFailAsyncIsStickyUntilDeviceReset(t *testing.T) {
 
 				require.NoError(t, f.DeviceReset(0))
 				assert.True(t, f.Live().Empty(), "the reset freed everything: %v", f.CheckLeaks())
-				free, total, err := f.MemGetInfo(0)
+				calls := deviceCalls(f, 0, p)
+				calls["DeviceReset"] = f.DeviceReset(0)
+				calls["FreeHost"] = f.FreeHost(make([]byte, 1))
+				calls["MemAddressReserve"] = func() error { _, err := f.MemAddressReserve(2*mib, 0, 0); return err }()
+				for name, err := range calls {
+					assert.ErrorIs(t, err, cudart.ErrDevicesUnavailable, "%s after the reset", name)
+				}
+				assert.ErrorContains(t, calls["Malloc"], "device 0 is lost: it was reset after the fatal fault "+want.Name)
+				assert.Equal(t, uint64(1), f.DeviceResets(0), "the refused reset is not counted")
+				n, err := f.DeviceCount()
+				require.NoError(t, err, "no context needed")
+				assert.Equal(t, 2, n)
+				_, err = f.RuntimeVersion()
+				require.NoError(t, err, "no context needed")
+				_, err = f.DriverVersion()
+				require.NoError(t, err, "no context needed")
+				_, err = f.DeviceCanAccessPeer(0, 1)
+				require.NoError(t, err, "no context needed")
+				q, err = f.Malloc(1, mib)
+				require.NoError(t, err, "device 1 still works")
+				require.NoError(t, f.Free(1, q))
+
+				g := cudarttest.NewFakeT(t, cudarttest.WithDeviceMemory(64*mib))
+				p, err = g.Malloc(0, queueBytes)
 				require.NoError(t, err)
-				assert.Equal(t, total, free, "all memory is back")
-				p, err = f.Malloc(0, queueBytes)
-				require.NoError(t, err)
-				require.NoError(t, f.Memcpy(0, dmem(p), cudart.HostMem(newBytes), cudart.HostToDevice))
+				require.NoError(t, g.Memcpy(0, dmem(p), cudart.HostMem(newBytes), cudart.HostToDevice))
 				got := make([]byte, queueBytes)
-				require.NoError(t, f.Memcpy(0, cudart.HostMem(got), dmem(p), cudart.DeviceToHost))
-				assert.Equal(t, newBytes, got, "the device works after the reset")
-				require.NoError(t, f.Free(0, p))
+				require.NoError(t, g.Memcpy(0, cudart.HostMem(got), dmem(p), cudart.DeviceToHost))
+				assert.Equal(t, newBytes, got, "a new process works")
+				require.NoError(t, g.Free(0, p))
 			})
 		}
+	}
+}
+
+// deviceCalls makes calls on device of f that need its context, p being
+// memory allocated there, and returns what each returned.
+func deviceCalls(f *cudarttest.Fake, device int, p cudart.DevicePtr) map[string]error {
+	return map[string]error{
+		"DeviceSynchronize": f.DeviceSynchronize(device),
+		"Malloc":            func() error { _, err := f.Malloc(device, 1); return err }(),
+		"Memset":            f.Memset(device, p, 2, 16),
+		"StreamCreate":      func() error { _, err := f.StreamCreate(device); return err }(),
+		"MemGetInfo":        func() error { _, _, err := f.MemGetInfo(device); return err }(),
+		"Free":              f.Free(device, p),
+		"HostRegister":      f.HostRegister(device, make([]byte, 4096), 0),
 	}
 }
 

@@ -117,7 +117,7 @@ func (f *Fake) streamCall(c calls.Call, device int, s cudart.Stream) (int, *fail
 	if !ok {
 		return 0, fail(400, "stream 0x%x is not live", uintptr(s))
 	}
-	if x := f.devs[info.device].sticky; x != nil {
+	if x := f.broken(info.device); x != nil {
 		return 0, x
 	}
 	return info.device, nil

@@ -46,6 +46,16 @@ func (m *mapping) describe() string {
 	return fmt.Sprintf("mapping %s (%s of handle %d at offset %s) from cuMemMap (call #%d)", cudart.DevicePtr(m.va), bytesize.Format(m.size), uint64(m.phys.h), bytesize.Format(m.off), m.seq)
 }
 
+// enterNoDevice enters call c, one of the virtual memory calls that name
+// no device: they need a context all the same, so a lost device refuses
+// them (anyLost), while a sticky error does not.
+func (f *Fake) enterNoDevice(c calls.Call) *failure {
+	if x := f.enter(c); x != nil {
+		return x
+	}
+	return f.anyLost()
+}
+
 // maxReservation bounds one address reservation at 2^48 bytes, the virtual
 // address space of current GPUs.
 const maxReservation = 1 << 48
@@ -94,7 +104,7 @@ func (f *Fake) memCreate(device int, size uint64) (cudart.PhysHandle, *failure) 
 func (f *Fake) MemRelease(h cudart.PhysHandle) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.enter(calls.CuMemRelease); x != nil {
+	if x := f.enterNoDevice(calls.CuMemRelease); x != nil {
 		return x.err(calls.CuMemRelease, "(%d)", uint64(h))
 	}
 	p, x := f.handle(h)
@@ -121,7 +131,7 @@ func (f *Fake) MemAddressReserve(size, alignment uint64, hint cudart.DevicePtr) 
 }
 
 func (f *Fake) reserve(size, alignment, hint uint64) (cudart.DevicePtr, *failure) {
-	if x := f.enter(calls.CuMemAddressReserve); x != nil {
+	if x := f.enterNoDevice(calls.CuMemAddressReserve); x != nil {
 		return 0, x
 	}
 	if x := f.granules("size", size, false); x != nil {
@@ -160,7 +170,7 @@ func (f *Fake) MemAddressFree(p cudart.DevicePtr, size uint64) error {
 }
 
 func (f *Fake) addressFree(a, size uint64) *failure {
-	if x := f.enter(calls.CuMemAddressFree); x != nil {
+	if x := f.enterNoDevice(calls.CuMemAddressFree); x != nil {
 		return x
 	}
 	r, x := f.reservation(a, size)
@@ -190,7 +200,7 @@ func (f *Fake) MemMap(p cudart.DevicePtr, size, offset uint64, h cudart.PhysHand
 }
 
 func (f *Fake) memMap(a, size, offset uint64, h cudart.PhysHandle) *failure {
-	if x := f.enter(calls.CuMemMap); x != nil {
+	if x := f.enterNoDevice(calls.CuMemMap); x != nil {
 		return x
 	}
 	if x := f.granules("address", a, true); x != nil {
@@ -235,7 +245,7 @@ func (f *Fake) MemUnmap(p cudart.DevicePtr, size uint64) error {
 }
 
 func (f *Fake) unmap(a, size uint64) *failure {
-	if x := f.enter(calls.CuMemUnmap); x != nil {
+	if x := f.enterNoDevice(calls.CuMemUnmap); x != nil {
 		return x
 	}
 	r, i, j, x := f.wholeMappings(a, size)
@@ -266,7 +276,7 @@ func (f *Fake) MemSetAccess(p cudart.DevicePtr, size uint64, devices []int) erro
 }
 
 func (f *Fake) setAccess(a, size uint64, devices []int) *failure {
-	if x := f.enter(calls.CuMemSetAccess); x != nil {
+	if x := f.enterNoDevice(calls.CuMemSetAccess); x != nil {
 		return x
 	}
 	if len(devices) == 0 {

@@ -1,6 +1,8 @@
 // Package devreset tells code that holds CUDA memory whether the device was
-// reset (cudaDeviceReset) since it took it: CUDA then freed that memory, and
-// the code must forget it rather than free it again.
+// reset (cudaDeviceReset) since it took it: CUDA then freed the memory of
+// the device's context, which the code must forget rather than free again;
+// virtual memory outlives the reset and is still the code's to free, unless
+// the reset lost the device.
 package devreset
 
 // Counter is what counts a device's resets: cudart.Device has it.
