@@ -1,6 +1,6 @@
 // Package cudapool pre-reserves CUDA memory for Go programs that know their
 // buffers up front: inference pipelines that plan every buffer before the
-// first request, batch jobs, and the tests of both.
+// first request, batch jobs, servers, and the tests of all three.
 //
 // The library is in its subpackages:
 //
@@ -9,7 +9,9 @@
 //     taken once; requests queued with WantDevice and WantHost, placed at
 //     256-byte-aligned offsets by Satisfy, locked by Commit, reset by
 //     ReleaseAll, freed by Close. Buffers that declare their lifetimes
-//     (pool.Live) share memory when they are never alive together.
+//     (pool.Live) share memory when they are never alive together. For
+//     servers, pool.NewSlots places one request's layout N times, a slot
+//     and a stream each, handed out by Acquire and returned by Release.
 //   - plan: lifetime-aware offset planning as a pure function, no CUDA.
 //   - vmem: growable device memory and vectors on CUDA virtual memory, behind
 //     pool.WithGrowableDevice.
