@@ -7,12 +7,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/pinned"
 	"github.com/cudapool/cudapool/pool"
 )
 
 // A copy one byte too long into a device buffer is caught by the guards,
-// with no sanitizer, on the fake and on a GPU.
+// with no sanitizer, on the fake and on a GPU. The fake runs without its
+// memcheck, as a GPU runs without a tool.
 func TestGuardsCatchAOneByteOverflow(t *testing.T) {
 	forEachRuntime(t, func(t *testing.T, rt cudart.Full) {
 		p, err := pool.New(rt, pool.WithDeviceBytes(16<<20), pool.WithHostBytes(1<<20),
@@ -44,5 +46,5 @@ func TestGuardsCatchAOneByteOverflow(t *testing.T) {
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, []pool.Corruption{{Arena: pool.Device, Name: "dst", Size: 4000, Past: 0, Found: 0x5a}}, ce.Damaged)
 		t.Log(err)
-	})
+	}, cudarttest.WithoutMemcheck())
 }
