@@ -29,6 +29,26 @@ func (l *lib) StreamSynchronize(device int, s Stream) error {
 	return nil
 }
 
+// StreamQuery is cudaStreamQuery: whether all the work queued on s has
+// completed, without waiting. cudaErrorNotReady is the answer false, not an
+// error; a stream that captures refuses the query and its capture is
+// invalidated, as with StreamSynchronize.
+func (l *lib) StreamQuery(device int, s Stream) (bool, error) {
+	if l.unusable() {
+		return false, closedError(calls.StreamQuery)
+	}
+	r := l.call(calls.StreamQuery, device, uintptr(s))
+	switch r.code {
+	case 0:
+		return true, nil
+	case ErrNotReady.Code:
+		if r.failed == calls.StreamQuery {
+			return false, nil
+		}
+	}
+	return false, l.fail(calls.StreamQuery, r, "(stream 0x%x) on device %d", uintptr(s), device)
+}
+
 // StreamDestroy is cudaStreamDestroy on device.
 func (l *lib) StreamDestroy(device int, s Stream) error {
 	if l.unusable() {

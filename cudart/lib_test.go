@@ -44,6 +44,7 @@ func methods() []method {
 		{"DeviceSynchronize", true, func(l *lib, dev int) error { return l.DeviceSynchronize(dev) }},
 		{"StreamCreate", true, func(l *lib, dev int) error { _, err := l.StreamCreate(dev); return err }},
 		{"StreamSynchronize", true, func(l *lib, dev int) error { return l.StreamSynchronize(dev, 1) }},
+		{"StreamQuery", true, func(l *lib, dev int) error { _, err := l.StreamQuery(dev, 1); return err }},
 		{"StreamDestroy", true, func(l *lib, dev int) error { return l.StreamDestroy(dev, 1) }},
 		{"MemcpyAsync", true, func(l *lib, dev int) error { return l.MemcpyAsync(dev, h, d, DeviceToHost, 1) }},
 		{"HostAlloc", true, func(l *lib, dev int) error { _, err := l.HostAlloc(dev, 64, HostAllocMapped); return err }},

@@ -41,6 +41,9 @@ type Streams interface {
 	StreamCreate(device int) (Stream, error)
 	// StreamSynchronize is cudaStreamSynchronize.
 	StreamSynchronize(device int, s Stream) error
+	// StreamQuery is cudaStreamQuery: whether the work queued on s has
+	// completed, without waiting.
+	StreamQuery(device int, s Stream) (bool, error)
 	// StreamDestroy is cudaStreamDestroy.
 	StreamDestroy(device int, s Stream) error
 	// MemcpyAsync is cudaMemcpyAsync on s. Host memory must stay alive and

@@ -29,6 +29,7 @@ func fakeMethods(f *cudarttest.Fake) map[string]func() {
 		"DeviceSynchronize":           func() { _ = f.DeviceSynchronize(0) },
 		"StreamCreate":                func() { _, _ = f.StreamCreate(0) },
 		"StreamSynchronize":           func() { _ = f.StreamSynchronize(0, 0) },
+		"StreamQuery":                 func() { _, _ = f.StreamQuery(0, 0) },
 		"StreamDestroy":               func() { _ = f.StreamDestroy(0, 1) },
 		"MemcpyAsync":                 func() { _ = f.MemcpyAsync(0, h, d, cudart.DeviceToHost, 0) },
 		"HostAlloc":                   func() { _, _ = f.HostAlloc(0, 0, cudart.HostAllocMapped) },

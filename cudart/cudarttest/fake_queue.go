@@ -89,6 +89,18 @@ func (f *Fake) drain(dev int, s cudart.Stream) *failure {
 	return f.run(dev)
 }
 
+// queued reports whether work of stream s is queued on device dev: any
+// work at all for the legacy default stream, which waits for all of it.
+func (f *Fake) queued(dev int, s cudart.Stream) bool {
+	s = canonical(s)
+	for _, p := range f.devs[dev].queue {
+		if s == legacyStream || p.stream == s {
+			return true
+		}
+	}
+	return false
+}
+
 // syncDevice runs everything queued on device dev: cudaDeviceSynchronize's
 // part, and that of the calls CUDA documents as synchronising the device.
 func (f *Fake) syncDevice(dev int) *failure {

@@ -51,6 +51,26 @@ func (f *Fake) StreamSynchronize(device int, s cudart.Stream) error {
 	return nil
 }
 
+// StreamQuery is cudaStreamQuery: whether the work queued on s has
+// completed. The fake runs queued work only at a synchronisation point, so
+// the answer is false until one has run it, and the query runs nothing: a
+// program that polls must synchronise in the end, as it must on CUDA to
+// be sure. The legacy default stream is done only when nothing is queued on
+// its device, since its work waits for every stream's. A capturing stream
+// refuses the query and its capture is invalidated, as CUDA does.
+func (f *Fake) StreamQuery(device int, s cudart.Stream) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	qdev, x := f.streamCall(calls.StreamQuery, device, s)
+	if x == nil {
+		x = f.captureBlocksSync(qdev, s)
+	}
+	if x != nil {
+		return false, x.err(calls.StreamQuery, "(0x%x)", uintptr(s))
+	}
+	return !f.queued(qdev, s), nil
+}
+
 // StreamDestroy is cudaStreamDestroy. Destroying a stream twice, or a
 // built-in one, fails with cudaErrorInvalidResourceHandle.
 func (f *Fake) StreamDestroy(device int, s cudart.Stream) error {

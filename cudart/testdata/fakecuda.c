@@ -134,8 +134,11 @@ int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
 	memcpy(dst, src, n);
 	return 0;
 }
+/* busy is the stream of the last cudaMemcpyAsync, reported not ready by one
+   cudaStreamQuery until synchronised. */
+static void *busy;
 int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *s) {
-	(void)s;
+	busy = s;
 	return cudaMemcpy(dst, src, n, kind);
 }
 int cudaMemset(void *p, int v, size_t n) {
@@ -144,7 +147,17 @@ int cudaMemset(void *p, int v, size_t n) {
 	return 0;
 }
 int cudaStreamCreate(void **s) { *s = malloc(1); return 0; }
-int cudaStreamSynchronize(void *s) { (void)s; return 0; }
+int cudaStreamSynchronize(void *s) {
+	if (s == busy) busy = 0;
+	return 0;
+}
+int cudaStreamQuery(void *s) {
+	if (s && s == busy) {
+		busy = 0;
+		return 600;
+	}
+	return 0;
+}
 int cudaStreamDestroy(void *s) { free(s); return 0; }
 int cudaMallocManaged(void **p, size_t n, unsigned flags) { return flags < 1 || flags > 2 ? 1 : alloc(p, n); }
 int cudaMallocAsync(void **p, size_t n, void *s) { (void)s; return alloc(p, n); }

@@ -45,6 +45,7 @@ const (
 	Memset
 	StreamCreate
 	StreamSynchronize
+	StreamQuery
 	StreamDestroy
 	MallocManaged
 	MemPrefetchAsync
@@ -212,6 +213,7 @@ var table = [Count]callInfo{
 	Memset:                  {"cudaMemset", RuntimeLibrary, CapRuntime, []string{"Memset"}, true, []Arg{ArgAddr, ArgInt, ArgSize}, ResultRuntime, ""},
 	StreamCreate:            {"cudaStreamCreate", RuntimeLibrary, CapStreams, []string{"StreamCreate"}, true, []Arg{ArgOut}, ResultRuntime, ""},
 	StreamSynchronize:       {"cudaStreamSynchronize", RuntimeLibrary, CapStreams, []string{"StreamSynchronize"}, true, []Arg{ArgAddr}, ResultRuntime, ""},
+	StreamQuery:             {"cudaStreamQuery", RuntimeLibrary, CapStreams, []string{"StreamQuery"}, true, []Arg{ArgAddr}, ResultRuntime, ""},
 	StreamDestroy:           {"cudaStreamDestroy", RuntimeLibrary, CapStreams, []string{"StreamDestroy"}, true, []Arg{ArgAddr}, ResultRuntime, ""},
 	MallocManaged:           {"cudaMallocManaged", RuntimeLibrary, CapManaged, []string{"MallocManaged"}, true, []Arg{ArgOut, ArgSize, ArgInt}, ResultRuntime, ""},
 	MemPrefetchAsync:        {"cudaMemPrefetchAsync", RuntimeLibrary, CapManaged, []string{"MemPrefetchAsync"}, true, []Arg{ArgAddr, ArgSize, ArgLoc, ArgInt, ArgAddr}, ResultRuntime, "cudaMemPrefetchAsync_v2"},

@@ -56,6 +56,7 @@ func (s *suite) testGraphs(t *testing.T) {
 		want error
 	}{
 		{"StreamSynchronize", func() error { return st.StreamSynchronize(s.dev, stream) }, cudart.ErrStreamCaptureUnsupported},
+		{"StreamQuery", func() error { _, err := st.StreamQuery(s.dev, stream); return err }, cudart.ErrStreamCaptureUnsupported},
 		{"Memcpy", func() error {
 			return s.rt.Memcpy(s.dev, cudart.DeviceMem(x, 4*n), cudart.HostMem(in), cudart.HostToDevice)
 		}, cudart.ErrStreamCaptureImplicit},

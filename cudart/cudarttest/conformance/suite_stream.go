@@ -30,6 +30,34 @@ func (s *suite) testStreams(t *testing.T) {
 		require.NoError(t, st.StreamSynchronize(s.dev, stream))
 		assert.True(t, bytes.Equal(in, out), "async round trip on one stream changed the bytes")
 	})
+	t.Run("Query", func(t *testing.T) {
+		// Copies that take the GPU far longer than the host takes to queue
+		// them: the query that follows finds them running. The fake runs
+		// nothing before a synchronisation, so it says the same.
+		stream, err := st.StreamCreate(s.dev)
+		require.NoError(t, err)
+		once(t, calls.StreamDestroy, func() error { return st.StreamDestroy(s.dev, stream) })
+		done, err := st.StreamQuery(s.dev, stream)
+		require.NoError(t, err)
+		assert.True(t, done, "a stream with nothing queued has completed")
+		const big = 32 * mib
+		a, b := s.malloc(t, big), s.malloc(t, big)
+		for range 16 {
+			require.NoError(t, st.MemcpyAsync(s.dev, cudart.DeviceMem(b, big), cudart.DeviceMem(a, big), cudart.DeviceToDevice, stream))
+		}
+		done, err = st.StreamQuery(s.dev, stream)
+		require.NoError(t, err)
+		assert.False(t, done, "16 copies of 32 MiB queued on the stream have not completed as the query returns")
+		legacy, err := st.StreamQuery(s.dev, 0)
+		require.NoError(t, err)
+		assert.False(t, legacy, "the legacy default stream, which waits for every blocking stream's work, has not completed either")
+		require.NoError(t, st.StreamSynchronize(s.dev, stream))
+		for _, q := range []cudart.Stream{stream, 0} {
+			done, err = st.StreamQuery(s.dev, q)
+			require.NoError(t, err)
+			assert.True(t, done, "stream 0x%x after the synchronisation", uintptr(q))
+		}
+	})
 	t.Run("OrderWithTheLegacyStream", func(t *testing.T) {
 		// The legacy default stream waits for earlier work of blocking
 		// streams, and they for its earlier work.
