@@ -30,8 +30,9 @@
 // a stream of its own, and the buffers every request shares (weights) once.
 // Acquire hands a slot out in FIFO order, in O(1); Release gives it back
 // without waiting: the slot serves the next request once the work queued
-// on its stream has finished, which an event tells. The request path makes
-// no allocation, free or host synchronisation.
+// on its stream has finished, which one query of the stream tells. The
+// request path makes no allocation, free or host synchronisation, and no
+// CUDA call under the Slots' lock.
 //
 // Memory bugs inside the arenas are made visible three ways. When a memory
 // tool listens (cudart.Annotations: compute-sanitizer through NVTX, or the

@@ -33,7 +33,6 @@ type SlotLayout struct {
 // Close. It is safe for concurrent use. Create it with NewSlots.
 type Slots struct {
 	p        *Pool
-	ev       cudart.Events
 	sm       cudart.Streams
 	dev      int
 	slots    []slot
@@ -50,15 +49,16 @@ type Slots struct {
 	// closedFlag mirrors closed for the Slot methods, which take no lock.
 	closedFlag atomic.Bool
 
-	// mu guards the fields below, each slot's unrecorded, held and counters,
-	// and each planned profile's counters. It is held across the event
-	// record of Release and the event query of Acquire, which are CUDA
-	// calls, never caller code, so that Close cannot destroy an event in
-	// use; every holder unlocks in a defer.
+	// mu guards the fields below, each slot's held and counters, and each
+	// planned profile's counters. No CUDA call is made under it, so that
+	// requests never queue behind one another's calls; every holder
+	// unlocks in a defer or on every path at once.
 	mu       sync.Mutex
 	closed   bool
-	ready    []*slot // free, their work known finished
-	draining ring    // released, in release order, their work maybe queued still
+	ready    []*slot    // free, their work known finished
+	draining ring       // released, in release order, their work maybe queued still
+	asking   int        // released slots in neither queue while CUDA is asked about their stream
+	settled  *sync.Cond // on mu: asking fell to 0
 	waiters  []*waiter
 	spare    []*waiter // finished waiters, reused
 	kick     chan struct{}
@@ -71,15 +71,13 @@ type slot struct {
 	owner   *Slots
 	index   int
 	stream  cudart.Stream
-	event   cudart.Event     // recorded by Release on stream
 	dev     cudart.DevicePtr // byte 0 of the slot's device region; 0 without one
 	hostDev cudart.DevicePtr // device address of its host region, when the host arena is mapped
 	host    []byte           // its host region
 	gen     atomic.Uint64    // a Slot of another generation was released
 
-	unrecorded bool     // Release could not record event: only a stream synchronisation says the work is done
-	held       *planned // the profile it is held with; nil when free
-	freed      [2]bool  // Close destroyed its event, its stream
+	held  *planned // the profile it is held with; nil when free
+	freed bool     // Close destroyed its stream
 
 	acquisitions uint64
 	waits        uint64
@@ -99,7 +97,7 @@ type sharedAddr struct {
 // stream of its own. opts are New's; NewSlots sets the arenas' sizes itself
 // (WithDeviceBytes and WithHostBytes are replaced) and adds the slots'
 // streams to those of WithStreams, so that Close waits for them. The runtime
-// must implement cudart.Streams and cudart.Events.
+// must implement cudart.Streams.
 //
 // n below 1, a layout with no profile, a profile with no buffer, two
 // profiles of one name, a name both shared and in a profile, or a shared
@@ -111,10 +109,9 @@ func NewSlots(rt cudart.Runtime, n int, layout SlotLayout, opts ...Option) (*Slo
 	if n < 1 {
 		return nil, fmt.Errorf("%w: NewSlots with %d slots: want at least 1", ErrInvalidOption, n)
 	}
-	ev, okE := rt.(cudart.Events)
-	sm, okS := rt.(cudart.Streams)
-	if !okE || !okS {
-		return nil, fmt.Errorf("%w: NewSlots needs a runtime with streams and events (cudart.Streams, cudart.Events); %T lacks one", ErrInvalidOption, rt)
+	sm, isStreams := rt.(cudart.Streams)
+	if !isStreams {
+		return nil, fmt.Errorf("%w: NewSlots needs a runtime with streams (cudart.Streams); %T lacks them", ErrInvalidOption, rt)
 	}
 	profiles, err := planLayout(layout)
 	if err != nil {
@@ -124,7 +121,7 @@ func NewSlots(rt cudart.Runtime, n int, layout SlotLayout, opts ...Option) (*Slo
 	if err != nil {
 		return nil, err
 	}
-	s := &Slots{ev: ev, sm: sm, dev: cfg.device, profiles: profiles, byName: make(map[string]*planned, len(profiles)), shared: layout.Shared}
+	s := &Slots{sm: sm, dev: cfg.device, profiles: profiles, byName: make(map[string]*planned, len(profiles)), shared: layout.Shared}
 	for _, pr := range profiles {
 		s.byName[pr.name] = pr
 		for k := range numArenas {
@@ -153,10 +150,6 @@ func NewSlots(rt cudart.Runtime, n int, layout SlotLayout, opts ...Option) (*Slo
 			return nil, errors.Join(fmt.Errorf("pool: create the stream of slot %d: %w", i, err), undo.run())
 		}
 		undo.push(func() error { return sm.StreamDestroy(s.dev, sl.stream) })
-		if sl.event, err = ev.EventCreate(s.dev); err != nil {
-			return nil, errors.Join(fmt.Errorf("pool: create the event of slot %d: %w", i, err), undo.run())
-		}
-		undo.push(func() error { return ev.EventDestroy(s.dev, sl.event) })
 		streams = append(streams, sl.stream)
 	}
 	opts = append(slices.Clone(opts), WithDeviceBytes(total[Device]), WithHostBytes(total[Host]), WithStreams(streams...))
@@ -172,6 +165,7 @@ func NewSlots(rt cudart.Runtime, n int, layout SlotLayout, opts ...Option) (*Slo
 		s.ready = append(s.ready, &s.slots[i])
 	}
 	s.draining = ring{buf: make([]*slot, n)}
+	s.settled = sync.NewCond(&s.mu)
 	s.kick, s.stop, s.stopped = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 	go s.drain()
 	ok = true
@@ -350,7 +344,7 @@ func (r Ref) label() string {
 
 // Close wakes every Acquire still waiting with ErrClosed, waits for the work
 // queued on every slot's stream (and the streams of WithStreams), frees the
-// arenas, and destroys the slots' streams and events. A Slot still held is
+// arenas, and destroys the slots' streams. A Slot still held is
 // unusable afterwards; its Release returns ErrClosed. Close is idempotent: if
 // freeing failed, the error is returned and a later Close tries again.
 func (s *Slots) Close() error {
@@ -365,6 +359,11 @@ func (s *Slots) Close() error {
 		w.finish(nil, ErrClosed)
 	}
 	s.waiters = s.waiters[:0]
+	// A Release or Acquire asking about a slot's stream puts it back
+	// before the stream may be destroyed.
+	for s.asking > 0 {
+		s.settled.Wait()
+	}
 	s.mu.Unlock()
 	if first {
 		close(s.stop)
@@ -375,15 +374,10 @@ func (s *Slots) Close() error {
 	defer s.mu.Unlock()
 	for i := range s.slots {
 		sl := &s.slots[i]
-		if !sl.freed[0] {
-			err := s.ev.EventDestroy(s.dev, sl.event)
-			errs = append(errs, wrapf(err, "pool: destroy the event of slot %d", i))
-			sl.freed[0] = err == nil
-		}
-		if !sl.freed[1] {
+		if !sl.freed {
 			err := s.sm.StreamDestroy(s.dev, sl.stream)
 			errs = append(errs, wrapf(err, "pool: destroy the stream of slot %d", i))
-			sl.freed[1] = err == nil
+			sl.freed = err == nil
 		}
 	}
 	return errors.Join(errs...)

@@ -10,12 +10,13 @@ import (
 
 // Acquire returns a free slot laid out for profile, in O(1): the profile's
 // offsets were planned by NewSlots. A slot is free once the work queued on
-// its stream before its last Release has finished, which Acquire learns from
-// one event query, without waiting. When no slot is free it waits, behind
-// the calls already waiting (FIFO), until one is, the context is done, or
-// the Slots close: then it returns the context's error (errors.Is matches
-// context.Canceled or context.DeadlineExceeded) or ErrClosed, and no slot is
-// taken. An unknown profile is ErrUnknownProfile.
+// its stream before its last Release has finished: Release hands on the
+// slots whose work is done, and Acquire asks CUDA once, without waiting,
+// about the oldest of the others when no free slot is left. When no slot
+// is free it waits, behind the calls already waiting (FIFO), until one is,
+// the context is done, or the Slots close: then it returns the context's
+// error (errors.Is matches context.Canceled or context.DeadlineExceeded) or
+// ErrClosed, and no slot is taken. An unknown profile is ErrUnknownProfile.
 //
 // The Slot must be given back with Release, whatever happens to the request:
 // defer it.
@@ -42,12 +43,13 @@ func (s *Slots) Acquire(ctx context.Context, profile string) (Slot, error) {
 	return Slot{s: sl, prof: pr, gen: sl.gen.Load()}, nil
 }
 
-// take hands out a free slot or, when there is none, queues a waiter, both
-// under one lock so that no slot freed in between is missed.
+// take hands out a free slot, or the oldest released one if its stream
+// turns out idle, or else queues a waiter. The lock is let go for the
+// question to CUDA; the slot asked about is meanwhile in neither queue.
 func (s *Slots) take(pr *planned) (*slot, *waiter, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return nil, nil, fmt.Errorf("%w: acquire a slot for profile %q", ErrClosed, pr.name)
 	}
 	if len(s.waiters) == 0 {
@@ -55,29 +57,70 @@ func (s *Slots) take(pr *planned) (*slot, *waiter, error) {
 			sl := s.ready[n-1]
 			s.ready = s.ready[:n-1]
 			s.hold(sl, pr)
+			s.mu.Unlock()
 			return sl, nil, nil
 		}
-		// The oldest release is the likeliest to have finished. It
-		// stays queued until the query says so: a panic in the runtime
-		// loses no slot.
-		if d := s.draining.peek(); d != nil && !d.unrecorded {
-			done, err := s.ev.EventQuery(s.dev, d.event)
-			if err != nil {
-				return nil, nil, fmt.Errorf("pool: query whether slot %d's released work has finished: %w", d.index, err)
-			}
-			if done {
-				s.draining.pop()
-				s.hold(d, pr)
-				return d, nil, nil
-			}
+		if s.draining.n > 0 {
+			// The oldest release is the likeliest to have finished.
+			d := s.draining.pop()
+			s.asking++
+			s.mu.Unlock()
+			return s.takeIfIdle(pr, d)
 		}
 	}
+	w := s.queue()
+	s.mu.Unlock()
+	return nil, w, nil
+}
+
+// takeIfIdle holds d for pr if its stream is idle; otherwise d goes back to
+// the head of the draining queue and the caller waits. A panic in the
+// runtime puts d back all the same.
+func (s *Slots) takeIfIdle(pr *planned, d *slot) (sl *slot, w *waiter, err error) {
+	idle, answered := false, false
+	defer func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.doneAsking()
+		if answered && idle && !s.closed {
+			s.hold(d, pr)
+			sl = d
+			return
+		}
+		s.draining.pushFront(d)
+		switch {
+		case answered && s.closed:
+			err = fmt.Errorf("%w: acquire a slot for profile %q", ErrClosed, pr.name)
+		case answered && err == nil:
+			w = s.queue()
+		default:
+			s.wakeIfWaiting()
+		}
+	}()
+	idle, err = s.sm.StreamQuery(s.dev, d.stream)
+	answered = true
+	if err != nil {
+		err = fmt.Errorf("pool: ask whether slot %d's released work has finished: %w", d.index, err)
+	}
+	return nil, nil, err
+}
+
+// doneAsking counts one question to CUDA about a slot's stream answered, or
+// abandoned by a panic. The caller holds s.mu.
+func (s *Slots) doneAsking() {
+	s.asking--
+	if s.asking == 0 {
+		s.settled.Broadcast()
+	}
+}
+
+// queue adds a waiter, and wakes the drainer if a released slot may serve
+// it. The caller holds s.mu.
+func (s *Slots) queue() *waiter {
 	w := s.newWaiter()
 	s.waiters = append(s.waiters, w)
-	if s.draining.n > 0 {
-		s.wake()
-	}
-	return nil, w, nil
+	s.wakeIfWaiting()
+	return w
 }
 
 // hold counts sl as held with pr. The caller holds s.mu.
@@ -139,21 +182,29 @@ func (s *Slots) give(sl *slot) {
 	s.ready = append(s.ready, sl)
 }
 
-// wake tells the drainer that a waiter needs a released slot.
-func (s *Slots) wake() {
+// wakeIfWaiting tells the drainer that a waiter needs a released slot. The
+// caller holds s.mu.
+func (s *Slots) wakeIfWaiting() {
+	if len(s.waiters) == 0 || s.draining.n == 0 {
+		return
+	}
 	select {
 	case s.kick <- struct{}{}:
 	default:
 	}
 }
 
-// Release gives the slot back. Its stream may still have work queued: the
-// slot goes to the next Acquire only once that work has finished, which an
-// event recorded now tells, so Release never waits. Release of a Slot
+// Release gives the slot back, without waiting. Its stream may still have
+// work queued: the slot goes to the next Acquire only once that work has
+// finished. Release asks CUDA once (cudaStreamQuery): a slot whose work is
+// done, as after the request's own wait for its output, goes straight to
+// the first waiting Acquire; one with work still queued is handed on by a
+// goroutine of the Slots that waits for its stream, off every request's
+// path, or taken by an Acquire that finds the work done. Release of a Slot
 // already released is ErrSlotReleased, of one these Slots did not hand out
-// ErrForeignSlot, after Close ErrClosed. If CUDA refuses to record the
-// event, the slot is given back all the same, to be handed out after a
-// synchronisation of its stream, and the error is returned.
+// ErrForeignSlot, after Close ErrClosed. If CUDA cannot answer, the slot is
+// given back all the same, to be handed out after its stream is
+// synchronised, and the error is returned.
 func (s *Slots) Release(sl Slot) error {
 	if err := s.valid(); err != nil {
 		return err
@@ -163,26 +214,41 @@ func (s *Slots) Release(sl Slot) error {
 		return fmt.Errorf("%w: release of %s", ErrForeignSlot, sl.label())
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return fmt.Errorf("%w: release of slot %d", ErrClosed, d.index)
 	}
 	if !d.gen.CompareAndSwap(sl.gen, sl.gen+1) {
+		s.mu.Unlock()
 		return fmt.Errorf("%w: slot %d", ErrSlotReleased, d.index)
 	}
 	d.held.inUse--
 	d.held = nil
-	// Queued before the record, as unrecorded: should the runtime panic,
-	// the slot is still found, and synchronised before reuse.
-	d.unrecorded = true
-	s.draining.push(d)
-	if len(s.waiters) > 0 {
-		s.wake()
+	s.asking++
+	s.mu.Unlock()
+	return s.giveBack(d)
+}
+
+// giveBack asks whether released slot d's stream is idle, then hands d on
+// or queues it to drain. A panic in the runtime queues it to drain.
+func (s *Slots) giveBack(d *slot) (err error) {
+	idle := false
+	defer func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.doneAsking()
+		if idle {
+			s.give(d)
+			return
+		}
+		s.draining.push(d)
+		s.wakeIfWaiting()
+	}()
+	idle, err = s.sm.StreamQuery(s.dev, d.stream)
+	if err != nil {
+		idle = false
+		return fmt.Errorf("pool: ask whether slot %d's work has finished at release (the slot was given back, to be synchronised before reuse): %w", d.index, err)
 	}
-	if err := s.ev.EventRecord(s.dev, d.event, d.stream); err != nil {
-		return fmt.Errorf("pool: record the end of slot %d's work at release (the slot was given back, to be synchronised before reuse): %w", d.index, err)
-	}
-	d.unrecorded = false
 	return nil
 }
 
@@ -212,14 +278,8 @@ func (s *Slots) settleOne() bool {
 		return false
 	}
 	d := s.draining.pop()
-	unrecorded := d.unrecorded
 	s.mu.Unlock()
-	var err error
-	if unrecorded {
-		err = wrapf(s.sm.StreamSynchronize(s.dev, d.stream), "pool: wait for slot %d's stream", d.index)
-	} else {
-		err = wrapf(s.ev.EventSynchronize(s.dev, d.event), "pool: wait for slot %d's released work", d.index)
-	}
+	err := wrapf(s.sm.StreamSynchronize(s.dev, d.stream), "pool: wait for slot %d's released work", d.index)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -231,7 +291,6 @@ func (s *Slots) settleOne() bool {
 		}
 		return true
 	}
-	d.unrecorded = false
 	s.give(d)
 	return true
 }

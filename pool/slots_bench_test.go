@@ -12,29 +12,28 @@ import (
 	"github.com/cudapool/cudapool/pool"
 )
 
-// instantEvents answers EventRecord and EventQuery at once, with no work
-// behind them: what remains of Acquire and Release is the Slots' own cost.
-type instantEvents struct{ *cudarttest.Fake }
+// instantQuery answers StreamQuery at once, with no work behind it: what
+// remains of Acquire and Release is the Slots' own cost.
+type instantQuery struct{ *cudarttest.Fake }
 
-func (instantEvents) EventRecord(int, cudart.Event, cudart.Stream) error { return nil }
-func (instantEvents) EventQuery(int, cudart.Event) (bool, error)         { return true, nil }
+func (instantQuery) StreamQuery(int, cudart.Stream) (bool, error) { return true, nil }
 
 // BenchmarkAcquireRelease is one request's Acquire and Release, and no work.
-// "own-cost" answers the two CUDA calls at once, leaving the host time the
-// Slots add; "runtime" makes them on the runtime cudarttest.Open gives
-// (CUDA on a GPU host), with the stream synchronisation that completes the
-// release, as a request's wait for its output does; "calls-only" makes
-// those same three calls and nothing else, the part of "runtime" that is
-// not the Slots'. "own-cost-parallel" is own-cost from GOMAXPROCS
+// "own-cost" answers Release's one CUDA call (a stream query) at once,
+// leaving the host time the Slots add; "runtime" makes it on the runtime
+// cudarttest.Open gives (CUDA on a GPU host), after the stream
+// synchronisation a request makes to wait for its output; "calls-only"
+// makes those same two calls and nothing else, the part of "runtime" that
+// is not the Slots'. "own-cost-parallel" is own-cost from GOMAXPROCS
 // goroutines, a slot each.
 func BenchmarkAcquireRelease(b *testing.B) {
 	ctx := context.Background()
 	b.Run("own-cost", func(b *testing.B) {
-		s, _ := newSlots(b, instantEvents{cudarttest.NewFakeT(b)}, 1)
+		s, _ := newSlots(b, instantQuery{cudarttest.NewFakeT(b)}, 1)
 		loopAcquireRelease(b, s, func() error { return nil })
 	})
 	b.Run("own-cost-parallel", func(b *testing.B) {
-		s, _ := newSlots(b, instantEvents{cudarttest.NewFakeT(b)}, runtime.GOMAXPROCS(0))
+		s, _ := newSlots(b, instantQuery{cudarttest.NewFakeT(b)}, runtime.GOMAXPROCS(0))
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
@@ -57,7 +56,6 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		require.NoError(b, err)
 		st := must(sl.Stream())
 		require.NoError(b, s.Release(sl))
-		require.NoError(b, rt.StreamSynchronize(0, st))
 		loopAcquireRelease(b, s, func() error { return rt.StreamSynchronize(0, st) })
 	})
 	b.Run("calls-only", func(b *testing.B) {
@@ -65,27 +63,21 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		st, err := rt.StreamCreate(0)
 		require.NoError(b, err)
 		defer func() { require.NoError(b, rt.StreamDestroy(0, st)) }()
-		ev, err := rt.EventCreate(0)
-		require.NoError(b, err)
-		defer func() { require.NoError(b, rt.EventDestroy(0, ev)) }()
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := rt.EventQuery(0, ev); err != nil {
-				b.Fatal(err)
-			}
-			if err := rt.EventRecord(0, ev, st); err != nil {
-				b.Fatal(err)
-			}
 			if err := rt.StreamSynchronize(0, st); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := rt.StreamQuery(0, st); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 }
 
-// loopAcquireRelease acquires and releases a slot, then calls after, until
+// loopAcquireRelease acquires a slot, calls before, and releases it, until
 // the benchmark ends.
-func loopAcquireRelease(b *testing.B, s *pool.Slots, after func() error) {
+func loopAcquireRelease(b *testing.B, s *pool.Slots, before func() error) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -93,10 +85,10 @@ func loopAcquireRelease(b *testing.B, s *pool.Slots, after func() error) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := s.Release(sl); err != nil {
+		if err := before(); err != nil {
 			b.Fatal(err)
 		}
-		if err := after(); err != nil {
+		if err := s.Release(sl); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -147,11 +147,10 @@ func request(t testing.TB, rt cudart.Full, s *pool.Slots, l *servingLayout) {
 	require.NoError(t, s.Release(sl))
 }
 
-// The request path makes one event record and at most one event query, and
-// no allocation, free or host synchronisation. On the fake, a released
-// event completes only at a synchronisation, so a slot reused at once is
-// settled by the Slots' own background wait (cudaEventSynchronize), one per
-// wait that Stats counts, off the request path.
+// The request path makes one stream query, at Release, and no allocation,
+// free, event or host synchronisation of the Slots' own: a request that
+// waited for its output leaves an idle stream, and its slot goes straight
+// to the next Acquire.
 func TestTheRequestPathAllocatesNothingAndNeverSynchronises(t *testing.T) {
 	f := cudarttest.NewFakeT(t)
 	s, l := newSlots(t, f, 4)
@@ -164,18 +163,40 @@ func TestTheRequestPathAllocatesNothingAndNeverSynchronises(t *testing.T) {
 	for _, c := range f.Calls() {
 		count[c]++
 	}
-	assert.Equal(t, requests, count["cudaEventRecord"], "one record a request")
-	assert.LessOrEqual(t, count["cudaEventQuery"], requests, "at most one query a request")
+	assert.Equal(t, requests, count["cudaStreamQuery"], "one query a request")
 	assert.Equal(t, 2*requests, count["cudaMemcpyAsync"])
 	assert.Equal(t, requests, count["cudaStreamSynchronize"], "the request's own wait for its output")
-	waits := s.Stats().Profiles[0].Waits
-	assert.Equal(t, int(waits), count["cudaEventSynchronize"], "each background wait served a waiting Acquire")
-	delete(count, "cudaEventRecord")
-	delete(count, "cudaEventQuery")
+	assert.Zero(t, s.Stats().Profiles[0].Waits, "no Acquire waited")
+	delete(count, "cudaStreamQuery")
 	delete(count, "cudaMemcpyAsync")
 	delete(count, "cudaStreamSynchronize")
-	delete(count, "cudaEventSynchronize")
-	assert.Empty(t, count, "no other call: no malloc, free or device synchronisation")
+	assert.Empty(t, count, "no other call: no malloc, free, event or synchronisation")
+}
+
+// A request that releases its slot with work still queued costs one more
+// query, at the next Acquire that finds no free slot, and one wait on the
+// host, off the request path, by the Slots' goroutine, which Stats counts.
+func TestAReleaseWithWorkQueuedIsSettledOffThePath(t *testing.T) {
+	f := cudarttest.NewFakeT(t)
+	s, l := newSlots(t, f, 1)
+	ctx := context.Background()
+	const requests = 20
+	f.ResetCalls()
+	for range requests {
+		sl, err := s.Acquire(ctx, "b1")
+		require.NoError(t, err)
+		in, x := must(sl.Bytes(l.in1)), must(sl.Ptr(l.x1))
+		require.NoError(t, f.MemcpyAsync(0, cudart.DeviceMem(x, uint64(len(in))), cudart.HostMem(in), cudart.HostToDevice, must(sl.Stream())))
+		require.NoError(t, s.Release(sl))
+	}
+	count := map[string]int{}
+	for _, c := range f.Calls() {
+		count[c]++
+	}
+	waits := int(s.Stats().Profiles[0].Waits)
+	assert.Equal(t, requests-1, waits, "every Acquire but the first waited for the one slot's work")
+	assert.Equal(t, requests+waits, count["cudaStreamQuery"], "one query at each Release, one at each Acquire that found the slot busy")
+	assert.Equal(t, waits, count["cudaStreamSynchronize"], "one background wait for each waiting Acquire")
 }
 
 // Thousands of Acquires cancelled at random points, some while waiting,
@@ -240,32 +261,24 @@ func TestCancelledAcquiresLoseNoSlot(t *testing.T) {
 	}
 }
 
-// eventPanics panics in the call named once, as a broken runtime might.
-type eventPanics struct {
+// queryPanics panics in its next StreamQuery once armed, as a broken
+// runtime might.
+type queryPanics struct {
 	*cudarttest.Fake
-	on atomic.Pointer[string]
+	armed atomic.Bool
 }
 
-func (p *eventPanics) fire(call string) {
-	if name := p.on.Load(); name != nil && *name == call && p.on.CompareAndSwap(name, nil) {
-		panic("injected panic in " + call)
+func (p *queryPanics) StreamQuery(dev int, s cudart.Stream) (bool, error) {
+	if p.armed.CompareAndSwap(true, false) {
+		panic("injected panic in StreamQuery")
 	}
-}
-
-func (p *eventPanics) EventQuery(dev int, e cudart.Event) (bool, error) {
-	p.fire("EventQuery")
-	return p.Fake.EventQuery(dev, e)
-}
-
-func (p *eventPanics) EventRecord(dev int, e cudart.Event, s cudart.Stream) error {
-	p.fire("EventRecord")
-	return p.Fake.EventRecord(dev, e, s)
+	return p.Fake.StreamQuery(dev, s)
 }
 
 func TestAPanicLosesNoSlotAndHoldsNoLock(t *testing.T) {
-	rt := &eventPanics{Fake: cudarttest.NewFakeT(t)}
+	rt := &queryPanics{Fake: cudarttest.NewFakeT(t)}
 	const n = 2
-	s, _ := newSlots(t, rt, n)
+	s, l := newSlots(t, rt, n)
 	ctx := context.Background()
 	panics := func(f func()) (p any) {
 		defer func() { p = recover() }()
@@ -279,22 +292,27 @@ func TestAPanicLosesNoSlotAndHoldsNoLock(t *testing.T) {
 		defer func() { assert.NoError(t, s.Release(sl)) }()
 		panic("the handler failed")
 	}))
-	// The runtime panicking in Release's record and in Acquire's query.
-	for _, call := range []string{"EventRecord", "EventQuery"} {
+	// The runtime panicking in Release's query, then in Acquire's, with
+	// work queued on every slot so that Acquire has to ask.
+	for _, in := range []string{"Release", "Acquire"} {
 		held := make([]pool.Slot, n)
 		for i := range held {
 			held[i] = must(s.Acquire(ctx, "b1"))
+			b, x := must(held[i].Bytes(l.in1)), must(held[i].Ptr(l.x1))
+			require.NoError(t, rt.MemcpyAsync(0, cudart.DeviceMem(x, uint64(len(b))), cudart.HostMem(b), cudart.HostToDevice, must(held[i].Stream())))
 		}
-		rt.on.Store(&call)
+		if in == "Release" {
+			rt.armed.Store(true)
+		}
 		for _, sl := range held {
-			panics(func() { _ = s.Release(sl) })
+			p := panics(func() { assert.NoError(t, s.Release(sl)) })
+			assert.Equal(t, in == "Release" && sl == held[0], p != nil, "%s: panicked: %v", in, p)
 		}
-		panics(func() {
-			if sl, err := s.Acquire(ctx, "b1"); err == nil {
-				_ = s.Release(sl)
-			}
-		})
-		assert.Nil(t, rt.on.Load(), "%s never panicked", call)
+		if in == "Acquire" {
+			rt.armed.Store(true)
+			assert.NotNil(t, panics(func() { _, _ = s.Acquire(ctx, "b1") }))
+		}
+		assert.False(t, rt.armed.Load(), "%s never panicked", in)
 		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		for i := range held {
 			held[i] = must(s.Acquire(tctx, "b1"))

@@ -64,7 +64,7 @@ func (s *Slots) Stats() SlotsStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := SlotsStats{
-		Slots: len(s.slots), Ready: len(s.ready), Draining: s.draining.n, Waiting: len(s.waiters),
+		Slots: len(s.slots), Ready: len(s.ready), Draining: s.draining.n + s.asking, Waiting: len(s.waiters),
 		SlotDevice: s.stride[Device], SlotHost: s.stride[Host],
 		SharedDevice: s.sharedBytes[Device], SharedHost: s.sharedBytes[Host],
 		Device: ps.Device.Used, Host: ps.Host.Used,
