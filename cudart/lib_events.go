@@ -65,19 +65,7 @@ func (l *lib) EventSynchronize(device int, e Event) error {
 // (true for an event never recorded). cudaErrorNotReady is the answer
 // false, not an error.
 func (l *lib) EventQuery(device int, e Event) (bool, error) {
-	if l.unusable() {
-		return false, closedError(calls.EventQuery)
-	}
-	r := l.call(calls.EventQuery, device, uintptr(e))
-	switch r.code {
-	case 0:
-		return true, nil
-	case ErrNotReady.Code:
-		if r.failed == calls.EventQuery {
-			return false, nil
-		}
-	}
-	return false, l.fail(calls.EventQuery, r, "(event 0x%x) on device %d", uintptr(e), device)
+	return l.query(calls.EventQuery, device, uintptr(e), "event")
 }
 
 // EventElapsedTime is cudaEventElapsedTime: the time between two completed

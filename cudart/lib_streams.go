@@ -34,19 +34,26 @@ func (l *lib) StreamSynchronize(device int, s Stream) error {
 // error; a stream that captures refuses the query and its capture is
 // invalidated, as with StreamSynchronize.
 func (l *lib) StreamQuery(device int, s Stream) (bool, error) {
+	return l.query(calls.StreamQuery, device, uintptr(s), "stream")
+}
+
+// query makes c, cudaEventQuery or cudaStreamQuery, about the handle of
+// the kind named what: cudaSuccess is done, cudaErrorNotReady from the
+// query itself (not from selecting the device) is not done yet.
+func (l *lib) query(c calls.Call, device int, handle uintptr, what string) (bool, error) {
 	if l.unusable() {
-		return false, closedError(calls.StreamQuery)
+		return false, closedError(c)
 	}
-	r := l.call(calls.StreamQuery, device, uintptr(s))
+	r := l.call(c, device, handle)
 	switch r.code {
 	case 0:
 		return true, nil
 	case ErrNotReady.Code:
-		if r.failed == calls.StreamQuery {
+		if r.failed == c {
 			return false, nil
 		}
 	}
-	return false, l.fail(calls.StreamQuery, r, "(stream 0x%x) on device %d", uintptr(s), device)
+	return false, l.fail(c, r, "(%s 0x%x) on device %d", what, handle, device)
 }
 
 // StreamDestroy is cudaStreamDestroy on device.

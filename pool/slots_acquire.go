@@ -356,13 +356,6 @@ func (r *ring) pushFront(sl *slot) {
 	r.n++
 }
 
-func (r *ring) peek() *slot {
-	if r.n == 0 {
-		return nil
-	}
-	return r.buf[r.head]
-}
-
 func (r *ring) pop() *slot {
 	sl := r.buf[r.head]
 	r.buf[r.head] = nil
