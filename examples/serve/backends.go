@@ -7,8 +7,9 @@ import (
 	"math"
 	"sync"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/pinned"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -202,8 +203,8 @@ func (b *slotsBackend) serve(ctx context.Context, _, rows int, fill, read func([
 func (b *slotsBackend) memory() string {
 	st := b.s.Stats()
 	return fmt.Sprintf("device %s = %s shared + %d × %s; host %s = %s + %d × %s",
-		bytesize.Format(st.Device), bytesize.Format(st.SharedDevice), st.Slots, bytesize.Format(st.SlotDevice),
-		bytesize.Format(st.Host), bytesize.Format(st.SharedHost), st.Slots, bytesize.Format(st.SlotHost))
+		humanize.IBytes(st.Device), humanize.IBytes(st.SharedDevice), st.Slots, humanize.IBytes(st.SlotDevice),
+		humanize.IBytes(st.Host), humanize.IBytes(st.SharedHost), st.Slots, humanize.IBytes(st.SlotHost))
 }
 
 func (b *slotsBackend) close() error {
@@ -308,7 +309,7 @@ func (b *mutexBackend) serve(_ context.Context, _, rows int, fill, read func([]b
 
 func (b *mutexBackend) memory() string {
 	st := b.p.Stats()
-	return fmt.Sprintf("device %s, host %s", bytesize.Format(st.Device.Used), bytesize.Format(st.Host.Used))
+	return fmt.Sprintf("device %s, host %s", humanize.IBytes(st.Device.Used), humanize.IBytes(st.Host.Used))
 }
 
 func (b *mutexBackend) close() error {
@@ -408,7 +409,7 @@ func (b *asyncBackend) serve(_ context.Context, client, rows int, fill, read fun
 }
 
 func (b *asyncBackend) memory() string {
-	return fmt.Sprintf("device: what cudaMallocAsync's pool keeps; host %s pinned per client", bytesize.Format(2*uint64(len(b.in[0]))))
+	return fmt.Sprintf("device: what cudaMallocAsync's pool keeps; host %s pinned per client", humanize.IBytes(2*uint64(len(b.in[0]))))
 }
 
 func (b *asyncBackend) close() error {

@@ -29,8 +29,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/cudapool/cudapool/cudart/cudarttest"
-	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -169,7 +170,7 @@ func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err er
 		kernels = "kernel by kernel"
 	}
 	fmt.Fprintf(stdout, "model: %d kernels over %d float32 a row (%s in, %s out), batches %v, weights shared\n",
-		c.layers, c.n, bytesize.Format(m.rowBytes()), bytesize.Format(m.rowBytes()), c.mix)
+		c.layers, c.n, humanize.IBytes(m.rowBytes()), humanize.IBytes(m.rowBytes()), c.mix)
 	fmt.Fprintf(stdout, "load: %d requests a configuration from %d concurrent clients, after %d unmeasured; %s; every output checked against the CPU\n",
 		c.requests, c.clients, warmup(c), kernels)
 	if c.inProcess {
