@@ -71,9 +71,7 @@ func (f *Fake) captureBlocksSync(dev int, s cudart.Stream) *failure {
 		return nil
 	}
 	for cs, cp := range f.graph.captures {
-		// A capture outlives its stream only in this map: the handle of a
-		// destroyed stream is never live again.
-		if _, live := f.streams[cs]; live && cp.device == dev {
+		if f.capturesLive(cs) && cp.device == dev {
 			cp.invalid = "the legacy default stream was synchronised with it"
 			return fail(906, "stream 0x%x is capturing; the capture is invalidated", uintptr(cs))
 		}
@@ -86,12 +84,22 @@ func (f *Fake) captureBlocksSync(dev int, s cudart.Stream) *failure {
 // invalidates the capture.
 func (f *Fake) captureBlocksDeviceSync(dev int) *failure {
 	for cs, cp := range f.graph.captures {
-		if _, live := f.streams[cs]; live && cp.device == dev {
+		if f.capturesLive(cs) && cp.device == dev {
 			cp.invalid = "the device was synchronised"
 			return fail(900, "stream 0x%x is capturing; the capture is invalidated", uintptr(cs))
 		}
 	}
 	return nil
+}
+
+// capturesLive reports whether a capture's stream, cs, is live: a capture
+// outlives its stream only in the map of captures, and the handle of a
+// destroyed stream is never live again. cudaStreamPerThread is always live,
+// and a blocking stream, so the legacy default stream waits for it as for a
+// created one.
+func (f *Fake) capturesLive(cs cudart.Stream) bool {
+	_, live := f.streams[cs]
+	return live || cs == streamPerThreadHandle
 }
 
 // StreamBeginCapture is cudaStreamBeginCapture: work issued to s is

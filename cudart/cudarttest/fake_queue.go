@@ -38,7 +38,9 @@ func canonical(s cudart.Stream) cudart.Stream {
 // is refused at once; op checks again when it runs, since memory can go
 // away in between. enqueue returns the sticky error of dev, if any, and
 // queues nothing then. On a stream that captures, op is recorded into the
-// capture instead, to run each time its graph is launched.
+// capture instead, to run each time its graph is launched. Work on the
+// legacy default stream while a stream of dev captures is refused, and
+// invalidates the capture, as CUDA does: it would wait for the capture.
 //
 // Every stream is a blocking stream (StreamCreate takes no flags) and
 // cudaStreamPerThread is one stream for the whole process, as Go has no
@@ -48,6 +50,11 @@ func (f *Fake) enqueue(dev int, s cudart.Stream, name calls.Call, op func() *fai
 	ds := &f.devs[dev]
 	if ds.sticky != nil {
 		return ds.sticky
+	}
+	if canonical(s) == legacyStream {
+		if x := f.captureBlocksSync(dev, legacyStream); x != nil {
+			return x
+		}
 	}
 	if f.graph.record(s, name, op) {
 		return nil

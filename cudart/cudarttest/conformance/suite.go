@@ -95,6 +95,7 @@ func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...Option) {
 	t.Run("Events", s.testEvents)
 	t.Run("Graphs", s.testGraphs)
 	t.Run("CapturedEvent", s.testCapturedEvent)
+	t.Run("CaptureImplicit", s.testCaptureImplicit)
 	t.Run("MallocHeap", s.testMallocHeap)
 	t.Run("Annotations", s.testAnnotations)
 	t.Run("Reset", s.testReset)

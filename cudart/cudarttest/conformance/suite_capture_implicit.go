@@ -1,0 +1,75 @@
+package conformance
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/check/assert"
+	"github.com/cudapool/cudapool/internal/check/require"
+)
+
+// perThreadStream is cudaStreamPerThread, the handle CUDA defines as 0x2:
+// the calling OS thread's default stream, a blocking stream that the legacy
+// default stream waits for.
+const perThreadStream cudart.Stream = 2
+
+// testCaptureImplicit: while a blocking stream captures, created or
+// cudaStreamPerThread alike, a call that would make the legacy default
+// stream or the device wait for it is refused and invalidates the capture:
+// a query or synchronisation of the legacy stream, a cudaMemcpy or a
+// cudaMemset on it, cudaStreamSynchronize of the capturing stream and
+// cudaDeviceSynchronize. CUDA 13.0 on an H200 answers
+// cudaErrorStreamCaptureImplicit for the legacy stream and
+// cudaErrorStreamCaptureUnsupported for the others, and the capture ends
+// with cudaErrorStreamCaptureInvalidated.
+func (s *suite) testCaptureImplicit(t *testing.T) {
+	g := need[cudart.Graphs](t, s.rt, "Graphs")
+	ks := s.loadKernels(t)
+	st, created := s.stream(t)
+	const n = 1024
+	y := s.malloc(t, 4*n)
+	host := s.pinned(t, 4*n)
+	forbidden := []struct {
+		name string
+		call func(capturing cudart.Stream) error
+		want error
+	}{
+		{"LegacyStreamQuery", func(cudart.Stream) error { _, err := st.StreamQuery(s.dev, 0); return err }, cudart.ErrStreamCaptureImplicit},
+		{"LegacyStreamSynchronize", func(cudart.Stream) error { return st.StreamSynchronize(s.dev, 0) }, cudart.ErrStreamCaptureImplicit},
+		{"Memcpy", func(cudart.Stream) error {
+			return s.rt.Memcpy(s.dev, cudart.HostMem(host), cudart.DeviceMem(y, 4*n), cudart.DeviceToHost)
+		}, cudart.ErrStreamCaptureImplicit},
+		{"Memset", func(cudart.Stream) error { return s.rt.Memset(s.dev, y, 0, 4*n) }, cudart.ErrStreamCaptureImplicit},
+		{"StreamSynchronize", func(c cudart.Stream) error { return st.StreamSynchronize(s.dev, c) }, cudart.ErrStreamCaptureUnsupported},
+		{"DeviceSynchronize", func(cudart.Stream) error { return s.rt.DeviceSynchronize(s.dev) }, cudart.ErrStreamCaptureUnsupported},
+	}
+	for _, capturing := range []struct {
+		name   string
+		stream cudart.Stream
+	}{{"Created", created}, {"PerThread", perThreadStream}} {
+		for _, c := range forbidden {
+			t.Run(capturing.name+"/"+c.name, func(t *testing.T) {
+				// cudaStreamPerThread is this OS thread's stream, and a
+				// global capture ends on the thread that began it.
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				stream := capturing.stream
+				require.NoError(t, g.StreamBeginCapture(s.dev, stream, cudart.CaptureModeGlobal))
+				require.NoError(t, ks.fillLaunch(s.dev, y, n, 5, stream))
+				err := c.call(stream)
+				t.Logf("%s while the %s stream captures: %v", c.name, capturing.name, err)
+				assert.ErrorIs(t, err, c.want, c.name)
+				graph, err := g.StreamEndCapture(s.dev, stream)
+				t.Logf("then the capture ends with: %v", err)
+				assert.ErrorIs(t, err, cudart.ErrStreamCaptureInvalidated, "the capture ends invalid")
+				assert.Zero(t, graph)
+
+				require.NoError(t, ks.fillLaunch(s.dev, y, n, 6, stream), "the stream runs work again")
+				require.NoError(t, st.StreamSynchronize(s.dev, stream))
+				w := s.words(t, y, n)
+				assert.Equal(t, [2]uint32{6, 6}, [2]uint32{w[0], w[n-1]})
+			})
+		}
+	}
+}
