@@ -107,7 +107,9 @@
 // allocation's free runs, whatever the release threshold. A thousand 1-byte cudaMallocs cost one
 // chunk. Only the charge is shared: every allocation keeps an address of its
 // own, 256-byte aligned, with a guard gap after it. Device-side malloc draws
-// on the malloc heap and costs nothing more.
+// on the malloc heap of the kernel's device and costs nothing more; only a
+// kernel of that device frees it (cudaFree refuses it with
+// cudaErrorInvalidValue).
 // Physical memory for virtual memory comes in multiples of the granularity
 // (WithGranularity). DeviceSetLimit knows the stack, printf FIFO and malloc
 // heap limits; a value that is no cudaLimit is cudaErrorInvalidValue. A

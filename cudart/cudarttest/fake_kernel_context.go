@@ -143,8 +143,10 @@ func (k *KernelContext) Malloc(n uint64) cudart.DevicePtr {
 	return p
 }
 
-// Free is device-side free of memory from Malloc; 0 is a no-op. Anything
-// else fails the launch with cudaErrorIllegalAddress.
+// Free is device-side free of memory from Malloc on the kernel's device; 0
+// is a no-op. Anything else fails the launch with cudaErrorIllegalAddress:
+// memory from another device's heap too, as each context has its own heap
+// and CUDA leaves a free into another undefined.
 func (k *KernelContext) Free(p cudart.DevicePtr) {
 	f := k.f
 	if k.fault != nil || p == 0 {
@@ -153,6 +155,10 @@ func (k *KernelContext) Free(p cudart.DevicePtr) {
 	r := f.containing(uint64(p))
 	if r == nil || r.base != uint64(p) || r.call != calls.CuLaunchKernel {
 		k.faultf(700, "kernel %s frees %s, which device-side malloc did not return", k.name, p)
+		return
+	}
+	if r.device != k.device {
+		k.faultf(700, "kernel %s on device %d frees %s, from the malloc heap of device %d", k.name, k.device, p, r.device)
 		return
 	}
 	f.kern.heapUsed[k.device] -= r.size

@@ -151,6 +151,55 @@ func TestFakeMallocHeap(t *testing.T) {
 	assert.NotContains(t, f.CheckLeaks().Error(), "cuLaunchKernel", "all device-side memory was freed")
 }
 
+// TestFakeMallocHeapPerDevice: each device has its own heap. A kernel on
+// device 1 that frees memory from device 0's heap, which CUDA leaves
+// undefined, faults; device 0's heap keeps the memory until a kernel of
+// device 0 frees it.
+func TestFakeMallocHeapPerDevice(t *testing.T) {
+	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
+	var kept []cudart.DevicePtr
+	f.RegisterKernel("probe", func(k *cudarttest.KernelContext) error {
+		if n := k.Uint64(1); n > 0 {
+			kept = append(kept, k.Malloc(n))
+		} else {
+			k.Free(kept[0])
+		}
+		return nil
+	})
+	fns := make([]cudart.Function, 2)
+	for d := range fns {
+		m, err := f.ModuleLoadData(d, probePTX)
+		require.NoError(t, err)
+		if d == 0 {
+			defer func() { assert.NoError(t, f.ModuleUnload(0, m)) }()
+		}
+		fns[d], err = f.ModuleGetFunction(d, m, "probe")
+		require.NoError(t, err)
+	}
+	run := func(d int, n uint64) error {
+		if err := f.LaunchKernel(d, fns[d], cudart.Dim1(1), cudart.Dim1(1), 0, 0, cudart.ArgPtr(0), cudart.ArgUint64(n)); err != nil {
+			return err
+		}
+		return f.DeviceSynchronize(d)
+	}
+	require.NoError(t, run(0, 6<<20))
+	require.NotZero(t, kept[0], "6 MiB of device 0's 8 MiB heap")
+
+	err := run(1, 0)
+	assert.ErrorIs(t, err, cudart.ErrIllegalAddress, "a kernel on device 1 frees device 0's heap memory")
+	assert.ErrorContains(t, err, "kernel probe on device 1 frees 0x")
+	assert.ErrorContains(t, err, "from the malloc heap of device 0")
+	require.NoError(t, f.DeviceReset(1))
+
+	require.NoError(t, run(0, 6<<20))
+	assert.Zero(t, kept[1], "device 0's heap still holds the first 6 MiB")
+	require.NoError(t, run(0, 0), "device 0's kernel frees it")
+	require.NoError(t, run(0, 6<<20))
+	assert.NotZero(t, kept[2], "device 0's heap has the 6 MiB back")
+	kept[0] = kept[2]
+	require.NoError(t, run(0, 0))
+}
+
 func TestFakeCaptureDefersWork(t *testing.T) {
 	f := cudarttest.NewFakeT(t)
 	p, err := f.Malloc(0, 4)

@@ -49,7 +49,8 @@ func (f *Fake) Malloc(device int, size uint64) (cudart.DevicePtr, error) {
 // synchronises the device first, as CUDA does, so that no queued work
 // outlives the memory. A zero pointer frees nothing; any other pointer must
 // be the start of a live allocation of those kinds, or Free fails with
-// cudaErrorInvalidValue.
+// cudaErrorInvalidValue; memory from device-side malloc too, which only a
+// kernel's free gives back to the heap.
 func (f *Fake) Free(device int, p cudart.DevicePtr) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -61,6 +62,9 @@ func (f *Fake) Free(device int, p cudart.DevicePtr) error {
 	}
 	if p == 0 {
 		return nil
+	}
+	if r := f.containing(uint64(p)); r != nil && r.base == uint64(p) && r.call == calls.CuLaunchKernel {
+		return invalid("%s is from device-side malloc; a kernel's free gives it back", p).err(calls.Free, "(%s)", p)
 	}
 	if x := f.free(p, kindDevice, kindManaged, kindAsync); x != nil {
 		return x.err(calls.Free, "(%s)", p)

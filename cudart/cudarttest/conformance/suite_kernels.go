@@ -169,7 +169,10 @@ func (s *suite) testKernels(t *testing.T) {
 // LimitMallocHeapSize, which must be set before a kernel that calls malloc
 // first runs: the suite raises it, sees an allocation beyond CUDA's default
 // 8 MiB succeed, and one beyond the raised heap fail. The heap stays raised:
-// CUDA fixes it once such a kernel has run.
+// CUDA fixes it once such a kernel has run. Memory a kernel kept is not
+// cudaFree's to free: CUDA 13.0 on an H200 refuses it with
+// cudaErrorInvalidValue, and the heap has the bytes back only once a
+// kernel frees them.
 func (s *suite) testMallocHeap(t *testing.T) {
 	k := need[cudart.Kernels](t, s.rt, "Kernels")
 	d := need[cudart.Device](t, s.rt, "Device")
@@ -189,6 +192,34 @@ func (s *suite) testMallocHeap(t *testing.T) {
 	assert.Equal(t, uint32(1), got(16*mib), "16 MiB, beyond the default 8 MiB heap, within the raised one")
 	assert.Equal(t, uint32(0), got(2*heap), "twice the heap: malloc returns NULL")
 	assert.Equal(t, uint32(1), got(16*mib), "the first allocation was freed")
+
+	keep, err := k.ModuleGetFunction(s.dev, m, "heapKeep")
+	require.NoError(t, err)
+	free, err := k.ModuleGetFunction(s.dev, m, "heapFree")
+	require.NoError(t, err)
+	kept := s.malloc(t, 8)
+	run := func(fn cudart.Function, args ...cudart.KernelArg) {
+		require.NoError(t, k.LaunchKernel(s.dev, fn, cudart.Dim1(1), cudart.Dim1(1), 0, 0, args...))
+		require.NoError(t, s.rt.DeviceSynchronize(s.dev))
+	}
+	malloc := func(size uint64) cudart.DevicePtr {
+		run(keep, cudart.ArgPtr(kept), cudart.ArgUint64(size))
+		return cudart.DevicePtr(binary.LittleEndian.Uint64(s.read(t, kept, 8)))
+	}
+	// Two of these do not fit the heap together.
+	const big = 40 * mib
+	p := malloc(big)
+	require.NotZero(t, p, "40 MiB of the 64 MiB heap")
+	err = s.rt.Free(s.dev, p)
+	t.Logf("cudaFree of device-side malloc memory: %v", err)
+	assert.ErrorIs(t, err, cudart.ErrInvalidValue, "cudaFree of memory a kernel's malloc returned")
+	assert.Zero(t, malloc(big), "the refused cudaFree gave nothing back to the heap")
+	run(free, cudart.ArgPtr(p))
+	q := malloc(big)
+	assert.NotZero(t, q, "the kernel's free gave the 40 MiB back")
+	if q != 0 {
+		run(free, cudart.ArgPtr(q))
+	}
 }
 
 // putFloats stores v(i) as the i-th little-endian float32 of b.

@@ -116,10 +116,12 @@ AXPY_DONE:
 }
 `
 
-// suiteHeapPTX is a kernel that calls device-side malloc:
+// suiteHeapPTX is kernels that call device-side malloc and free:
 //
-//	heap(u32 *out, u64 size)   thread 0: p = malloc(size); *out = p != NULL;
-//	                           then writes a byte to p and frees it
+//	heap(u32 *out, u64 size)       thread 0: p = malloc(size); *out = p != NULL;
+//	                               then writes a byte to p and frees it
+//	heapKeep(u64 *out, u64 size)   thread 0: *out = malloc(size)
+//	heapFree(u64 p)                thread 0: free(p)
 const suiteHeapPTX = `
 .version 8.0
 .target sm_80
@@ -170,6 +172,42 @@ const suiteHeapPTX = `
 HEAP_DONE:
 	ret;
 }
+
+.visible .entry heapKeep(
+	.param .u64 heapKeep_out,
+	.param .u64 heapKeep_size
+)
+{
+	.reg .b64 %rd<4>;
+
+	ld.param.u64 %rd1, [heapKeep_out];
+	ld.param.u64 %rd2, [heapKeep_size];
+	cvta.to.global.u64 %rd1, %rd1;
+	{
+	.param .b64 param0;
+	st.param.b64 [param0], %rd2;
+	.param .b64 retval0;
+	call.uni (retval0), malloc, (param0);
+	ld.param.b64 %rd3, [retval0];
+	}
+	st.global.u64 [%rd1], %rd3;
+	ret;
+}
+
+.visible .entry heapFree(
+	.param .u64 heapFree_p
+)
+{
+	.reg .b64 %rd<2>;
+
+	ld.param.u64 %rd1, [heapFree_p];
+	{
+	.param .b64 param0;
+	st.param.b64 [param0], %rd1;
+	call.uni free, (param0);
+	}
+	ret;
+}
 `
 
 // kernelRegistrar is a runtime that runs PTX kernels as Go functions, as the
@@ -189,6 +227,8 @@ func registerSuiteKernels(rt cudart.Runtime) {
 	r.RegisterKernel("axpy", goAxpy)
 	r.RegisterKernel("args", goArgs)
 	r.RegisterKernel("heap", goHeap)
+	r.RegisterKernel("heapKeep", goHeapKeep)
+	r.RegisterKernel("heapFree", goHeapFree)
 }
 
 func goFill(k *cudarttest.KernelContext) error {
@@ -245,5 +285,15 @@ func goHeap(k *cudarttest.KernelContext) error {
 		k.Write(p, []byte{7})
 		k.Free(p)
 	}
+	return nil
+}
+
+func goHeapKeep(k *cudarttest.KernelContext) error {
+	k.Write(k.Ptr(0), binary.LittleEndian.AppendUint64(nil, uint64(k.Malloc(k.Uint64(1)))))
+	return nil
+}
+
+func goHeapFree(k *cudarttest.KernelContext) error {
+	k.Free(k.Ptr(0))
 	return nil
 }
