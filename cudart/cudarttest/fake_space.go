@@ -16,6 +16,10 @@ const (
 	// (0xc0_0000_0000) and below where Linux places host mmaps (0x7f..), so
 	// a device address mistaken for a host one is caught.
 	spaceBase uint64 = 0x2000_0000_0000
+	// spaceTop bounds the ranges a reservation's hint may name: the 2^48
+	// bytes of virtual address space of current GPUs above spaceBase. A
+	// hint past it is not honoured, so the next address never wraps.
+	spaceTop uint64 = spaceBase + maxReservation
 	// guardGap is left free after every range, so that an overrun by a few
 	// bytes lands on no allocation and fails.
 	guardGap uint64 = 64 << 10

@@ -118,8 +118,9 @@ func (f *Fake) MemRelease(h cudart.PhysHandle) error {
 
 // MemAddressReserve is cuMemAddressReserve: size and alignment (0 for the
 // granularity) are multiples of the granularity. A hint is honoured exactly
-// when it is aligned and nothing lives in the hinted range; otherwise the
-// range goes elsewhere, as CUDA's may.
+// when it is aligned, nothing lives in the hinted range and the range lies
+// in the 2^48 bytes above the fake's first address; otherwise the range
+// goes elsewhere, as CUDA's may.
 func (f *Fake) MemAddressReserve(size, alignment uint64, hint cudart.DevicePtr) (cudart.DevicePtr, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -148,7 +149,7 @@ func (f *Fake) reserve(size, alignment, hint uint64) (cudart.DevicePtr, *failure
 	}
 	alignment = max(alignment, f.opts.granularity)
 	r := &region{size: size, kind: kindReservation, seq: f.birth(), call: calls.CuMemAddressReserve}
-	if hint >= spaceBase && align.Is(hint, alignment) && hint+size > hint && !f.overlaps(hint, size) {
+	if hint >= spaceBase && hint < spaceTop && size <= spaceTop-hint && align.Is(hint, alignment) && !f.overlaps(hint, size) {
 		r.base = hint
 		f.next = max(f.next, hint+size+guardGap)
 	} else {

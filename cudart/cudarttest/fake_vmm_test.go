@@ -1,6 +1,7 @@
 package cudarttest_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/cudapool/cudapool/cudart"
@@ -176,6 +177,30 @@ func TestReserveHint(t *testing.T) {
 	}{{va, 2 * g}, {next, g}, {taken, g}, {unaligned, g}} {
 		require.NoError(t, f.MemAddressFree(r.p, r.n))
 	}
+}
+
+// TestReserveHintPastTheSpace: the fake honours a hint only inside the 2^48
+// bytes above its first address (2^45), so a hint near 2^64 wraps nothing
+// and every later address stays above 2^45.
+func TestReserveHintPastTheSpace(t *testing.T) {
+	const floor, top = 1 << 45, 1<<45 + 1<<48
+	f := cudarttest.NewFakeT(t)
+	for _, hint := range []uint64{math.MaxUint64 - 2*g + 1, math.MaxUint64 - 4*g + 1, top - g, top} {
+		p, err := f.MemAddressReserve(2*g, 0, cudart.DevicePtr(hint))
+		require.NoError(t, err)
+		assert.NotEqual(t, cudart.DevicePtr(hint), p, "hint %#x is past the space", hint)
+		require.NoError(t, f.MemAddressFree(p, 2*g))
+	}
+	p, err := f.MemAddressReserve(2*g, 0, cudart.DevicePtr(top-2*g))
+	require.NoError(t, err)
+	assert.Equal(t, cudart.DevicePtr(top-2*g), p, "a hint that ends where the space does is honoured")
+	for range 2 {
+		m, err := f.Malloc(0, 4*mib)
+		require.NoError(t, err)
+		assert.True(t, m >= floor && m <= ^cudart.DevicePtr(0)-4*mib, "cudaMalloc at %s: above 2^45, below 2^64", m)
+		require.NoError(t, f.Free(0, m))
+	}
+	require.NoError(t, f.MemAddressFree(p, 2*g))
 }
 
 func TestGrowInPlaceCopiesAcrossMappings(t *testing.T) {

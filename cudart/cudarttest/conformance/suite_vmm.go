@@ -3,6 +3,8 @@ package conformance
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"math"
 	"testing"
 
 	"github.com/cudapool/cudapool/align"
@@ -38,6 +40,7 @@ func (s *suite) testVirtualMemory(t *testing.T) {
 	t.Run("ReleaseWhileMapped", v.testReleaseWhileMapped)
 	t.Run("CopyAcrossMappings", v.testCopyAcrossMappings)
 	t.Run("ReserveHint", v.testReserveHint)
+	t.Run("ReserveHintNearTop", v.testReserveHintNearTop)
 	t.Run("PeerAccess", v.testPeerAccess)
 }
 
@@ -162,4 +165,29 @@ func (v *vmm) testReserveHint(t *testing.T) {
 	overlap := next < va.Add(2*g) && va < next.Add(g)
 	assert.False(t, overlap, "reservation %s overlaps the earlier one at %s", next, va)
 	assert.True(t, align.Is(uint64(next), g), "reservation %s is aligned to the granularity", next)
+}
+
+// testReserveHintNearTop: a hint whose range ends at 2^64, or just below it,
+// names addresses no GPU has. The reservation goes somewhere it fits, and it
+// and the allocations after it each lie below 2^64, overlapping nothing.
+func (v *vmm) testReserveHintNearTop(t *testing.T) {
+	g := v.g
+	type span struct{ p, n uint64 }
+	var spans []span
+	add := func(what string, p cudart.DevicePtr, n uint64) {
+		t.Logf("%s: %s, %d B", what, p, n)
+		require.True(t, uint64(p) <= math.MaxUint64-n, "%s at %s, %d B, wraps past 2^64", what, p, n)
+		for _, o := range spans {
+			assert.False(t, uint64(p) < o.p+o.n && o.p < uint64(p)+n, "%s at %s overlaps the range at %#x", what, p, o.p)
+		}
+		spans = append(spans, span{uint64(p), n})
+	}
+	for _, k := range []uint64{1, 2, 4} {
+		hint := -k * g
+		add(fmt.Sprintf("reservation hinted at %#x", hint), v.reserve(t, g, cudart.DevicePtr(hint)), g)
+	}
+	const big = 4 * mib
+	add("cudaMalloc of 4 MiB", v.malloc(t, big), big)
+	add("cudaMalloc of 256 B", v.malloc(t, 256), 256)
+	add("a reservation without a hint", v.reserve(t, 2*g, 0), 2*g)
 }
