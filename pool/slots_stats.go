@@ -1,7 +1,7 @@
 package pool
 
 import (
-	"expvar"
+	"encoding/json"
 	"time"
 )
 
@@ -97,6 +97,23 @@ func (s *Slots) Stats() SlotsStats {
 // so that a server publishes them at /debug/vars in one line:
 //
 //	expvar.Publish("slots", slots.Var())
-func (s *Slots) Var() expvar.Var {
-	return expvar.Func(func() any { return s.Stats() })
+func (s *Slots) Var() StatsVar { return StatsVar{s} }
+
+// StatsVar is what Var returns: an expvar.Var (String) and a json.Marshaler,
+// both the Stats of its Slots as JSON at the time of the call. Package pool
+// does not import expvar, whose init serves the process's command line and
+// memory statistics on http.DefaultServeMux: a program publishes only what
+// it chooses to.
+type StatsVar struct{ s *Slots }
+
+// MarshalJSON is the Stats of v's Slots now.
+func (v StatsVar) MarshalJSON() ([]byte, error) { return json.Marshal(v.s.Stats()) }
+
+// String is MarshalJSON's JSON, or "null" if it fails, as expvar.Func does.
+func (v StatsVar) String() string {
+	b, err := v.MarshalJSON()
+	if err != nil {
+		return "null"
+	}
+	return string(b)
 }

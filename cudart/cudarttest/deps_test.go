@@ -1,8 +1,9 @@
 package cudarttest_test
 
 import (
+	"errors"
+	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,26 +11,14 @@ import (
 
 	"github.com/cudapool/cudapool/internal/check/assert"
 	"github.com/cudapool/cudapool/internal/check/require"
+	"github.com/cudapool/cudapool/internal/golist"
 )
-
-// goList is `go list -deps` of args (packages, after any further flags),
-// with format; it skips the test where no go command is installed.
-func goList(t *testing.T, format string, args ...string) []string {
-	t.Helper()
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go command to list dependencies with: %v", err)
-	}
-	out, err := exec.Command(gobin, append([]string{"list", "-deps", "-f", format}, args...)...).Output()
-	require.NoError(t, err, "go list -deps %s", strings.Join(args, " "))
-	return strings.Fields(string(out))
-}
 
 // TestFakeLinksNoTestingPackages: a program that links the fake (its
 // package and everything that package imports) links neither testing nor
 // testify, so that the fake can ship in programs and not only in tests.
 func TestFakeLinksNoTestingPackages(t *testing.T) {
-	deps := strings.Fields(string(listDeps(t)))
+	deps := listDeps(t)
 	require.Contains(t, deps, "github.com/cudapool/cudapool/cudart/cudarttest", "go list lists the package itself")
 	for _, d := range deps {
 		assert.NotEqual(t, "testing", d, "cudarttest links testing")
@@ -50,12 +39,12 @@ var userPackages = []string{
 // this module, only purego, zap (with multierr) and go-humanize: no testify,
 // no YAML parser, which its own go list -deps -test would otherwise show.
 func TestUsersGainOnlyTheDesignsModules(t *testing.T) {
-	pkgs := goList(t, "{{if not .Standard}}{{.ImportPath}}{{end}}", userPackages...)
+	pkgs := golist.DepsT(t, "{{if not .Standard}}{{.ImportPath}}{{end}}", userPackages...)
 	require.Subset(t, pkgs, userPackages, "go list lists the packages themselves")
 	for _, p := range pkgs {
 		assert.False(t, strings.Contains(p, "testify") || strings.Contains(p, "yaml"), "a user's module gains %s", p)
 	}
-	modules := goList(t, "{{if not .Standard}}{{with .Module}}{{.Path}}{{end}}{{end}}", userPackages...)
+	modules := golist.DepsT(t, "{{if not .Standard}}{{with .Module}}{{.Path}}{{end}}{{end}}", userPackages...)
 	slices.Sort(modules)
 	assert.Equal(t, []string{
 		"github.com/cudapool/cudapool",
@@ -75,7 +64,7 @@ func TestUsersTestsGainNoTestify(t *testing.T) {
 		"github.com/cudapool/cudapool/cudart/cudarttest",
 		"github.com/cudapool/cudapool/cudart/cudarttest/conformance",
 	}
-	pkgs := goList(t, "{{if not .Standard}}{{.ImportPath}}{{end}}", append([]string{"-test"}, suites...)...)
+	pkgs := golist.DepsT(t, "{{if not .Standard}}{{.ImportPath}}{{end}}", append([]string{"-test"}, suites...)...)
 	for _, s := range suites {
 		require.Contains(t, pkgs, s+".test", "go list -test lists the test binary of %s", s)
 	}
@@ -88,18 +77,22 @@ func TestUsersTestsGainNoTestify(t *testing.T) {
 // the test binary, for a host with no go command (a GPU host).
 const depsFile = "testdata/cudarttest.deps"
 
-// listDeps is go list -deps of the package, or, with no go command, what
-// make gpu listed when it built the test binary.
-func listDeps(t *testing.T) []byte {
+// listDeps is go list -deps of the package, or, where go list cannot
+// list the module (a GPU host, or a binary run from another directory),
+// what make gpu recorded beside the test binary; with neither it skips.
+func listDeps(t *testing.T) []string {
 	t.Helper()
-	if gobin, err := exec.LookPath("go"); err == nil {
-		out, err := exec.Command(gobin, "list", "-deps", ".").Output()
-		require.NoError(t, err, "go list -deps")
-		return out
+	deps, err := golist.Deps("{{.ImportPath}}", golist.Module+"/cudart/cudarttest")
+	if !errors.Is(err, golist.ErrUnavailable) {
+		require.NoError(t, err)
+		return deps
 	}
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	out, err := os.ReadFile(filepath.Join(filepath.Dir(exe), depsFile))
-	require.NoError(t, err, "no go command, and no %s beside the test binary (make gpu writes it)", depsFile)
-	return out
+	exe, exeErr := os.Executable()
+	require.NoError(t, exeErr)
+	out, readErr := os.ReadFile(filepath.Join(filepath.Dir(exe), depsFile))
+	if errors.Is(readErr, fs.ErrNotExist) {
+		t.Skipf("%v; and no %s beside the test binary (make gpu writes it)", err, depsFile)
+	}
+	require.NoError(t, readErr)
+	return strings.Fields(string(out))
 }

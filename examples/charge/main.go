@@ -26,9 +26,10 @@ import (
 	"slices"
 	"text/tabwriter"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
-	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
 const dev = 0
@@ -136,7 +137,7 @@ func measure(rt *cudarttest.Runtime, a allocator, stdout io.Writer) (err error) 
 			return fmt.Errorf("%d x %d B: %w", r.count, r.size, err)
 		}
 		req := uint64(r.count) * r.size
-		fmt.Fprintf(tw, "%d\t%d B\t%s\t%s\t%d\t%.2f\t%s\t%d\t\n", r.count, r.size, bytesize.Format(req), bytesize.Format(charged), charged, float64(charged)/float64(req), bytesize.Format(returned), stride)
+		fmt.Fprintf(tw, "%d\t%d B\t%s\t%s\t%d\t%.2f\t%s\t%d\t\n", r.count, r.size, humanize.IBytes(req), humanize.IBytes(charged), charged, float64(charged)/float64(req), humanize.IBytes(returned), stride)
 	}
 	return tw.Flush()
 }

@@ -36,7 +36,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cudapool/cudapool/internal/checked"
 	"github.com/cudapool/cudapool/plan"
 )
 
@@ -106,7 +105,7 @@ func planInput(o options, stdout io.Writer) error {
 	}
 	var opts []plan.Option
 	if o.capacity > 0 {
-		capacity, ok := checked.Mul(o.capacity, o.unit)
+		capacity, ok := mul(o.capacity, o.unit)
 		if !ok {
 			return fmt.Errorf("capacity %d times unit %d overflows 64 bits", o.capacity, o.unit)
 		}
@@ -167,7 +166,7 @@ func readInput(path string, unit uint64) (*plan.Trace, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	for i, t := range tr.Tensors {
-		size, ok := checked.Mul(t.Size, unit)
+		size, ok := mul(t.Size, unit)
 		if !ok {
 			return nil, fmt.Errorf("%s: tensor %d: size %d times unit %d overflows 64 bits: %w", path, i, t.Size, unit, plan.ErrTrace)
 		}

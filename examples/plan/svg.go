@@ -12,7 +12,6 @@ import (
 
 	"github.com/dustin/go-humanize"
 
-	"github.com/cudapool/cudapool/internal/checked"
 	"github.com/cudapool/cudapool/plan"
 )
 
@@ -164,7 +163,7 @@ func stepTick(steps uint64) uint64 {
 	most := uint64(min(12, plotWidth/label))
 	for mag := uint64(1); ; mag *= 10 {
 		for _, m := range []uint64{1, 2, 5} {
-			tick, ok := checked.Mul(m, mag)
+			tick, ok := mul(m, mag)
 			if !ok {
 				return math.MaxUint64
 			}
