@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/dustin/go-humanize"
 
@@ -14,12 +15,14 @@ import (
 	"github.com/cudapool/cudapool/pool"
 )
 
-// backend runs one request of rows batch rows: fill writes the input into
-// the staging buffer it is handed, read takes the output from its buffer.
-// client is the load generator's client, for the backend that keeps a
-// stream per client.
+// backend runs one request of rows batch rows: x fills the staging buffer
+// it is handed with the input and reads the output from its buffer. client
+// is the load generator's client, for the backends that keep state per
+// client. waited is how long the request waited for what the backend
+// shares between requests (a slot, the mutex); zero where it shares
+// nothing.
 type backend interface {
-	serve(ctx context.Context, client, rows int, fill, read func([]byte) error) error
+	serve(ctx context.Context, client, rows int, x exchange) (waited time.Duration, err error)
 	memory() string
 	close() error
 }
@@ -27,25 +30,26 @@ type backend interface {
 // profileName is the profile of a batch of rows.
 func profileName(rows int) string { return fmt.Sprintf("batch%d", rows) }
 
-// slotRefs are one profile's buffers.
+// slotRefs are one profile's name and buffers.
 type slotRefs struct {
 	rows          int
+	name          string
 	in, out, x, y pool.Ref
 }
 
 // slotsBackend serves from pool.Slots: a slot per request, with its own
-// stream, and one CUDA graph per slot and profile.
+// stream, and with graphs one CUDA graph per slot and profile.
 type slotsBackend struct {
 	m       *model
 	s       *pool.Slots
 	weights pool.Ref
-	refs    map[string]int // profile name to index in profiles
+	byRows  map[int]int // batch rows to index in prof, so that a request formats no name
 	prof    []slotRefs
-	graphs  [][]cudart.GraphExec // [slot][profile]; nil without graphs
+	graphs  [][]cudart.GraphExec // [slot][profile]; nil launching kernel by kernel
 }
 
 func newSlotsBackend(m *model, n int, batches []int, graphs bool) (_ *slotsBackend, err error) {
-	b := &slotsBackend{m: m, refs: map[string]int{}}
+	b := &slotsBackend{m: m, byRows: map[int]int{}}
 	shared := pool.NewProfile("shared")
 	if b.weights, err = shared.Device(m.weightBytes(), pool.Name("weights")); err != nil {
 		return nil, err
@@ -56,9 +60,12 @@ func newSlotsBackend(m *model, n int, batches []int, graphs bool) (_ *slotsBacke
 	}
 	var profiles []*pool.Profile
 	for _, rows := range batches {
+		if _, ok := b.byRows[rows]; ok {
+			continue
+		}
 		pr := pool.NewProfile(profileName(rows))
 		size := m.rowBytes() * uint64(rows)
-		r := slotRefs{rows: rows}
+		r := slotRefs{rows: rows, name: pr.Name()}
 		for _, d := range []struct {
 			ref  *pool.Ref
 			host bool
@@ -72,7 +79,7 @@ func newSlotsBackend(m *model, n int, batches []int, graphs bool) (_ *slotsBacke
 				return nil, err
 			}
 		}
-		b.refs[pr.Name()] = len(b.prof)
+		b.byRows[rows] = len(b.prof)
 		b.prof = append(b.prof, r)
 		profiles = append(profiles, pr)
 	}
@@ -121,7 +128,7 @@ func (b *slotsBackend) captureAll(n int) error {
 		var err error
 		for range n {
 			var sl pool.Slot
-			if sl, err = b.s.Acquire(context.Background(), profileName(r.rows)); err != nil {
+			if sl, err = b.s.Acquire(context.Background(), r.name); err != nil {
 				break
 			}
 			held = append(held, sl)
@@ -168,36 +175,27 @@ func (b *slotsBackend) buffers(sl pool.Slot, r slotRefs) (buffers, cudart.Stream
 	return out, st, err
 }
 
-func (b *slotsBackend) serve(ctx context.Context, _, rows int, fill, read func([]byte) error) (err error) {
-	name := profileName(rows)
-	pi, ok := b.refs[name]
+func (b *slotsBackend) serve(ctx context.Context, _, rows int, x exchange) (waited time.Duration, err error) {
+	pi, ok := b.byRows[rows]
 	if !ok {
-		return fmt.Errorf("%w: no profile for %d rows", pool.ErrUnknownProfile, rows)
+		return 0, fmt.Errorf("%w: no profile for %d rows", pool.ErrUnknownProfile, rows)
 	}
-	sl, err := b.s.Acquire(ctx, name)
+	start := time.Now()
+	sl, err := b.s.Acquire(ctx, b.prof[pi].name)
+	waited = time.Since(start)
 	if err != nil {
-		return err
+		return waited, err
 	}
 	defer func() { err = errors.Join(err, b.s.Release(sl)) }()
 	bufs, st, err := b.buffers(sl, b.prof[pi])
 	if err != nil {
-		return err
+		return waited, err
 	}
-	if err := fill(bufs.in); err != nil {
-		return err
-	}
+	var g cudart.GraphExec
 	if b.graphs != nil {
-		err = b.m.rt.GraphLaunch(dev, b.graphs[sl.Index()][pi], st)
-	} else {
-		err = b.m.enqueue(st, bufs, rows)
+		g = b.graphs[sl.Index()][pi]
 	}
-	if err != nil {
-		return err
-	}
-	if err := b.m.rt.StreamSynchronize(dev, st); err != nil {
-		return err
-	}
-	return read(bufs.out)
+	return waited, b.m.run(st, bufs, rows, g, x)
 }
 
 func (b *slotsBackend) memory() string {
@@ -221,13 +219,13 @@ func (b *slotsBackend) close() error {
 }
 
 // mutexBackend is today's way: one pool, one set of buffers and one stream,
-// one request at a time behind a mutex, one graph per profile.
+// one request at a time behind a mutex, with graphs one per profile.
 type mutexBackend struct {
 	m      *model
 	p      *pool.Pool
 	st     cudart.Stream
 	bufs   buffers
-	graphs map[int]cudart.GraphExec // by rows; nil without graphs
+	graphs map[int]cudart.GraphExec // by rows; nil launching kernel by kernel
 	mu     sync.Mutex
 }
 
@@ -276,35 +274,21 @@ func newMutexBackend(m *model, batches []int, graphs bool) (_ *mutexBackend, err
 		return nil, err
 	}
 	if graphs {
-		b.graphs = map[int]cudart.GraphExec{}
-		for _, rows := range batches {
-			if b.graphs[rows], err = m.capture(b.st, b.bufs, rows); err != nil {
-				return nil, err
-			}
-		}
+		b.graphs, err = m.captureEach(b.st, b.bufs, batches)
 	}
-	return b, nil
+	return b, err
 }
 
-func (b *mutexBackend) serve(_ context.Context, _, rows int, fill, read func([]byte) error) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := fill(b.bufs.in); err != nil {
-		return err
-	}
-	var err error
-	if b.graphs != nil {
-		err = b.m.rt.GraphLaunch(dev, b.graphs[rows], b.st)
-	} else {
-		err = b.m.enqueue(b.st, b.bufs, rows)
-	}
+func (b *mutexBackend) serve(_ context.Context, _, rows int, x exchange) (time.Duration, error) {
+	g, err := graphFor(b.graphs, rows)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if err := b.m.rt.StreamSynchronize(dev, b.st); err != nil {
-		return err
-	}
-	return read(b.bufs.out)
+	start := time.Now()
+	b.mu.Lock()
+	waited := time.Since(start)
+	defer b.mu.Unlock()
+	return waited, b.m.run(b.st, b.bufs, rows, g, x)
 }
 
 func (b *mutexBackend) memory() string {
@@ -313,10 +297,7 @@ func (b *mutexBackend) memory() string {
 }
 
 func (b *mutexBackend) close() error {
-	var errs []error
-	for _, g := range b.graphs {
-		errs = append(errs, b.m.rt.GraphExecDestroy(dev, g))
-	}
+	errs := []error{b.m.destroyGraphs(b.graphs)}
 	b.graphs = nil
 	if b.p != nil {
 		errs = append(errs, b.p.Close())
@@ -331,101 +312,47 @@ func (b *mutexBackend) close() error {
 // with cudaFreeAsync in every request. The default memory pool keeps what
 // it frees (release threshold at its maximum, put back at close), as a
 // tuned server sets it; addresses change from one request to the next, so
-// no graph can be kept.
+// no graph can be kept: it launches kernel by kernel only.
 type asyncBackend struct {
-	m         *model
-	w         cudart.DevicePtr
-	streams   []cudart.Stream
-	in, out   [][]byte
+	c         *perClientBackend // with no activations
 	threshold uint64
 }
 
 func newAsyncBackend(m *model, clients int, batches []int) (_ *asyncBackend, err error) {
-	b := &asyncBackend{m: m}
+	b := &asyncBackend{}
 	if b.threshold, err = m.rt.MemPoolReleaseThreshold(dev); err != nil {
 		return nil, err
 	}
 	if err := m.rt.SetMemPoolReleaseThreshold(dev, math.MaxUint64); err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, b.close())
-		}
-	}()
-	if b.w, err = m.rt.Malloc(dev, m.weightBytes()); err != nil {
-		return nil, err
-	}
-	staging, err := m.rt.MallocHost(dev, m.weightBytes())
-	if err != nil {
-		return nil, err
-	}
-	err = m.loadWeights(b.w, staging)
-	if err = errors.Join(err, m.rt.FreeHost(staging)); err != nil {
-		return nil, err
-	}
-	size := m.rowBytes() * uint64(maxInts(batches))
-	for range clients {
-		st, err := m.rt.StreamCreate(dev)
-		if err != nil {
-			return nil, err
-		}
-		b.streams = append(b.streams, st)
-		for _, dst := range []*[][]byte{&b.in, &b.out} {
-			h, err := m.rt.MallocHost(dev, size)
-			if err != nil {
-				return nil, err
-			}
-			*dst = append(*dst, h)
-		}
+	if b.c, err = newClients(m, clients, batches, false, false); err != nil {
+		return nil, errors.Join(err, m.rt.SetMemPoolReleaseThreshold(dev, b.threshold))
 	}
 	return b, nil
 }
 
-func (b *asyncBackend) serve(_ context.Context, client, rows int, fill, read func([]byte) error) (err error) {
-	st := b.streams[client]
-	size := b.m.rowBytes() * uint64(rows)
-	x, err := b.m.rt.MallocAsync(dev, size, st)
-	if err != nil {
-		return err
+func (b *asyncBackend) serve(_ context.Context, client, rows int, x exchange) (_ time.Duration, err error) {
+	m, c := b.c.m, &b.c.clients[client]
+	size := m.rowBytes() * uint64(rows)
+	bufs := c.bufs
+	if bufs.x, err = m.rt.MallocAsync(dev, size, c.st); err != nil {
+		return 0, err
 	}
-	defer func() { err = errors.Join(err, b.m.rt.FreeAsync(dev, x, st)) }()
-	y, err := b.m.rt.MallocAsync(dev, size, st)
-	if err != nil {
-		return err
+	defer func() { err = errors.Join(err, m.rt.FreeAsync(dev, bufs.x, c.st)) }()
+	if bufs.y, err = m.rt.MallocAsync(dev, size, c.st); err != nil {
+		return 0, err
 	}
-	defer func() { err = errors.Join(err, b.m.rt.FreeAsync(dev, y, st)) }()
-	bufs := buffers{in: b.in[client], out: b.out[client], x: x, y: y, w: b.w}
-	if err := fill(bufs.in); err != nil {
-		return err
-	}
-	if err := b.m.enqueue(st, bufs, rows); err != nil {
-		return err
-	}
-	if err := b.m.rt.StreamSynchronize(dev, st); err != nil {
-		return err
-	}
-	return read(bufs.out)
+	defer func() { err = errors.Join(err, m.rt.FreeAsync(dev, bufs.y, c.st)) }()
+	return 0, m.run(c.st, bufs, rows, 0, x)
 }
 
 func (b *asyncBackend) memory() string {
-	return fmt.Sprintf("device: what cudaMallocAsync's pool keeps; host %s pinned per client", humanize.IBytes(2*uint64(len(b.in[0]))))
+	return fmt.Sprintf("device: what cudaMallocAsync's pool keeps; host %s pinned per client", humanize.IBytes(2*uint64(len(b.c.clients[0].bufs.in))))
 }
 
 func (b *asyncBackend) close() error {
-	var errs []error
-	for _, st := range b.streams {
-		errs = append(errs, b.m.rt.StreamSynchronize(dev, st), b.m.rt.StreamDestroy(dev, st))
-	}
-	for _, h := range append(b.in, b.out...) {
-		errs = append(errs, b.m.rt.FreeHost(h))
-	}
-	if b.w != 0 {
-		errs = append(errs, b.m.rt.Free(dev, b.w))
-	}
-	errs = append(errs, b.m.rt.SetMemPoolReleaseThreshold(dev, b.threshold))
-	b.streams, b.in, b.out, b.w = nil, nil, nil, 0
-	return errors.Join(errs...)
+	return errors.Join(b.c.close(), b.c.m.rt.SetMemPoolReleaseThreshold(dev, b.threshold))
 }
 
 func maxInts(v []int) int {

@@ -5,16 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/cudapool/cudapool/pool"
 )
 
 // workload is the requests the load generator sends: request i has
@@ -54,20 +48,95 @@ func (w *workload) request(i int) (rows int, in, want []byte) {
 	return rows, w.inputs[rows][v], w.want[rows][v]
 }
 
+// exchange moves one request's data through the staging buffers a
+// backend hands it, while the request holds them.
+type exchange interface {
+	// fill writes the request's input into staging.
+	fill(staging []byte) error
+	// read takes the request's output from out.
+	read(out []byte) error
+}
+
+// fullCheck stages the whole input and compares the whole output with the
+// CPU's: the check passes, untimed.
+type fullCheck struct{ in, want []byte }
+
+func (x *fullCheck) fill(staging []byte) error {
+	copy(staging, x.in)
+	return nil
+}
+
+func (x *fullCheck) read(out []byte) error {
+	if !bytes.Equal(out[:len(x.want)], x.want) {
+		return mismatch(out[:len(x.want)], x.want)
+	}
+	return nil
+}
+
+// samples is how many elements a timed request stages and checks at
+// least (all of a smaller batch); fewer than twice as many.
+const samples = 16
+
+// sampledCheck stages and checks samples elements or so, spread over the
+// batch, at positions that move from one request to the next: the timed
+// requests. The kernels are elementwise, so an output element depends on
+// the same input element only, whatever the rest of the staging buffer
+// holds from earlier requests; a request that ran on another's buffers or
+// input shows in its samples.
+type sampledCheck struct {
+	in, want      []byte
+	first, stride int // byte offsets, multiples of 4
+}
+
+// at points x at request i's input and output.
+func (x *sampledCheck) at(i int, in, want []byte) {
+	x.in, x.want = in, want
+	x.stride = max(4, len(in)/samples/4*4)
+	x.first = i % (x.stride / 4) * 4
+}
+
+func (x *sampledCheck) fill(staging []byte) error {
+	for p := x.first; p+4 <= len(x.in); p += x.stride {
+		copy(staging[p:p+4], x.in[p:p+4])
+	}
+	return nil
+}
+
+func (x *sampledCheck) read(out []byte) error {
+	for p := x.first; p+4 <= len(x.want); p += x.stride {
+		if !bytes.Equal(out[p:p+4], x.want[p:p+4]) {
+			return mismatchAt(out, x.want, p)
+		}
+	}
+	return nil
+}
+
 // result is one measured configuration.
 type result struct {
 	name      string
 	requests  int
 	elapsed   time.Duration
-	p50, p99  time.Duration
 	perSecond float64
+	// wait is the time a request waited for what the backend shares
+	// (a slot, the mutex); service is the rest of its latency.
+	wait, service percentiles
+}
+
+// percentiles are the median and the 99th percentile of a latency.
+type percentiles struct{ p50, p99 time.Duration }
+
+func percentilesOf(d []time.Duration) percentiles {
+	slices.Sort(d)
+	return percentiles{d[len(d)/2], d[min(len(d)-1, len(d)*99/100)]}
 }
 
 // load runs requests requests from clients goroutines, each sending its
 // next request once the last is answered, and stops by itself. do sends
-// request i for client c and checks the answer.
-func load(clients, requests int, do func(c, i int) error) (result, error) {
+// request i for client c, checks the answer and says how long the request
+// waited for what the backend shares.
+func load(clients, requests int, do func(c, i int) (time.Duration, error)) (result, error) {
 	lat := make([]time.Duration, requests)
+	wait := make([]time.Duration, requests)
 	var next atomic.Int64
 	var failed atomic.Bool
 	errs := make([]error, clients)
@@ -83,12 +152,13 @@ func load(clients, requests int, do func(c, i int) error) (result, error) {
 					return
 				}
 				t0 := time.Now()
-				if err := do(c, i); err != nil {
+				waited, err := do(c, i)
+				if err != nil {
 					errs[c] = fmt.Errorf("request %d: %w", i, err)
 					failed.Store(true)
 					return
 				}
-				lat[i] = time.Since(t0)
+				lat[i], wait[i] = time.Since(t0), waited
 			}
 		}()
 	}
@@ -97,118 +167,44 @@ func load(clients, requests int, do func(c, i int) error) (result, error) {
 	if err := errors.Join(errs...); err != nil {
 		return result{}, err
 	}
-	slices.Sort(lat)
+	for i := range lat {
+		lat[i] -= min(wait[i], lat[i])
+	}
 	return result{
-		requests: requests, elapsed: elapsed,
-		p50: lat[len(lat)/2], p99: lat[min(len(lat)-1, len(lat)*99/100)],
-		perSecond: float64(requests) / elapsed.Seconds(),
+		requests: requests, elapsed: elapsed, perSecond: float64(requests) / elapsed.Seconds(),
+		wait: percentilesOf(wait), service: percentilesOf(lat),
 	}, nil
 }
 
-// inProcess sends request i straight to the backend.
-func inProcess(b backend, w *workload) func(c, i int) error {
-	return func(c, i int) error {
+// checks are each client's exchange for the request it sends, reused
+// from one request to the next: whole (the check passes) or sampled (the
+// timed requests).
+type checks struct {
+	full    bool
+	fulls   []fullCheck
+	sampled []sampledCheck
+}
+
+func newChecks(clients int, full bool) *checks {
+	return &checks{full: full, fulls: make([]fullCheck, clients), sampled: make([]sampledCheck, clients)}
+}
+
+// of is client c's exchange for request i.
+func (k *checks) of(c, i int, in, want []byte) exchange {
+	if k.full {
+		k.fulls[c] = fullCheck{in, want}
+		return &k.fulls[c]
+	}
+	k.sampled[c].at(i, in, want)
+	return &k.sampled[c]
+}
+
+// inProcess sends request i straight to the backend, checking every
+// output in full when full is set, else samples of it.
+func inProcess(b backend, w *workload, clients int, full bool) func(c, i int) (time.Duration, error) {
+	k := newChecks(clients, full)
+	return func(c, i int) (time.Duration, error) {
 		rows, in, want := w.request(i)
-		return b.serve(context.Background(), c, rows,
-			func(staging []byte) error { copy(staging, in); return nil },
-			func(out []byte) error {
-				if !bytes.Equal(out[:len(want)], want) {
-					return mismatch(out[:len(want)], want)
-				}
-				return nil
-			})
-	}
-}
-
-// handler is the HTTP front of a backend: POST /infer?rows=R with R rows of
-// little-endian float32 as the body answers with the output rows.
-// X-Client names the load generator's client, for the backend with a
-// stream per client.
-func handler(b backend, rowBytes int, vars http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	bufs := sync.Pool{New: func() any { return new([]byte) }}
-	mux.HandleFunc("POST /infer", func(w http.ResponseWriter, r *http.Request) {
-		rows, err := strconv.Atoi(r.URL.Query().Get("rows"))
-		client, cerr := strconv.Atoi(r.Header.Get("X-Client"))
-		if err != nil || cerr != nil || rows < 1 || r.ContentLength != int64(rows*rowBytes) {
-			http.Error(w, "want ?rows=R, an X-Client header and R rows of float32 as the body", http.StatusBadRequest)
-			return
-		}
-		// Read before a slot is taken and answered after it is given
-		// back: the network holds no slot.
-		bp := bufs.Get().(*[]byte)
-		defer bufs.Put(bp)
-		body := slices.Grow((*bp)[:0], rows*rowBytes)[:rows*rowBytes]
-		*bp = body
-		if _, err := io.ReadFull(r.Body, body); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		err = b.serve(r.Context(), client, rows,
-			func(staging []byte) error { copy(staging, body); return nil },
-			func(out []byte) error { copy(body, out); return nil })
-		switch {
-		case errors.Is(err, pool.ErrUnknownProfile):
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		case err != nil:
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		w.Header().Set("Content-Type", "application/octet-stream")
-		_, _ = w.Write(body)
-	})
-	mux.Handle("GET /debug/vars", vars)
-	return mux
-}
-
-// listenLoopback serves h on a free port of the loopback interface and
-// returns its URL and what stops it.
-func listenLoopback(h http.Handler) (string, func() error, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	stop := func() error {
-		err := srv.Close()
-		if serr := <-done; !errors.Is(serr, http.ErrServerClosed) {
-			err = errors.Join(err, serr)
-		}
-		return err
-	}
-	return "http://" + ln.Addr().String(), stop, nil
-}
-
-// overHTTP sends request i to the server at url, as client c.
-func overHTTP(url string, clients int, w *workload) func(c, i int) error {
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, DisableCompression: true}}
-	bufs := make([]bytes.Buffer, clients)
-	return func(c, i int) error {
-		rows, in, want := w.request(i)
-		req, err := http.NewRequest(http.MethodPost, url+"/infer?rows="+strconv.Itoa(rows), bytes.NewReader(in))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("X-Client", strconv.Itoa(c))
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		buf := &bufs[c]
-		buf.Reset()
-		if _, err := buf.ReadFrom(resp.Body); err != nil {
-			return err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("HTTP %s: %s", resp.Status, bytes.TrimSpace(buf.Bytes()))
-		}
-		if !bytes.Equal(buf.Bytes(), want) {
-			return mismatch(buf.Bytes(), want)
-		}
-		return nil
+		return b.serve(context.Background(), c, rows, k.of(c, i, in, want))
 	}
 }

@@ -1,18 +1,22 @@
 // Command serve serves inference requests from one pre-planned pool of slots
-// (pool.Slots) and load-tests it against two baselines, in one run.
+// (pool.Slots) and load-tests it against three baselines, in one run.
 //
 // Each request runs a small model: its input staged through the slot's
 // pinned host buffer, a chain of PTX kernels over the slot's device
-// buffers, reading weights shared by every slot, on the slot's own stream
-// (one CUDA graph per slot and profile), and its output copied back. A
-// bounded load generator (a fixed number of requests from a fixed number of
-// concurrent clients) measures throughput and p50/p99 latency for 1, 2, 4
-// and 8 slots, for one pool behind a mutex, and for per-request
-// cudaMallocAsync/cudaFreeAsync on a stream per client; in process (the
-// pool's own cost) and through an HTTP server on the loopback interface.
-// Every output is checked against the CPU.
+// buffers, reading weights shared by every slot, on the slot's own stream,
+// and its output copied back. A bounded load generator (a fixed number of
+// requests from a fixed number of concurrent clients) measures throughput
+// and the p50/p99 of the wait for a slot and of the service apart, for 1, 2,
+// 4 and 8 slots, for one pool behind a mutex, for each client with its own
+// buffers and stream and no pool (the upper bound), and for per-request
+// cudaMallocAsync/cudaFreeAsync on a stream per client; each launching one
+// CUDA graph a request and kernel by kernel (cudaMallocAsync: kernel by
+// kernel only); in process (the pool's cost) and through an HTTP server on
+// the loopback interface. Outputs are compared in full with the CPU's in
+// untimed passes before and after each measurement; timed requests stage
+// and check samples.
 //
-//	go run ./examples/serve [-runtime=auto|cuda|fake] [-requests 20000] [-clients 8] [-via both]
+//	go run ./examples/serve [-runtime=auto|cuda|fake] [-requests 20000] [-clients 8] [-launch both] [-via both]
 package main
 
 import (
@@ -26,7 +30,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -38,11 +41,15 @@ import (
 const usage = `serve: concurrent inference requests from pool.Slots, load-tested.
 
 It runs a small model (a chain of kernels over float32 rows, weights shared
-by all requests) per request in a slot, and measures requests/s and p50/p99
-latency for several slot counts and two baselines (one pool behind a mutex;
-cudaMallocAsync/cudaFreeAsync per request on a stream per client), in
-process and through a loopback HTTP server. Every output is checked against
-the CPU. It stops by itself; progress goes to stderr, the tables to stdout.
+by all requests) per request in a slot, and measures requests/s and the
+p50/p99 of the wait for a slot and of the service apart, for several slot
+counts and three baselines (one pool behind a mutex; each client with its
+own buffers and stream and no pool, the upper bound; cudaMallocAsync and
+cudaFreeAsync per request on a stream per client), launching one CUDA graph
+a request or kernel by kernel, in process and through a loopback HTTP
+server, and prints the ratios between them. Outputs are compared in full
+with the CPU's in untimed passes; timed requests stage and check samples.
+It stops by itself; progress goes to stderr, the tables to stdout.
 
 Flags:
 `
@@ -59,7 +66,7 @@ type config struct {
 	n                uint32
 	layers           int
 	mix, slots       []int
-	graphs           bool
+	launches         []bool // graphs or not, in the order measured
 	inProcess, httpd bool
 }
 
@@ -78,7 +85,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.layers, "layers", 8, "kernels a request runs")
 	mix := fs.String("mix", "1", "batch sizes of the requests in turn, comma-separated; each is a shape profile")
 	slots := fs.String("slots", "1,2,4,8", "slot counts to measure, comma-separated")
-	fs.BoolVar(&c.graphs, "graph", true, "one CUDA graph launch a request (slots and mutex pool); false: a launch a kernel")
+	launch := fs.String("launch", "both", "graph (one CUDA graph launch a request), kernels (a launch a kernel) or both, each configuration in each")
 	via := fs.String("via", "both", "inproc (calls the server code directly: the pool's cost), http (through the loopback HTTP server) or both")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -92,12 +99,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		c.slots, err = positives(*slots, 1024)
 	}
 	c.inProcess, c.httpd = *via == "inproc" || *via == "both", *via == "http" || *via == "both"
+	if *launch == "graph" || *launch == "both" {
+		c.launches = append(c.launches, true)
+	}
+	if *launch == "kernels" || *launch == "both" {
+		c.launches = append(c.launches, false)
+	}
 	switch {
 	case err != nil:
 		fmt.Fprintf(stderr, "serve: %v\n", err)
 		return 2
 	case !c.inProcess && !c.httpd:
 		fmt.Fprintf(stderr, "serve: -via %q: want inproc, http or both\n", *via)
+		return 2
+	case len(c.launches) == 0:
+		fmt.Fprintf(stderr, "serve: -launch %q: want graph, kernels or both\n", *launch)
 		return 2
 	case c.requests < 1 || c.clients < 1 || c.clients > 1024 || c.layers < 1 || c.layers > 1024 || *n == 0 || *n > 1<<24:
 		fmt.Fprintln(stderr, "serve: -requests and -clients (at most 1024) and -layers (at most 1024) must be at least 1, -n 1 to 16777216")
@@ -147,7 +163,7 @@ var current atomic.Pointer[pool.Slots]
 var publish sync.Once
 
 // measure runs every configuration in process and through HTTP, as asked,
-// and prints a table for each.
+// and prints a table for each launch mode and the ratios.
 func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err error) {
 	publish.Do(func() {
 		// A server with one Slots publishes them with
@@ -165,23 +181,34 @@ func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err er
 	}
 	defer func() { err = errors.Join(err, m.close()) }()
 	w := newWorkload(m, c.mix)
-	kernels := "one CUDA graph launch a request (slots, mutex pool), kernel by kernel for cudaMallocAsync"
-	if !c.graphs {
-		kernels = "kernel by kernel"
-	}
 	fmt.Fprintf(stdout, "model: %d kernels over %d float32 a row (%s in, %s out), batches %v, weights shared\n",
 		c.layers, c.n, humanize.IBytes(m.rowBytes()), humanize.IBytes(m.rowBytes()), c.mix)
-	fmt.Fprintf(stdout, "load: %d requests a configuration from %d concurrent clients, after %d unmeasured; %s; every output checked against the CPU\n",
-		c.requests, c.clients, warmup(c), kernels)
+	fmt.Fprintf(stdout, "load: %d timed requests a configuration from %d concurrent clients; before and after them %d untimed requests, every output compared in full with the CPU's\n",
+		c.requests, c.clients, checked(c))
 	if c.inProcess {
-		if err := table(m, w, c, "in process (the server's code called directly: the pool's cost)", nil, true, stdout, stderr); err != nil {
-			return err
-		}
+		fmt.Fprintf(stdout, "in process, timed requests stage and check %d elements each (the kernels are elementwise)\n", samples)
 	}
 	if c.httpd {
-		if err := table(m, w, c, "through HTTP (net/http on 127.0.0.1, a connection per client)", httpVia, !c.inProcess, stdout, stderr); err != nil {
+		fmt.Fprintf(stdout, "through HTTP, the whole batch travels, is staged and comes back (the server's copies), and the client checks %d elements\n", samples)
+	}
+	fmt.Fprintln(stdout, "wait: for a slot (slots) or the lock (mutex pool); the other baselines share nothing to wait for. service: the rest of the latency")
+	vias := []struct {
+		on    bool
+		title string
+		via   via
+	}{
+		{c.inProcess, "in process (the server's code called directly: the pool's cost)", nil},
+		{c.httpd, "through HTTP (net/http on 127.0.0.1, a connection per client)", httpVia},
+	}
+	withMemory := true
+	for _, v := range vias {
+		if !v.on {
+			continue
+		}
+		if err := tables(m, w, c, v.title, v.via, withMemory, stdout, stderr); err != nil {
 			return err
 		}
+		withMemory = false
 	}
 	if !rt.CUDA {
 		fmt.Fprintln(stdout, "\n(fake runtime: not a GPU timing)")
@@ -189,108 +216,84 @@ func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err er
 	return nil
 }
 
-// warmup is the requests sent before each measurement.
-func warmup(c config) int { return min(c.requests, 4*c.clients) }
+// checked is the requests of each untimed check pass.
+func checked(c config) int { return max(4*c.clients, variants*len(c.mix)) }
 
-// via sends the load to a backend: in process when nil.
-type via func(b backend, m *model, w *workload, c config, run func(do func(c, i int) error) (result, error)) (result, error)
+// via sends the load to a backend: in process when nil. run measures
+// with full for the check passes and sampled for the timed requests.
+type via func(b backend, m *model, w *workload, c config, run func(full, sampled func(c, i int) (time.Duration, error)) (result, error)) (result, error)
 
 // httpVia serves b on the loopback interface for the time of one
 // measurement, with the slots' Stats at /debug/vars.
-func httpVia(b backend, m *model, w *workload, c config, run func(do func(c, i int) error) (result, error)) (result, error) {
+func httpVia(b backend, m *model, w *workload, c config, run func(full, sampled func(c, i int) (time.Duration, error)) (result, error)) (result, error) {
 	url, stop, err := listenLoopback(handler(b, int(m.rowBytes()), expvar.Handler()))
 	if err != nil {
 		return result{}, err
 	}
-	r, err := run(overHTTP(url, c.clients, w))
+	r, err := run(overHTTP(url, c.clients, w, true), overHTTP(url, c.clients, w, false))
 	return r, errors.Join(err, stop())
 }
 
-// table measures each configuration and prints its line, and the memory
-// each took when withMemory is set.
-func table(m *model, w *workload, c config, title string, through via, withMemory bool, stdout, stderr io.Writer) error {
-	type row struct {
-		result
-		memory string
-	}
-	var rows []row
-	configs := []string{}
+// configuration is one backend to measure.
+type configuration struct {
+	name   string
+	graphs bool
+	make   func() (backend, error)
+}
+
+// configurations are the slot counts, then the baselines, launching as
+// graphs says; cudaMallocAsync, which cannot keep a graph, only kernel by
+// kernel.
+func configurations(m *model, c config, graphs bool) []configuration {
+	var out []configuration
 	for _, n := range c.slots {
-		configs = append(configs, fmt.Sprintf("slots=%d", n))
+		out = append(out, configuration{fmt.Sprintf("slots=%d", n), graphs, func() (backend, error) { return newSlotsBackend(m, n, c.mix, graphs) }})
 	}
-	configs = append(configs, "mutex pool", "cudaMallocAsync")
-	for i, name := range configs {
-		fmt.Fprintf(stderr, "serve: %s, %s: %d requests...\n", strings.SplitN(title, " (", 2)[0], name, c.requests)
-		b, err := newBackend(m, c, i)
+	out = append(out,
+		configuration{mutexName, graphs, func() (backend, error) { return newMutexBackend(m, c.mix, graphs) }},
+		configuration{perClientName, graphs, func() (backend, error) { return newPerClientBackend(m, c.clients, c.mix, graphs) }})
+	if !graphs {
+		out = append(out, configuration{asyncName, false, func() (backend, error) { return newAsyncBackend(m, c.clients, c.mix) }})
+	}
+	return out
+}
+
+// The baselines' names in the tables.
+const (
+	mutexName     = "mutex pool"
+	perClientName = "per client"
+	asyncName     = "cudaMallocAsync"
+)
+
+// measureOne measures cf: a check pass, the timed requests, a check pass.
+func measureOne(cf configuration, m *model, w *workload, c config, through via) (r result, memory string, err error) {
+	b, err := cf.make()
+	if err != nil {
+		return result{}, "", err
+	}
+	defer func() { err = errors.Join(err, b.close()) }()
+	if sb, ok := b.(*slotsBackend); ok {
+		current.Store(sb.s)
+		defer current.Store(nil)
+	}
+	run := func(full, sampled func(c, i int) (time.Duration, error)) (result, error) {
+		if _, err := load(c.clients, checked(c), full); err != nil {
+			return result{}, fmt.Errorf("check before: %w", err)
+		}
+		r, err := load(c.clients, c.requests, sampled)
 		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return result{}, err
 		}
-		if sb, ok := b.(*slotsBackend); ok {
-			current.Store(sb.s)
+		if _, err := load(c.clients, checked(c), full); err != nil {
+			return result{}, fmt.Errorf("check after: %w", err)
 		}
-		r, err := measureOne(b, m, w, c, through)
-		current.Store(nil)
-		mem := b.memory()
-		if err = errors.Join(err, b.close()); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		r.name = name
-		rows = append(rows, row{r, mem})
-	}
-	fmt.Fprintf(stdout, "\n%s:\n", title)
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "configuration\trequests/s\tp50\tp99\tvs slots="+strconv.Itoa(c.slots[0])+"\t")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%.0f\t%v\t%v\t%.2fx\t\n", r.name, r.perSecond, round(r.p50), round(r.p99), r.perSecond/rows[0].perSecond)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	last, async := rows[len(c.slots)-1], rows[len(rows)-1]
-	fmt.Fprintf(stdout, "%s vs cudaMallocAsync at %d clients: %.2fx\n", last.name, c.clients, last.perSecond/async.perSecond)
-	if !withMemory {
-		return nil
-	}
-	fmt.Fprintln(stdout, "memory:")
-	for _, r := range rows {
-		fmt.Fprintf(stdout, "  %-16s %s\n", r.name, r.memory)
-	}
-	return nil
-}
-
-// newBackend is configuration i: the slot counts, then the mutex pool,
-// then cudaMallocAsync.
-func newBackend(m *model, c config, i int) (backend, error) {
-	switch {
-	case i < len(c.slots):
-		return newSlotsBackend(m, c.slots[i], c.mix, c.graphs)
-	case i == len(c.slots):
-		return newMutexBackend(m, c.mix, c.graphs)
-	}
-	return newAsyncBackend(m, c.clients, c.mix)
-}
-
-// measureOne warms b up and measures it.
-func measureOne(b backend, m *model, w *workload, c config, through via) (result, error) {
-	run := func(do func(c, i int) error) (result, error) {
-		if _, err := load(c.clients, warmup(c), do); err != nil {
-			return result{}, fmt.Errorf("warm-up: %w", err)
-		}
-		return load(c.clients, c.requests, do)
+		return r, nil
 	}
 	if through == nil {
-		return run(inProcess(b, w))
+		r, err = run(inProcess(b, w, c.clients, true), inProcess(b, w, c.clients, false))
+	} else {
+		r, err = through(b, m, w, c, run)
 	}
-	return through(b, m, w, c, run)
-}
-
-// round keeps three significant digits or so of a latency.
-func round(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Second:
-		return d.Round(10 * time.Millisecond)
-	case d >= time.Millisecond:
-		return d.Round(10 * time.Microsecond)
-	}
-	return d.Round(100 * time.Nanosecond)
+	r.name = cf.name
+	return r, b.memory(), err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/pool"
 )
 
 // layerPTX is the model's one kernel: a layer that scales each element by
@@ -114,6 +115,23 @@ func (m *model) loadWeights(w cudart.DevicePtr, staging []byte) error {
 	return m.rt.Memcpy(dev, cudart.DeviceMem(w, m.weightBytes()), cudart.HostMem(staging), cudart.HostToDevice)
 }
 
+// newWeights is a device copy of the weights, taken with cudaMalloc, for
+// the backends with no pool.
+func (m *model) newWeights() (_ cudart.DevicePtr, err error) {
+	w, err := m.rt.Malloc(dev, m.weightBytes())
+	if err != nil {
+		return 0, err
+	}
+	staging, err := m.rt.MallocHost(dev, m.weightBytes())
+	if err == nil {
+		err = errors.Join(m.loadWeights(w, staging), m.rt.FreeHost(staging))
+	}
+	if err != nil {
+		return 0, errors.Join(err, m.rt.Free(dev, w))
+	}
+	return w, nil
+}
+
 // buffers are where one request runs: pinned staging in and out, two
 // device activations and the weights.
 type buffers struct {
@@ -140,6 +158,66 @@ func (m *model) enqueue(s cudart.Stream, b buffers, rows int) error {
 		src, dst = dst, src
 	}
 	return m.rt.MemcpyAsync(dev, cudart.HostMem(b.out[:size]), cudart.DeviceMem(src, size), cudart.DeviceToHost, s)
+}
+
+// run serves one request of rows batch rows in b on s: x fills the
+// input, the work is queued (graph g, or kernel by kernel when g is 0),
+// the host waits for it, and x reads the output.
+func (m *model) run(s cudart.Stream, b buffers, rows int, g cudart.GraphExec, x exchange) error {
+	if m.rowBytes()*uint64(rows) > uint64(len(b.in)) {
+		return fmt.Errorf("%w: %d rows, more than the buffers hold", pool.ErrUnknownProfile, rows)
+	}
+	if err := x.fill(b.in); err != nil {
+		return err
+	}
+	var err error
+	if g != 0 {
+		err = m.rt.GraphLaunch(dev, g, s)
+	} else {
+		err = m.enqueue(s, b, rows)
+	}
+	if err != nil {
+		return err
+	}
+	if err := m.rt.StreamSynchronize(dev, s); err != nil {
+		return err
+	}
+	return x.read(b.out)
+}
+
+// captureEach captures a graph on s over b for each batch size.
+func (m *model) captureEach(s cudart.Stream, b buffers, batches []int) (map[int]cudart.GraphExec, error) {
+	graphs := map[int]cudart.GraphExec{}
+	for _, rows := range batches {
+		if graphs[rows] != 0 {
+			continue
+		}
+		g, err := m.capture(s, b, rows)
+		if err != nil {
+			return nil, errors.Join(err, m.destroyGraphs(graphs))
+		}
+		graphs[rows] = g
+	}
+	return graphs, nil
+}
+
+// graphFor is the graph of graphs for rows, or 0 launching kernel by
+// kernel (graphs nil).
+func graphFor(graphs map[int]cudart.GraphExec, rows int) (cudart.GraphExec, error) {
+	g, ok := graphs[rows]
+	if graphs != nil && !ok {
+		return 0, fmt.Errorf("%w: no graph for %d rows", pool.ErrUnknownProfile, rows)
+	}
+	return g, nil
+}
+
+// destroyGraphs destroys every graph of graphs.
+func (m *model) destroyGraphs(graphs map[int]cudart.GraphExec) error {
+	var errs []error
+	for _, g := range graphs {
+		errs = append(errs, m.rt.GraphExecDestroy(dev, g))
+	}
+	return errors.Join(errs...)
 }
 
 // capture records enqueue on s into an instantiated graph. The capture is
@@ -225,12 +303,17 @@ var errMismatch = errors.New("output differs from the CPU's")
 func mismatch(got, want []byte) error {
 	for i := 0; i+4 <= len(want); i += 4 {
 		if i+4 > len(got) || binary.LittleEndian.Uint32(got[i:]) != binary.LittleEndian.Uint32(want[i:]) {
-			var g float32
-			if i+4 <= len(got) {
-				g = math.Float32frombits(binary.LittleEndian.Uint32(got[i:]))
-			}
-			return fmt.Errorf("%w: element %d is %v, want %v", errMismatch, i/4, g, math.Float32frombits(binary.LittleEndian.Uint32(want[i:])))
+			return mismatchAt(got, want, i)
 		}
 	}
-	return fmt.Errorf("%w: %d bytes, want %d", errMismatch, len(got), len(want))
+	return fmt.Errorf("%w: %d B, want %d B", errMismatch, len(got), len(want))
+}
+
+// mismatchAt says that got and want differ at byte offset i, a multiple of 4.
+func mismatchAt(got, want []byte, i int) error {
+	var g float32
+	if i+4 <= len(got) {
+		g = math.Float32frombits(binary.LittleEndian.Uint32(got[i:]))
+	}
+	return fmt.Errorf("%w: element %d is %v, want %v", errMismatch, i/4, g, math.Float32frombits(binary.LittleEndian.Uint32(want[i:])))
 }
