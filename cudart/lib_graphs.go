@@ -90,3 +90,37 @@ func (l *lib) GraphDestroy(device int, g Graph) error {
 	}
 	return nil
 }
+
+// GraphNodes is cudaGraphGetNodes of g, called twice: for the number of
+// nodes, then for the nodes. Their order is CUDA's, which its documentation
+// leaves unspecified.
+func (l *lib) GraphNodes(device int, g Graph) ([]GraphNode, error) {
+	if l.unusable() {
+		return nil, closedError(calls.GraphGetNodes)
+	}
+	// CUDA reads the count as the room it may fill, and writes the count.
+	n := new(uint64)
+	if r := l.callMem(calls.GraphGetNodes, device, [2]Mem{{}, structMem(n)}, uintptr(g)); r.code != 0 {
+		return nil, l.fail(calls.GraphGetNodes, r, "(graph 0x%x, count) on device %d", uintptr(g), device)
+	}
+	if *n == 0 {
+		return nil, nil
+	}
+	nodes := make([]GraphNode, *n)
+	if r := l.callMem(calls.GraphGetNodes, device, [2]Mem{sliceMem(nodes), structMem(n)}, uintptr(g)); r.code != 0 {
+		return nil, l.fail(calls.GraphGetNodes, r, "(graph 0x%x, %d nodes) on device %d", uintptr(g), len(nodes), device)
+	}
+	return nodes[:min(*n, uint64(len(nodes)))], nil
+}
+
+// GraphNodeType is cudaGraphNodeGetType of n.
+func (l *lib) GraphNodeType(device int, n GraphNode) (GraphNodeType, error) {
+	if l.unusable() {
+		return 0, closedError(calls.GraphNodeGetType)
+	}
+	r := l.call(calls.GraphNodeGetType, device, uintptr(n))
+	if r.code != 0 {
+		return 0, l.fail(calls.GraphNodeGetType, r, "(node 0x%x) on device %d", uintptr(n), device)
+	}
+	return GraphNodeType(int32(r.a)), nil
+}

@@ -102,6 +102,8 @@ func methods() []method {
 		{"GraphLaunch", true, func(l *lib, dev int) error { return l.GraphLaunch(dev, 0x5000, 1) }},
 		{"GraphExecDestroy", true, func(l *lib, dev int) error { return l.GraphExecDestroy(dev, 0x5000) }},
 		{"GraphDestroy", true, func(l *lib, dev int) error { return l.GraphDestroy(dev, 0x4000) }},
+		{"GraphNodes", true, func(l *lib, dev int) error { _, err := l.GraphNodes(dev, 0x4000); return err }},
+		{"GraphNodeType", true, func(l *lib, dev int) error { _, err := l.GraphNodeType(dev, 0x7000); return err }},
 	}
 }
 

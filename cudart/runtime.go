@@ -196,7 +196,8 @@ type Events interface {
 	EventDestroy(device int, e Event) error
 }
 
-// Graphs are stream capture into a CUDA graph and its replay.
+// Graphs are stream capture into a CUDA graph, its replay, and the
+// inspection of its nodes.
 type Graphs interface {
 	// StreamBeginCapture is cudaStreamBeginCapture: work on s is recorded,
 	// not run.
@@ -211,6 +212,11 @@ type Graphs interface {
 	GraphExecDestroy(device int, x GraphExec) error
 	// GraphDestroy is cudaGraphDestroy.
 	GraphDestroy(device int, g Graph) error
+	// GraphNodes is cudaGraphGetNodes: the nodes of g. CountGraphNodes
+	// counts them by type.
+	GraphNodes(device int, g Graph) ([]GraphNode, error)
+	// GraphNodeType is cudaGraphNodeGetType.
+	GraphNodeType(device int, n GraphNode) (GraphNodeType, error)
 }
 
 // Full is every ability: what the Library from Open and cudarttest.Fake both provide.

@@ -146,7 +146,10 @@
 // and .entry declarations with the binding's parser, refusing at the line
 // what the JIT refuses of them, but not the instructions; launches are
 // checked against them as the binding checks them. While a stream captures, work issued to it is recorded, and a graph
-// launch replays it. Events complete in stream order; EventElapsedTime
+// launch replays it. The graph has a node of CUDA's type for each piece of
+// work CUDA makes a node for (kernel launches, async copies, cudaFreeAsync,
+// graph launches), and none for an event record or wait, which CUDA makes
+// an edge; cudart.CountGraphNodes counts them. Events complete in stream order; EventElapsedTime
 // counts FakeEventTick per call made between the two completions.
 //
 // Memory annotations (cudart.Annotations) are checked by the binding's rules

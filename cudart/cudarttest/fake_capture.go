@@ -17,6 +17,7 @@ type captureState struct {
 	captures map[cudart.Stream]*capture
 	graphs   map[cudart.Graph]*recorded
 	execs    map[cudart.GraphExec]*recorded
+	nodes    map[cudart.GraphNode]graphNode
 	next     uintptr // the last handle given out, graphs and execs alike
 }
 
@@ -33,21 +34,24 @@ type capture struct {
 type step struct {
 	call calls.Call
 	run  func() *failure
+	node cudart.GraphNodeType // the type of its node in the graph, or noNode
 }
 
 // recorded is the work of a graph or of its instantiation.
 type recorded struct {
 	ownedBy
-	work []step
+	work  []step
+	nodes []cudart.GraphNode // a graph's, one per step with a node
 }
 
-// record appends op to the capture of s and reports whether s captures.
+// record appends op to the capture of s, with the node CUDA records for
+// call, and reports whether s captures.
 func (c *captureState) record(s cudart.Stream, call calls.Call, op func() *failure) bool {
 	cp := c.captures[s]
 	if cp == nil {
 		return false
 	}
-	cp.work = append(cp.work, step{call: call, run: op})
+	cp.work = append(cp.work, step{call: call, run: op, node: nodeOf(call)})
 	return true
 }
 
@@ -157,7 +161,7 @@ func (f *Fake) StreamEndCapture(device int, s cudart.Stream) (cudart.Graph, erro
 		f.graph.graphs = make(map[cudart.Graph]*recorded)
 	}
 	g := cudart.Graph(f.graph.handle())
-	f.graph.graphs[g] = &recorded{ownedBy: ownedBy{device, f.birth()}, work: cp.work}
+	f.graph.graphs[g] = &recorded{ownedBy: ownedBy{device, f.birth()}, work: cp.work, nodes: f.graph.addNodes(g, cp.work)}
 	return g, nil
 }
 
@@ -237,6 +241,7 @@ func (f *Fake) GraphDestroy(device int, g cudart.Graph) error {
 	if x != nil {
 		return x.err(calls.GraphDestroy, "(graph 0x%x) on device %d", uintptr(g), device)
 	}
+	f.graph.dropNodes(gr.nodes)
 	delete(f.graph.graphs, g)
 	return nil
 }

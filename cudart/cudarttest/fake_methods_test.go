@@ -77,6 +77,8 @@ func fakeMethods(f *cudarttest.Fake) map[string]func() {
 		"GraphLaunch":                 func() { _ = f.GraphLaunch(0, 1, 0) },
 		"GraphExecDestroy":            func() { _ = f.GraphExecDestroy(0, 1) },
 		"GraphDestroy":                func() { _ = f.GraphDestroy(0, 1) },
+		"GraphNodes":                  func() { _, _ = f.GraphNodes(0, 1) },
+		"GraphNodeType":               func() { _, _ = f.GraphNodeType(0, 1) },
 	}
 }
 

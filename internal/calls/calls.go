@@ -67,6 +67,8 @@ const (
 	GraphLaunch
 	GraphExecDestroy
 	GraphDestroy
+	GraphGetNodes
+	GraphNodeGetType
 	DeviceReset
 	DeviceCanAccessPeer
 	CuGetErrorName
@@ -179,7 +181,8 @@ type callInfo struct {
 
 // table is every CUDA function the binding calls, in Call order. The argument
 // lists are the C parameters in order; cudaMemPrefetchAsync's is CUDA 13's,
-// see cudart's MemPrefetchAsync.
+// see cudart's MemPrefetchAsync. cudaGraphGetNodes reads its count as well as
+// writing it, so the count is memory passed by address, not an out-parameter.
 //
 // A new call is a row here with its constant, the cudart method that makes it
 // (cudart/lib_*.go), the fake's (cudart/cudarttest/fake_*.go) and an assertion in the
@@ -235,6 +238,8 @@ var table = [Count]callInfo{
 	GraphLaunch:             {"cudaGraphLaunch", RuntimeLibrary, CapGraphs, []string{"GraphLaunch"}, true, []Arg{ArgAddr, ArgAddr}, ResultRuntime, ""},
 	GraphExecDestroy:        {"cudaGraphExecDestroy", RuntimeLibrary, CapGraphs, []string{"GraphExecDestroy"}, true, []Arg{ArgAddr}, ResultRuntime, ""},
 	GraphDestroy:            {"cudaGraphDestroy", RuntimeLibrary, CapGraphs, []string{"GraphDestroy"}, true, []Arg{ArgAddr}, ResultRuntime, ""},
+	GraphGetNodes:           {"cudaGraphGetNodes", RuntimeLibrary, CapGraphs, []string{"GraphNodes"}, true, []Arg{ArgAddr, ArgMem, ArgMem}, ResultRuntime, ""},
+	GraphNodeGetType:        {"cudaGraphNodeGetType", RuntimeLibrary, CapGraphs, []string{"GraphNodeType"}, true, []Arg{ArgAddr, ArgOut}, ResultRuntime, ""},
 	DeviceReset:             {"cudaDeviceReset", RuntimeLibrary, CapDevice, []string{"DeviceReset"}, true, nil, ResultRuntime, ""},
 	DeviceCanAccessPeer:     {"cudaDeviceCanAccessPeer", RuntimeLibrary, CapDevice, []string{"DeviceCanAccessPeer"}, false, []Arg{ArgOut, ArgInt, ArgInt}, ResultRuntime, ""},
 

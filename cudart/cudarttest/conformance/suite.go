@@ -96,6 +96,7 @@ func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...Option) {
 	t.Run("Graphs", s.testGraphs)
 	t.Run("CapturedEvent", s.testCapturedEvent)
 	t.Run("CaptureImplicit", s.testCaptureImplicit)
+	t.Run("GraphNodes", s.testGraphNodes)
 	t.Run("MallocHeap", s.testMallocHeap)
 	t.Run("Annotations", s.testAnnotations)
 	t.Run("Reset", s.testReset)

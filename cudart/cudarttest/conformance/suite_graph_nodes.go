@@ -1,0 +1,77 @@
+package conformance
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/internal/check/assert"
+	"github.com/cudapool/cudapool/internal/check/require"
+)
+
+// testGraphNodes: the nodes of a captured graph, counted by type through
+// cudaGraphGetNodes and cudaGraphNodeGetType, are one per piece of captured
+// work of a kind that makes a node. Each case logs its whole count, so that
+// a run on a GPU shows what CUDA recorded where an assertion fails.
+func (s *suite) testGraphNodes(t *testing.T) {
+	g := need[cudart.Graphs](t, s.rt, "Graphs")
+	ev := need[cudart.Events](t, s.rt, "Events")
+	ks := s.loadKernels(t)
+	st, stream := s.stream(t)
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
+
+	const n = 1024
+	host := s.pinned(t, 4*n)
+	x := s.malloc(t, 4*n)
+	e := s.event(t, ev)
+	// capture records work on stream and counts the nodes of its graph.
+	capture := func(t *testing.T, work func(t *testing.T)) cudart.GraphNodeCounts {
+		t.Helper()
+		require.NoError(t, g.StreamBeginCapture(s.dev, stream, cudart.CaptureModeGlobal))
+		work(t)
+		graph, err := g.StreamEndCapture(s.dev, stream)
+		require.NoError(t, err)
+		once(t, calls.GraphDestroy, func() error { return g.GraphDestroy(s.dev, graph) })
+		counts, err := cudart.CountGraphNodes(g, s.dev, graph)
+		require.NoError(t, err)
+		t.Logf("%s", counts)
+		return counts
+	}
+
+	t.Run("Empty", func(t *testing.T) {
+		counts := capture(t, func(*testing.T) {})
+		assert.Zero(t, counts.Total(), "a capture of nothing is a graph with no node")
+	})
+	t.Run("KernelAndCopies", func(t *testing.T) {
+		counts := capture(t, func(t *testing.T) {
+			require.NoError(t, st.MemcpyAsync(s.dev, cudart.DeviceMem(x, 4*n), cudart.HostMem(host), cudart.HostToDevice, stream))
+			require.NoError(t, ks.fillLaunch(s.dev, x, n, 7, stream))
+			require.NoError(t, st.MemcpyAsync(s.dev, cudart.HostMem(host), cudart.DeviceMem(x, 4*n), cudart.DeviceToHost, stream))
+		})
+		assert.Equal(t, cudart.GraphNodeCounts{cudart.GraphNodeMemcpy: 2, cudart.GraphNodeKernel: 1}, counts)
+		assert.Zero(t, counts.Memory())
+	})
+	// CUDA documents cudaEventRecordExternal and cudaEventWaitExternal as
+	// making event nodes "instead of the default behavior": with the
+	// default flags, a record and a wait in a capture are edges, not nodes.
+	t.Run("EventRecordAndWait", func(t *testing.T) {
+		counts := capture(t, func(t *testing.T) {
+			require.NoError(t, ks.fillLaunch(s.dev, x, n, 1, stream))
+			require.NoError(t, ev.EventRecord(s.dev, e, stream))
+			require.NoError(t, ev.StreamWaitEvent(s.dev, stream, e))
+			require.NoError(t, ks.fillLaunch(s.dev, x, n, 2, stream))
+		})
+		assert.Equal(t, cudart.GraphNodeCounts{cudart.GraphNodeKernel: 2}, counts)
+	})
+	t.Run("NullHandles", func(t *testing.T) {
+		_, err := g.GraphNodes(s.dev, 0)
+		assert.ErrorIs(t, err, cudart.ErrInvalidValue, "a null graph")
+		t.Logf("null graph: %v", err)
+		_, err = g.GraphNodeType(s.dev, 0)
+		assert.ErrorIs(t, err, cudart.ErrInvalidValue, "a null node")
+		t.Logf("null node: %v", err)
+	})
+	require.NoError(t, st.StreamSynchronize(s.dev, stream))
+}

@@ -1,0 +1,112 @@
+package cudarttest
+
+import (
+	"slices"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/calls"
+)
+
+// noNode is the node type of a captured step that adds no node to the
+// graph.
+const noNode cudart.GraphNodeType = -1
+
+// nodeOf is the node CUDA's stream capture adds to the graph for call: a
+// kernel node for a launch, a memcpy node for an async copy, a memory free
+// node for cudaFreeAsync, a child graph node for a graph launched into the
+// capture. An event record or wait with default flags adds none: CUDA
+// documents cudaEventRecordExternal and cudaEventWaitExternal as making a
+// node "instead of the default behavior", which is an edge between the
+// nodes of the capture. A prefetch adds none either: it changes no result,
+// and the suite does not assert how CUDA records it.
+func nodeOf(call calls.Call) cudart.GraphNodeType {
+	switch call {
+	case calls.CuLaunchKernel:
+		return cudart.GraphNodeKernel
+	case calls.MemcpyAsync:
+		return cudart.GraphNodeMemcpy
+	case calls.FreeAsync:
+		return cudart.GraphNodeMemFree
+	case calls.GraphLaunch:
+		return cudart.GraphNodeGraph
+	}
+	return noNode
+}
+
+// graphNode is a node of a graph: its graph and type.
+type graphNode struct {
+	graph cudart.Graph
+	typ   cudart.GraphNodeType
+}
+
+// addNodes gives a handle to each step of work that has a node, for graph g.
+func (c *captureState) addNodes(g cudart.Graph, work []step) []cudart.GraphNode {
+	var nodes []cudart.GraphNode
+	for _, st := range work {
+		if st.node == noNode {
+			continue
+		}
+		if c.nodes == nil {
+			c.nodes = make(map[cudart.GraphNode]graphNode)
+		}
+		n := cudart.GraphNode(c.handle())
+		c.nodes[n] = graphNode{g, st.node}
+		nodes = append(nodes, n)
+	}
+	return nodes
+}
+
+// dropNodes forgets the nodes of a destroyed graph.
+func (c *captureState) dropNodes(nodes []cudart.GraphNode) {
+	for _, n := range nodes {
+		delete(c.nodes, n)
+	}
+}
+
+// GraphNodes is cudaGraphGetNodes: the nodes of g, in the order of the work
+// they stand for. The binding asks CUDA twice, for the count and then for
+// the nodes, and the fake makes the same calls: one for a graph with no
+// node. A null graph is cudaErrorInvalidValue.
+func (f *Fake) GraphNodes(device int, g cudart.Graph) ([]cudart.GraphNode, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	x := f.check(calls.GraphGetNodes, device)
+	gr := f.graph.graphs[g]
+	if x == nil && g == 0 {
+		x = invalid("a null graph")
+	}
+	if x == nil {
+		x = onDevice(gr, device, "graph 0x%x", uintptr(g))
+	}
+	if x == nil && len(gr.nodes) > 0 {
+		x = f.enter(calls.GraphGetNodes)
+	}
+	if x != nil {
+		return nil, x.err(calls.GraphGetNodes, "(graph 0x%x) on device %d", uintptr(g), device)
+	}
+	return slices.Clone(gr.nodes), nil
+}
+
+// GraphNodeType is cudaGraphNodeGetType: the type of node n. A null node is
+// cudaErrorInvalidValue; so is a node of a destroyed graph, which CUDA
+// leaves undefined.
+func (f *Fake) GraphNodeType(device int, n cudart.GraphNode) (cudart.GraphNodeType, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	x := f.check(calls.GraphNodeGetType, device)
+	nd, ok := f.graph.nodes[n]
+	gr := f.graph.graphs[nd.graph]
+	switch {
+	case x != nil:
+	case n == 0:
+		x = invalid("a null node")
+	case !ok || gr == nil:
+		x = invalid("node 0x%x is not a node of a live graph", uintptr(n))
+	default:
+		x = onDevice(gr, device, "graph 0x%x of node 0x%x", uintptr(nd.graph), uintptr(n))
+	}
+	if x != nil {
+		return 0, x.err(calls.GraphNodeGetType, "(node 0x%x) on device %d", uintptr(n), device)
+	}
+	return nd.typ, nil
+}

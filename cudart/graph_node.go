@@ -1,0 +1,98 @@
+package cudart
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// GraphNode is a cudaGraphNode_t: one node of a Graph, valid while the
+// graph is.
+type GraphNode uintptr
+
+// GraphNodeType is cudaGraphNodeType: what a node of a graph does.
+type GraphNodeType int
+
+// The values of cudaGraphNodeType, as CUDA 13's driver_types.h numbers them
+// (12 is the driver's batched memory operation, which the runtime does not
+// name).
+const (
+	GraphNodeKernel             GraphNodeType = 0
+	GraphNodeMemcpy             GraphNodeType = 1
+	GraphNodeMemset             GraphNodeType = 2
+	GraphNodeHost               GraphNodeType = 3
+	GraphNodeGraph              GraphNodeType = 4 // a child graph
+	GraphNodeEmpty              GraphNodeType = 5
+	GraphNodeWaitEvent          GraphNodeType = 6
+	GraphNodeEventRecord        GraphNodeType = 7
+	GraphNodeExtSemaphoreSignal GraphNodeType = 8
+	GraphNodeExtSemaphoreWait   GraphNodeType = 9
+	GraphNodeMemAlloc           GraphNodeType = 10 // cudaMallocAsync captured, or added
+	GraphNodeMemFree            GraphNodeType = 11 // cudaFreeAsync captured, or added
+	GraphNodeConditional        GraphNodeType = 13
+)
+
+var graphNodeTypeNames = [...]string{
+	"Kernel", "Memcpy", "Memset", "Host", "Graph", "Empty", "WaitEvent", "EventRecord",
+	"ExtSemaphoreSignal", "ExtSemaphoreWait", "MemAlloc", "MemFree", "", "Conditional",
+}
+
+// String returns the CUDA name of t, e.g. "cudaGraphNodeTypeKernel".
+func (t GraphNodeType) String() string {
+	if t >= 0 && int(t) < len(graphNodeTypeNames) && graphNodeTypeNames[t] != "" {
+		return "cudaGraphNodeType" + graphNodeTypeNames[t]
+	}
+	return fmt.Sprintf("cudaGraphNodeType(%d)", int(t))
+}
+
+// GraphNodeCounts are a graph's nodes counted by type; a type with no node
+// is absent.
+type GraphNodeCounts map[GraphNodeType]int
+
+// Memory is the number of memory allocation and free nodes: 0 for a graph
+// that allocates no memory of its own when it runs.
+func (c GraphNodeCounts) Memory() int { return c[GraphNodeMemAlloc] + c[GraphNodeMemFree] }
+
+// Total is the number of nodes.
+func (c GraphNodeCounts) Total() int {
+	n := 0
+	for _, k := range c {
+		n += k
+	}
+	return n
+}
+
+// String lists the counts in type order, e.g. "cudaGraphNodeTypeKernel=6
+// cudaGraphNodeTypeMemAlloc=3"; "no nodes" for an empty graph.
+func (c GraphNodeCounts) String() string {
+	var parts []string
+	for _, t := range slices.Sorted(maps.Keys(c)) {
+		if c[t] != 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", t, c[t]))
+		}
+	}
+	if len(parts) == 0 {
+		return "no nodes"
+	}
+	return strings.Join(parts, " ")
+}
+
+// CountGraphNodes counts the nodes of graph by type, through GraphNodes and
+// GraphNodeType: a test asserts, say, that a request's graph holds no memory
+// node with CountGraphNodes(...).Memory() == 0.
+func CountGraphNodes(g Graphs, device int, graph Graph) (GraphNodeCounts, error) {
+	nodes, err := g.GraphNodes(device, graph)
+	if err != nil {
+		return nil, err
+	}
+	counts := GraphNodeCounts{}
+	for i, n := range nodes {
+		t, err := g.GraphNodeType(device, n)
+		if err != nil {
+			return nil, fmt.Errorf("cudart: the type of node %d of %d of graph 0x%x: %w", i, len(nodes), uintptr(graph), err)
+		}
+		counts[t]++
+	}
+	return counts, nil
+}
