@@ -53,6 +53,15 @@ func (b *Buffer) Name() string {
 	return b.name
 }
 
+// Device is the ordinal of the device whose memory the buffer is in: the
+// pool's (WithDevice); 0 for a nil handle.
+func (b *Buffer) Device() int {
+	if b == nil || b.p == nil {
+		return 0
+	}
+	return b.p.dev
+}
+
 // Arena says which arena the buffer is in.
 func (b *Buffer) Arena() Arena {
 	if b == nil {

@@ -42,6 +42,7 @@ type Fake struct {
 	scratch, scratch2 []span // resolve buffers reused by copies
 
 	kern  kernelState  // modules, functions and the Go kernels behind them
+	blas  blasState    // cuBLAS handles
 	evs   eventState   // events
 	graph captureState // stream captures, graphs and their instantiations
 	annot annotState   // memory annotations: heaps and regions

@@ -69,6 +69,7 @@ func (f *Fake) reset(device int) *failure {
 		}
 	}
 	f.dropHandles(device)
+	f.dropBLAS(device)
 	old := f.devs[device]
 	ds := &f.devs[device]
 	*ds = freshDevice()

@@ -99,6 +99,8 @@ func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...Option) {
 	t.Run("GraphNodes", s.testGraphNodes)
 	t.Run("MallocHeap", s.testMallocHeap)
 	t.Run("Annotations", s.testAnnotations)
+	t.Run("BLAS", s.testBLAS)
+	t.Run("BLASCharge", s.testBLASCharge)
 	t.Run("Reset", s.testReset)
 }
 

@@ -1,0 +1,177 @@
+package cublas
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/blas"
+	"github.com/cudapool/cudapool/internal/opt"
+)
+
+// EnvLibrary names the cuBLAS library to load, e.g.
+// /usr/local/cuda/lib64/libcublas.so.13; tried after WithLibraryPath's path
+// and before the default names.
+const EnvLibrary = "CUDAPOOL_CUBLAS"
+
+// defaultNames are cuBLAS's names in the order tried: the sonames of the
+// versions the binding supports, newest first, then the same in the
+// toolkit's default directory.
+var defaultNames = []string{
+	"libcublas.so.13",
+	"libcublas.so.12",
+	"/usr/local/cuda/lib64/libcublas.so.13",
+	"/usr/local/cuda/lib64/libcublas.so.12",
+}
+
+// Option configures Open. Options are values made by the With functions of
+// this package; a nil one is refused with an error wrapping ErrInvalidOption.
+type Option interface {
+	apply(*config)
+}
+
+type option func(*config)
+
+func (o option) apply(c *config) { o(c) }
+
+type config struct {
+	path string
+}
+
+// WithLibraryPath makes Open try path first, before $CUDAPOOL_CUBLAS and the
+// default names.
+func WithLibraryPath(path string) Option {
+	return option(func(c *config) { c.path = path })
+}
+
+// fakeBLAS is what the fake runtime in cudarttest implements: its cuBLAS,
+// computed on the CPU.
+type fakeBLAS interface {
+	CUBLAS() blas.Backend
+}
+
+// Library is cuBLAS for one runtime: libcublas for a cudart.Library, the
+// fake's CPU implementation for a cudarttest.Fake. Make handles with
+// NewHandle. A Library is safe for concurrent use.
+type Library struct {
+	rt   cudart.Runtime
+	be   blas.Backend
+	path string
+
+	mu      sync.Mutex // guards handles
+	handles int        // live handles
+}
+
+// Open returns cuBLAS for rt. On the fake runtime of cudarttest it is the
+// fake's, computed on the CPU; on any other it loads libcublas at run time,
+// through purego (no cgo), from the first of: the WithLibraryPath path,
+// $CUDAPOOL_CUBLAS, libcublas.so.13, libcublas.so.12, and the same in
+// /usr/local/cuda/lib64. If none loads, the error is a *LoadError wrapping
+// ErrLibraryNotFound that lists each path with the loader's message; if the
+// first that loads lacks a function, one wrapping ErrSymbolNotFound that
+// names them.
+//
+// rt must select devices (cudart.Device): cuBLAS works on the calling
+// thread's current device, which the binding selects, on a locked OS thread,
+// before each call that needs it.
+func Open(rt cudart.Runtime, opts ...Option) (*Library, error) {
+	var c config
+	if err := opt.Apply(opts, ErrInvalidOption, func(o Option) error { o.apply(&c); return nil }); err != nil {
+		return nil, err
+	}
+	if rt == nil {
+		return nil, fmt.Errorf("%w: nil runtime", ErrInvalidOption)
+	}
+	if f, ok := rt.(fakeBLAS); ok {
+		return &Library{rt: rt, be: f.CUBLAS(), path: "fake"}, nil
+	}
+	dev, ok := rt.(cudart.Device)
+	if !ok {
+		return nil, fmt.Errorf("%w: the runtime (%T) cannot select devices (cudart.Device), which cuBLAS needs", ErrInvalidOption, rt)
+	}
+	lib, path, err := blas.Load(candidates(c.path), dev.SetDevice)
+	if err != nil {
+		var lf *blas.LoadFailure
+		if !errors.As(err, &lf) {
+			return nil, err
+		}
+		le := &LoadError{Tried: lf.Tried, Err: ErrLibraryNotFound}
+		if lf.Missing {
+			le.Err = ErrSymbolNotFound
+		}
+		return nil, le
+	}
+	return &Library{rt: rt, be: lib, path: path}, nil
+}
+
+// candidates lists the paths to try in order, without repeats.
+func candidates(option string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range append([]string{option, os.Getenv(EnvLibrary)}, defaultNames...) {
+		if p != "" && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Path is the file loaded, as it was named to the loader; "fake" for the
+// fake runtime's cuBLAS.
+func (l *Library) Path() string { return l.path }
+
+// Version is a cuBLAS version.
+type Version struct {
+	Major, Minor, Patch int
+}
+
+// String is the version as "13.1.0".
+func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch) }
+
+// Version is the version of the cuBLAS loaded (cublasGetProperty); the fake's
+// is the cuBLAS whose behaviour it follows.
+func (l *Library) Version() (Version, error) {
+	var v [3]int
+	for i, prop := range []int32{blas.PropMajor, blas.PropMinor, blas.PropPatch} {
+		f := getFrame()
+		f.Int = prop
+		st, err := l.be.Invoke(0, blas.GetProperty, f)
+		v[i] = int(int32(f.Out))
+		putFrame(f)
+		if err := l.check(err, st, noDevice, "cublasGetProperty(%d)", prop); err != nil {
+			return Version{}, err
+		}
+	}
+	return Version{v[0], v[1], v[2]}, nil
+}
+
+// noDevice marks a call that runs on no device, for check.
+const noDevice = -1
+
+// check turns what Invoke returned into the error of call, nil on success.
+func (l *Library) check(err error, st blas.Status, device int, format string, args ...any) error {
+	if device != noDevice {
+		format += " on device %d"
+		args = append(args, device)
+	}
+	if err != nil {
+		return fmt.Errorf("cublas: "+format+": selecting the device: %w", append(args, err)...)
+	}
+	if st == blas.StatusSuccess {
+		return nil
+	}
+	name, msg := l.be.Text(st)
+	return newError(fmt.Sprintf(format, args...), Status(st), name, msg)
+}
+
+var framePool = sync.Pool{New: func() any { return new(blas.Frame) }}
+
+func getFrame() *blas.Frame { return framePool.Get().(*blas.Frame) }
+
+func putFrame(f *blas.Frame) {
+	*f = blas.Frame{}
+	framePool.Put(f)
+}
