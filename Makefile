@@ -10,7 +10,7 @@ GPU_ENV := CGO_ENABLED=0
 EXAMPLES := $(filter-out internal,$(notdir $(wildcard examples/*)))
 CC ?= gcc
 # Packages whose tests run on a GPU host: name.test is built from each.
-GPU_TESTS := cudapool:. cudart:./cudart cudarttest:./cudart/cudarttest conformance:./cudart/cudarttest/conformance pool:./pool vmem:./vmem pinned:./pinned
+GPU_TESTS := cudapool:. cudart:./cudart cublas:./cublas cudarttest:./cudart/cudarttest conformance:./cudart/cudarttest/conformance pool:./pool vmem:./vmem pinned:./pinned
 
 .PHONY: test race bench lint fuzz gpu nocgo quickstart clean
 

@@ -95,6 +95,12 @@ var ErrInvalidOption = errors.New("cublas: invalid option")
 // asked of a closed Library.
 var ErrClosed = errors.New("cublas: closed")
 
+// ErrDeviceReset means the handle's device was reset (cudaDeviceReset,
+// through cudart) since NewHandle: the reset destroyed the handle with the
+// device's context. Calls on it fail with this error; Close forgets it,
+// returning this error once and nil after.
+var ErrDeviceReset = errors.New("cublas: device reset")
+
 // ErrInvalidWorkspace means SetWorkspace refused a workspace: too small, on
 // another device, or not usable memory (a released pool buffer, a host
 // buffer). A GEMM on a handle whose workspace has since been released by its

@@ -46,6 +46,7 @@ type Handle struct {
 	ws     Workspace
 	wsPtr  cudart.DevicePtr
 	mode   MathMode
+	resets uint64 // the device's resets at NewHandle
 }
 
 // NewHandle makes a handle on device with cublasCreate, binds it to stream s
@@ -65,7 +66,7 @@ func (l *Library) NewHandle(device int, s cudart.Stream) (*Handle, error) {
 	if err := l.check(err, st, device, "cublasCreate"); err != nil {
 		return nil, err
 	}
-	h := &Handle{l: l, device: device, raw: uintptr(f.Out)}
+	h := &Handle{l: l, device: device, raw: uintptr(f.Out), resets: l.resets(device)}
 	if err := h.SetStream(s); err != nil {
 		return nil, h.undo(err)
 	}
@@ -104,6 +105,9 @@ func (h *Handle) Stream() cudart.Stream {
 // SetStream binds the handle to s (cublasSetStream): later GEMMs are queued
 // on s. The workspace stays set.
 func (h *Handle) SetStream(s cudart.Stream) error {
+	if h == nil {
+		return fmt.Errorf("%w: nil Handle", ErrClosed)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err := h.live("SetStream"); err != nil {
@@ -132,6 +136,9 @@ func (h *Handle) SetStream(s cudart.Stream) error {
 // and asks its Ptr again before each GEMM: a workspace released by its pool
 // since is refused then, with ErrInvalidWorkspace, and nothing runs.
 func (h *Handle) SetWorkspace(ws Workspace) error {
+	if h == nil {
+		return fmt.Errorf("%w: nil Handle", ErrClosed)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err := h.live("SetWorkspace"); err != nil {
@@ -205,6 +212,9 @@ func (m MathMode) String() string {
 
 // SetMathMode sets the handle's math mode (cublasSetMathMode).
 func (h *Handle) SetMathMode(m MathMode) error {
+	if h == nil {
+		return fmt.Errorf("%w: nil Handle", ErrClosed)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err := h.live("SetMathMode"); err != nil {
@@ -240,6 +250,10 @@ func (h *Handle) Close() error {
 	if h.raw == 0 {
 		return nil
 	}
+	if n := h.l.resets(h.device); n != h.resets {
+		h.forget()
+		return fmt.Errorf("%w: device %d was reset since NewHandle, which destroyed the handle; it is forgotten", ErrDeviceReset, h.device)
+	}
 	f := getFrame()
 	defer putFrame(f)
 	f.Handle = h.raw
@@ -247,11 +261,16 @@ func (h *Handle) Close() error {
 	if err := h.l.check(err, st, h.device, "cublasDestroy(0x%x)", h.raw); err != nil {
 		return err
 	}
+	h.forget()
+	return nil
+}
+
+// forget drops the handle, destroyed by Close or by a reset.
+func (h *Handle) forget() {
 	h.raw, h.ws = 0, nil
 	h.l.mu.Lock()
 	h.l.handles--
 	h.l.mu.Unlock()
-	return nil
 }
 
 // live refuses a call on a closed or nil handle, which cuBLAS would take as
@@ -259,6 +278,9 @@ func (h *Handle) Close() error {
 func (h *Handle) live(method string) error {
 	if h.raw == 0 {
 		return fmt.Errorf("%w: Handle.%s on a closed handle", ErrClosed, method)
+	}
+	if h.l.resets(h.device) != h.resets {
+		return fmt.Errorf("%w: Handle.%s: device %d was reset since NewHandle, which destroyed the handle; Close it and make another", ErrDeviceReset, method, h.device)
 	}
 	return nil
 }

@@ -57,6 +57,7 @@ type fakeBLAS interface {
 // NewHandle. A Library is safe for concurrent use.
 type Library struct {
 	rt   cudart.Runtime
+	dev  cudart.Device // tells device resets; nil for a runtime without
 	be   blas.Backend
 	path string
 
@@ -84,10 +85,10 @@ func Open(rt cudart.Runtime, opts ...Option) (*Library, error) {
 	if rt == nil {
 		return nil, fmt.Errorf("%w: nil runtime", ErrInvalidOption)
 	}
-	if f, ok := rt.(fakeBLAS); ok {
-		return &Library{rt: rt, be: f.CUBLAS(), path: "fake"}, nil
-	}
 	dev, ok := rt.(cudart.Device)
+	if f, isFake := rt.(fakeBLAS); isFake {
+		return &Library{rt: rt, dev: dev, be: f.CUBLAS(), path: "fake"}, nil
+	}
 	if !ok {
 		return nil, fmt.Errorf("%w: the runtime (%T) cannot select devices (cudart.Device), which cuBLAS needs", ErrInvalidOption, rt)
 	}
@@ -103,7 +104,7 @@ func Open(rt cudart.Runtime, opts ...Option) (*Library, error) {
 		}
 		return nil, le
 	}
-	return &Library{rt: rt, be: lib, path: path}, nil
+	return &Library{rt: rt, dev: dev, be: lib, path: path}, nil
 }
 
 // candidates lists the paths to try in order, without repeats.
@@ -117,6 +118,14 @@ func candidates(option string) []string {
 		}
 	}
 	return out
+}
+
+// resets is how many times device was reset through cudart.
+func (l *Library) resets(device int) uint64 {
+	if l.dev == nil {
+		return 0
+	}
+	return l.dev.DeviceResets(device)
 }
 
 // Path is the file loaded, as it was named to the loader; "fake" for the

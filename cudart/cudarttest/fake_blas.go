@@ -14,8 +14,11 @@ import (
 const (
 	blasMajor, blasMinor, blasPatch = 13, 1, 0
 	// blasHandleCharge is the device memory a handle takes outside any
-	// allocation the program sees, from cublasCreate to cublasDestroy.
-	blasHandleCharge = 64 << 20
+	// allocation the program sees, from cublasCreate to cublasDestroy, and
+	// blasContextCharge what the device's first live handle takes beside
+	// it, until its last is destroyed: 64 MiB and 2 MiB on an H100.
+	blasHandleCharge  = 64 << 20
+	blasContextCharge = 2 << 20
 )
 
 // blasState is the fake's cuBLAS handles.
@@ -25,6 +28,7 @@ type blasState struct {
 }
 
 type blasHandle struct {
+	seq    int // the runtime calls made before it
 	device int
 	stream cudart.Stream
 	ws     cudart.DevicePtr // 0 while cuBLAS uses its own
@@ -122,7 +126,7 @@ func (f *Fake) blasNoDevice(c blas.Call, fr *blas.Frame) blas.Status {
 }
 
 func (f *Fake) blasCreate(device int, fr *blas.Frame) blas.Status {
-	if x := f.charge(device, blasHandleCharge); x != nil {
+	if x := f.charge(device, blasHandleCharge+f.blasFirst(device)); x != nil {
 		return blas.StatusAllocFailed
 	}
 	if f.blas.handles == nil {
@@ -130,7 +134,7 @@ func (f *Fake) blasCreate(device int, fr *blas.Frame) blas.Status {
 	}
 	f.blas.next += 0x10
 	raw := 0xb_0000 + f.blas.next
-	f.blas.handles[raw] = &blasHandle{device: device}
+	f.blas.handles[raw] = &blasHandle{device: device, seq: f.seq}
 	fr.Out = uint64(raw)
 	return blas.StatusSuccess
 }
@@ -142,8 +146,18 @@ func (f *Fake) blasDestroy(raw uintptr, h *blasHandle) blas.Status {
 		return blas.StatusInternalError
 	}
 	delete(f.blas.handles, raw)
-	f.devs[h.device].used -= blasHandleCharge
+	f.devs[h.device].used -= blasHandleCharge + f.blasFirst(h.device)
 	return blas.StatusSuccess
+}
+
+// blasFirst is blasContextCharge when device has no live handle, else 0.
+func (f *Fake) blasFirst(device int) uint64 {
+	for _, h := range f.blas.handles {
+		if h.device == device {
+			return 0
+		}
+	}
+	return blasContextCharge
 }
 
 // dropBLAS forgets device's handles, which a reset destroyed with their
@@ -196,12 +210,15 @@ func (f *Fake) blasGemm(h *blasHandle, g blas.Gemm) blas.Status {
 	switch {
 	case g.TransA < 0 || g.TransA > 2 || g.TransB < 0 || g.TransB > 2:
 		return blas.StatusInvalidValue
-	case g.M < 0 || g.N < 0 || g.K < 0 || g.Batch < 0:
+	case g.M < 0 || g.N < 0 || g.K < 0:
 		return blas.StatusInvalidValue
 	case g.LDA < max(1, rowsA) || g.LDB < max(1, rowsB) || g.LDC < max(1, g.M):
 		return blas.StatusInvalidValue
 	case !gemmTypes(g):
 		return blas.StatusNotSupported
+	case g.Batch < 0:
+		// cuBLAS 13.1 checks the batch count only when it launches.
+		return blas.StatusExecutionFailed
 	}
 	if g.M == 0 || g.N == 0 || g.Batch == 0 {
 		return blas.StatusSuccess

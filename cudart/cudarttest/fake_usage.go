@@ -40,6 +40,7 @@ type Usage struct {
 	Graphs        int // cudaStreamEndCapture
 	GraphExecs    int // cudaGraphInstantiate
 	MemHeaps      int // nvtxMemHeapRegister
+	BLASHandles   int // cublasCreate
 }
 
 // Empty reports whether nothing is live.
@@ -96,6 +97,7 @@ func (f *Fake) Live() Usage {
 	u.Modules, u.Events = len(f.kern.modules), len(f.evs.live)
 	u.Graphs, u.GraphExecs = len(f.graph.graphs), len(f.graph.execs)
 	u.MemHeaps = len(f.annot.heaps)
+	u.BLASHandles = len(f.blas.handles)
 	return u
 }
 
@@ -140,6 +142,10 @@ func (f *Fake) CheckLeaks() error {
 	f.handleLeaks(func(seq int, text string) { leaks = append(leaks, leak{seq: seq, text: text}) })
 	for i := range leaks {
 		leaks[i].origin = f.origins[leaks[i].seq].String()
+	}
+	// cuBLAS's calls are not the runtime's, so no origin is recorded for them.
+	for raw, h := range f.blas.handles {
+		leaks = append(leaks, leak{seq: h.seq, text: fmt.Sprintf("cuBLAS handle 0x%x on device %d from cublasCreate (after call #%d)", raw, h.device, h.seq)})
 	}
 	for _, h := range f.annot.heaps {
 		base := uint64(h.base)

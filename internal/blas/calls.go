@@ -177,22 +177,22 @@ type Backend interface {
 	Text(st Status) (name, msg string)
 }
 
-// statusText are the names and messages of cuBLAS 12 and 13; the binding asks
+// statusText are the names and messages of cuBLAS 13.1; the binding asks
 // the library, the fake reads them here.
 var statusText = map[Status][2]string{
 	StatusSuccess:         {"CUBLAS_STATUS_SUCCESS", "success"},
 	StatusNotInitialized:  {"CUBLAS_STATUS_NOT_INITIALIZED", "the library was not initialized"},
 	StatusAllocFailed:     {"CUBLAS_STATUS_ALLOC_FAILED", "the resource allocation failed"},
-	StatusInvalidValue:    {"CUBLAS_STATUS_INVALID_VALUE", "an invalid numeric value was used as an argument"},
+	StatusInvalidValue:    {"CUBLAS_STATUS_INVALID_VALUE", "an unsupported value or parameter was passed to the function"},
 	StatusArchMismatch:    {"CUBLAS_STATUS_ARCH_MISMATCH", "an absent device architectural feature is required"},
 	StatusMappingError:    {"CUBLAS_STATUS_MAPPING_ERROR", "an access to GPU memory space failed"},
-	StatusExecutionFailed: {"CUBLAS_STATUS_EXECUTION_FAILED", "the GPU program failed to execute"},
+	StatusExecutionFailed: {"CUBLAS_STATUS_EXECUTION_FAILED", "the function failed to launch on the GPU"},
 	StatusInternalError:   {"CUBLAS_STATUS_INTERNAL_ERROR", "an internal operation failed"},
-	StatusNotSupported:    {"CUBLAS_STATUS_NOT_SUPPORTED", "the functionality requested is not supported"},
+	StatusNotSupported:    {"CUBLAS_STATUS_NOT_SUPPORTED", "the requested functionality is not supported"},
 	StatusLicenseError:    {"CUBLAS_STATUS_LICENSE_ERROR", "the functionality requested requires some license and an error was detected when trying to check the current licensing"},
 }
 
-// KnownText is the name and message of st as cuBLAS 12 and 13 give them;
+// KnownText is the name and message of st as cuBLAS 13.1 gives them;
 // a status cuBLAS does not name reads "CUBLAS_STATUS_<n>".
 func KnownText(st Status) (name, msg string) {
 	if t, ok := statusText[st]; ok {

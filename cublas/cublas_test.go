@@ -1,0 +1,226 @@
+package cublas_test
+
+import (
+	"encoding/binary"
+	"math"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/cublas"
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/pool"
+)
+
+// setup opens the runtime CUDAPOOL_RUNTIME names (the fake by default), a
+// pool with a workspace and room for operands, cuBLAS and a handle on a
+// stream of its own.
+func setup(t *testing.T, opts ...cudarttest.Option) (cudart.Full, *pool.Pool, *cublas.Handle, *pool.Buffer, *pool.Buffer) {
+	t.Helper()
+	rt := cudarttest.Open(t, opts...)
+	p, err := pool.New(rt, pool.WithDeviceBytes(64<<20), pool.WithHostBytes(0))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, p.Close()) })
+	ws, err := p.WantDevice(32<<20, pool.Name("workspace"))
+	require.NoError(t, err)
+	mats, err := p.WantDevice(1000, pool.Name("matrices"))
+	require.NoError(t, err)
+	require.NoError(t, p.Commit())
+	blas, err := cublas.Open(rt)
+	require.NoError(t, err)
+	s, err := rt.StreamCreate(0)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, rt.StreamDestroy(0, s)) })
+	h, err := blas.NewHandle(0, s)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, h.Close()) })
+	require.NoError(t, h.SetWorkspace(ws))
+	return rt, p, h, ws, mats
+}
+
+func f32(p cudart.DevicePtr, ld int) cublas.Matrix {
+	return cublas.Matrix{Ptr: p, Type: cublas.Float32, LD: ld}
+}
+
+// A GEMM whose B runs past its pool buffer fails when it runs, naming the
+// buffer, as a copy past it does.
+func TestAGemmPastItsBufferNamesTheBuffer(t *testing.T) {
+	rt := cudarttest.NewFakeT(t)
+	p, err := pool.New(rt, pool.WithDeviceBytes(64<<20), pool.WithHostBytes(0))
+	require.NoError(t, err)
+	a, err := p.WantDevice(16*16*4, pool.Name("a"))
+	require.NoError(t, err)
+	b, err := p.WantDevice(16*15*4, pool.Name("b: one column short"))
+	require.NoError(t, err)
+	c, err := p.WantDevice(16*16*4, pool.Name("c"))
+	require.NoError(t, err)
+	ws, err := p.WantDevice(cublas.MinWorkspace, pool.Name("workspace"))
+	require.NoError(t, err)
+	require.NoError(t, p.Commit())
+	blas, err := cublas.Open(rt)
+	require.NoError(t, err)
+	h, err := blas.NewHandle(0, 0)
+	require.NoError(t, err)
+	require.NoError(t, h.SetWorkspace(ws))
+	pa, _ := a.Ptr()
+	pb, _ := b.Ptr()
+	pc, _ := c.Ptr()
+	require.NoError(t, h.Gemm(cublas.Gemm{M: 16, N: 16, K: 16, Alpha: 1, A: f32(pa, 16), B: f32(pb, 16), C: f32(pc, 16)}), "the GEMM is queued")
+	err = rt.DeviceSynchronize(0)
+	require.ErrorIs(t, err, cudart.ErrIllegalAddress)
+	assert.Contains(t, err.Error(), `"b: one column short" (960 B)`)
+	assert.Contains(t, err.Error(), "cublasGemmEx")
+	t.Log(err)
+	// The fault is sticky: a reset destroys the pool's memory and the handle.
+	require.NoError(t, rt.DeviceReset(0))
+	require.ErrorIs(t, p.Close(), pool.ErrDeviceReset)
+	require.Zero(t, rt.Live().BLASHandles, "the reset destroyed the handle")
+	require.ErrorIs(t, h.Gemm(cublas.Gemm{}), cublas.ErrDeviceReset)
+	require.ErrorIs(t, h.Close(), cublas.ErrDeviceReset)
+	require.NoError(t, h.Close(), "the second Close")
+}
+
+// The handle keeps its workspace and refuses to queue work once the pool has
+// released it; a workspace on the wrong device, too small or in the host
+// arena is refused when set.
+func TestWorkspaceChecks(t *testing.T) {
+	rt, p, h, ws, mats := setup(t)
+	pm, err := mats.Ptr()
+	require.NoError(t, err)
+	g := cublas.Gemm{M: 4, N: 4, K: 4, Alpha: 1, A: f32(pm, 4), B: f32(pm, 4), C: f32(pm+256, 4)}
+	require.NoError(t, h.Gemm(g))
+	require.Same(t, ws, h.Workspace())
+	require.NoError(t, rt.DeviceSynchronize(0))
+
+	require.NoError(t, p.ReleaseAll())
+	require.ErrorIs(t, h.Gemm(g), cublas.ErrInvalidWorkspace, "the workspace was released")
+	require.ErrorIs(t, h.SetWorkspace(ws), cublas.ErrInvalidWorkspace, "a released buffer")
+
+	small, err := p.WantDevice(cublas.MinWorkspace-1, pool.Name("small"))
+	require.NoError(t, err)
+	require.NoError(t, p.Commit())
+	err = h.SetWorkspace(small)
+	require.ErrorIs(t, err, cublas.ErrInvalidWorkspace)
+	assert.Contains(t, err.Error(), "4194303 B given")
+	require.ErrorIs(t, h.SetWorkspace(nil), cublas.ErrInvalidWorkspace)
+}
+
+func TestWorkspaceOnAnotherDevice(t *testing.T) {
+	rt := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
+	p, err := pool.New(rt, pool.WithDevice(1), pool.WithDeviceBytes(64<<20), pool.WithHostBytes(0))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, p.Close()) })
+	ws, err := p.WantDevice(32 << 20)
+	require.NoError(t, err)
+	require.NoError(t, p.Commit())
+	blas, err := cublas.Open(rt)
+	require.NoError(t, err)
+	h, err := blas.NewHandle(0, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, h.Close()) })
+	err = h.SetWorkspace(ws)
+	require.ErrorIs(t, err, cublas.ErrInvalidWorkspace)
+	assert.Contains(t, err.Error(), "device 1, the handle on device 0")
+}
+
+// A handle the device has no room for fails as cuBLAS does, and leaves
+// nothing behind.
+func TestNewHandleOnAFullDevice(t *testing.T) {
+	rt := cudarttest.NewFakeT(t, cudarttest.WithDeviceMemory(64<<20))
+	blas, err := cublas.Open(rt)
+	require.NoError(t, err)
+	_, err = blas.NewHandle(0, 0)
+	require.ErrorIs(t, err, cublas.ErrAllocFailed)
+	require.True(t, rt.Live().Empty())
+}
+
+func TestClosedAndNilHandles(t *testing.T) {
+	_, _, h, _, _ := setup(t)
+	require.NoError(t, h.Close())
+	require.NoError(t, h.Close(), "a second Close")
+	require.ErrorIs(t, h.Gemm(cublas.Gemm{}), cublas.ErrClosed)
+	require.ErrorIs(t, h.SetStream(0), cublas.ErrClosed)
+	require.ErrorIs(t, h.SetMathMode(cublas.MathTF32), cublas.ErrClosed)
+	var nilHandle *cublas.Handle
+	require.NoError(t, nilHandle.Close())
+	require.ErrorIs(t, nilHandle.Gemm(cublas.Gemm{}), cublas.ErrClosed)
+	_, err := cublas.Open(nil)
+	require.ErrorIs(t, err, cublas.ErrInvalidOption)
+	_, err = cublas.Open(cudarttest.NewFakeT(t), nil)
+	require.ErrorIs(t, err, cublas.ErrInvalidOption)
+}
+
+// A fake that leaks a handle says so.
+func TestALeakedHandleIsALeak(t *testing.T) {
+	rt := cudarttest.NewFake()
+	blas, err := cublas.Open(rt)
+	require.NoError(t, err)
+	h, err := blas.NewHandle(0, 0)
+	require.NoError(t, err)
+	err = rt.CheckLeaks()
+	require.ErrorIs(t, err, cudarttest.ErrLeaked)
+	assert.Contains(t, err.Error(), "cuBLAS handle")
+	require.NoError(t, h.Close())
+	require.NoError(t, rt.CheckLeaks())
+}
+
+// notFake is a runtime that is not the fake, for Open's loading path.
+type notFake struct {
+	cudart.Runtime
+	cudart.Device
+}
+
+func TestOpenSaysWhatItTried(t *testing.T) {
+	t.Setenv(cublas.EnvLibrary, "/nonexistent/libcublas-env.so")
+	_, err := cublas.Open(notFake{}, cublas.WithLibraryPath("/nonexistent/libcublas-option.so"))
+	if err == nil {
+		t.Skip("a libcublas loaded from the default names: this test is for hosts without one")
+	}
+	require.ErrorIs(t, err, cublas.ErrLibraryNotFound)
+	var le *cublas.LoadError
+	require.ErrorAs(t, err, &le)
+	require.GreaterOrEqual(t, len(le.Tried), 3)
+	assert.Contains(t, le.Tried[0], "/nonexistent/libcublas-option.so")
+	assert.Contains(t, le.Tried[1], "/nonexistent/libcublas-env.so")
+	assert.Contains(t, err.Error(), "libcublas.so.13")
+	assert.NotContains(t, err.Error(), "cublas: cannot load libcublas (cublas:")
+	_, err = cublas.Open(struct{ cudart.Runtime }{})
+	require.ErrorIs(t, err, cublas.ErrInvalidOption, "a runtime that cannot select devices")
+}
+
+// On CUDA, the library's version and the text of its statuses are what the
+// fake reports.
+func TestVersionAndTexts(t *testing.T) {
+	rt := cudarttest.Open(t)
+	blas, err := cublas.Open(rt)
+	require.NoError(t, err)
+	v, err := blas.Version()
+	require.NoError(t, err)
+	t.Logf("cuBLAS %s from %s", v, blas.Path())
+	require.GreaterOrEqual(t, v.Major, 12)
+	fake, err := cublas.Open(cudarttest.NewFake())
+	require.NoError(t, err)
+	fv, err := fake.Version()
+	require.NoError(t, err)
+	if os.Getenv("CUDAPOOL_RUNTIME") == "cuda" {
+		assert.Equal(t, fv, v, "the fake follows the cuBLAS it was measured against")
+	}
+}
+
+// The conversions round to nearest even and read back exactly.
+func TestHalfConversionsRoundTrip(t *testing.T) {
+	for _, v := range []float32{0, 1, -0.5, 3.140625, 65504} {
+		assert.Equal(t, v, cublas.Float16FromBits(cublas.Float16Bits(v)))
+	}
+	for _, v := range []float32{0, 1, -0.5, 3.140625, 65536, 1e30} {
+		assert.Equal(t, cublas.BFloat16Bits(v), cublas.BFloat16Bits(cublas.BFloat16FromBits(cublas.BFloat16Bits(v))))
+	}
+	assert.Equal(t, float32(65536), cublas.BFloat16FromBits(cublas.BFloat16Bits(65504)), "bfloat16 keeps 8 bits")
+	assert.Equal(t, float32(math.Inf(1)), cublas.Float16FromBits(cublas.Float16Bits(1e6)))
+	b := make([]byte, 2)
+	binary.LittleEndian.PutUint16(b, cublas.BFloat16Bits(1))
+	assert.Equal(t, []byte{0x80, 0x3f}, b)
+}

@@ -1,0 +1,77 @@
+// Package cublas runs cuBLAS on pool memory: handles bound to one device and
+// one stream, working in a workspace the caller gives from the pool, and
+// GEMMs in FP32, FP16 and BF16 with FP32 accumulation.
+//
+// Open loads libcublas at run time (13, then 12) through purego, as package
+// cudart loads the CUDA runtime: no cgo, no CUDA headers, and a "not found"
+// error that lists every path tried. On the fake runtime of cudarttest, Open
+// returns the fake's cuBLAS, which computes the same calls on the CPU, so a
+// test written once runs on the fake and on a GPU:
+//
+//	blas, err := cublas.Open(rt) // rt: cudart.Open() or a cudarttest fake
+//	h, err := blas.NewHandle(0, stream)
+//	err = h.SetWorkspace(ws)     // a *pool.Buffer of 32 MiB, say
+//	err = h.Gemm(cublas.Gemm{M: m, N: n, K: k, Alpha: 1, A: a, B: b, C: c})
+//
+// # Memory cuBLAS takes behind the caller
+//
+// cuBLAS allocates device memory that no pool sees. Measured on an H100 with
+// cuBLAS 13.1: each handle takes 64 MiB from cublasCreate to cublasDestroy,
+// and the device's first live handle 2 MiB more. Size the pool's arenas
+// around it: a pool of "all free memory" leaves none for the handles, and
+// NewHandle fails with ErrAllocFailed. The fake charges the same.
+//
+// Without a workspace, cuBLAS allocates one itself, from the device's default
+// memory pool on the handle's stream, and a graph captured from the stream
+// records that allocation as memory-allocation and memory-free nodes; its
+// replays take more device memory. With SetWorkspace, cuBLAS works in the
+// caller's memory only: a graph of GEMMs holds kernel nodes and nothing else,
+// and replays take 0 B more (asserted by the conformance suite on CUDA and
+// on the fake). Give each handle its own workspace; the pool's Slots do.
+//
+// # Precision
+//
+// TF32 is off: a new handle is in MathDefault, where FP32 GEMMs compute in
+// FP32. SetMathMode(MathTF32) allows TF32 tensor cores, which round FP32
+// inputs to a 10-bit mantissa. (cuBLAS also turns TF32 on when the process
+// runs with NVIDIA_TF32_OVERRIDE=1; the fake does not read the variable.)
+//
+// The fake computes each element in float64, in a fixed order, and rounds it
+// once to C's type, so its results are deterministic. CUDA's differ from
+// them, and from the exact result, by at most
+//
+//	(K+2)·2⁻²³·S + u·|c|
+//
+// where S is the sum over the K products of |α·a·b| plus |β·c_old|, c the
+// exact value and u the unit roundoff of C's type (2⁻²⁴ for FP32, 2⁻¹¹ for
+// FP16, 2⁻⁸ for BF16); with MathTF32, 2·2⁻¹¹·S more. The conformance
+// suite's BLAS group holds CUDA and the fake to this bound, for every type
+// pair, transposition and batching.
+//
+// # Errors
+//
+// A cuBLAS status other than success is a *Error with cuBLAS's name and
+// message, matched with errors.Is against ErrInvalidValue, ErrNotSupported
+// and the other sentinels. The binding refuses, before cuBLAS sees them, the
+// arguments that would make cuBLAS read or write memory at address 0, or
+// whose sizes do not fit its int, with ErrInvalidValue; calls on a closed
+// handle with ErrClosed; an unusable workspace with ErrInvalidWorkspace.
+//
+// # Adding a cuBLAS call
+//
+// A new call touches three files: its row in the table of internal/blas
+// (calls.go: its C name and how a frame becomes its arguments), the method
+// here that fills the frame and turns the status into an error, and the
+// fake's case in cudart/cudarttest/fake_blas.go. Its assertion goes in the
+// conformance suite's suite_blas.go.
+//
+// # Caveats
+//
+// A Handle serialises its calls: GEMMs from goroutines sharing one handle
+// queue one after another on one stream, so give each concurrent request a
+// handle, a stream and a workspace of its own. The workspace must stay
+// allocated while work queued on the handle's stream may use it: a pool's
+// ReleaseAll waits for that work before it resets, and the handle refuses to
+// queue more once the buffer is released. Close (cublasDestroy) synchronises
+// the device, as cuBLAS documents.
+package cublas
