@@ -14,7 +14,9 @@
 // kernel only); in process (the pool's cost) and through an HTTP server on
 // the loopback interface. Outputs are compared in full with the CPU's in
 // untimed passes before and after each measurement; timed requests stage
-// and check samples.
+// and check samples. Last, the hand-off alone: Acquire and Release by 8
+// goroutines with nothing between, on 1 and 4 slots, against a buffered
+// channel used as a semaphore.
 //
 //	go run ./examples/serve [-runtime=auto|cuda|fake] [-requests 20000] [-clients 8] [-launch both] [-via both]
 package main
@@ -49,7 +51,8 @@ cudaFreeAsync per request on a stream per client), launching one CUDA graph
 a request or kernel by kernel, in process and through a loopback HTTP
 server, and prints the ratios between them. Outputs are compared in full
 with the CPU's in untimed passes; timed requests stage and check samples.
-It stops by itself; progress goes to stderr, the tables to stdout.
+Then it times the hand-off alone (Acquire + Release by 8 goroutines, no
+work) against a buffered channel used as a semaphore. It stops by itself; progress goes to stderr, the tables to stdout.
 
 Flags:
 `
@@ -67,6 +70,7 @@ type config struct {
 	layers           int
 	mix, slots       []int
 	launches         []bool // graphs or not, in the order measured
+	handoffs         int
 	inProcess, httpd bool
 }
 
@@ -86,6 +90,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	mix := fs.String("mix", "1", "batch sizes of the requests in turn, comma-separated; each is a shape profile")
 	slots := fs.String("slots", "1,2,4,8", "slot counts to measure, comma-separated")
 	launch := fs.String("launch", "both", "graph (one CUDA graph launch a request), kernels (a launch a kernel) or both, each configuration in each")
+	fs.IntVar(&c.handoffs, "handoffs", 1_000_000, "Acquire + Release hand-offs a run of the hand-off measurement, in process (20000 on the fake unless given; 0: none)")
 	via := fs.String("via", "both", "inproc (calls the server code directly: the pool's cost), http (through the loopback HTTP server) or both")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -115,6 +120,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case len(c.launches) == 0:
 		fmt.Fprintf(stderr, "serve: -launch %q: want graph, kernels or both\n", *launch)
 		return 2
+	case c.handoffs < 0:
+		fmt.Fprintln(stderr, "serve: -handoffs must be 0 or more")
+		return 2
 	case c.requests < 1 || c.clients < 1 || c.clients > 1024 || c.layers < 1 || c.layers > 1024 || *n == 0 || *n > 1<<24:
 		fmt.Fprintln(stderr, "serve: -requests and -clients (at most 1024) and -layers (at most 1024) must be at least 1, -n 1 to 16777216")
 		return 2
@@ -134,6 +142,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		if !given["n"] {
 			c.n = 4096
+		}
+		if !given["handoffs"] {
+			c.handoffs = 20000
 		}
 	}
 	fmt.Fprintf(stdout, "runtime: %s\n", rt.Description)
@@ -209,6 +220,11 @@ func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err er
 			return err
 		}
 		withMemory = false
+	}
+	if c.inProcess && c.handoffs > 0 {
+		if err := handoffs(rt.Full, c.handoffs, stdout, stderr); err != nil {
+			return fmt.Errorf("hand-off: %w", err)
+		}
 	}
 	if !rt.CUDA {
 		fmt.Fprintln(stdout, "\n(fake runtime: not a GPU timing)")

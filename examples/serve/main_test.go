@@ -20,7 +20,7 @@ import (
 
 func TestServeOnTheFake(t *testing.T) {
 	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-runtime=fake", "-requests", "40", "-n", "512", "-layers", "3", "-mix", "1,4", "-slots", "1,2"}, &out, &errOut), errOut.String())
+	require.Equal(t, 0, run([]string{"-runtime=fake", "-requests", "40", "-n", "512", "-layers", "3", "-mix", "1,4", "-slots", "1,2", "-handoffs", "800"}, &out, &errOut), errOut.String())
 	s := out.String()
 	for _, want := range []string{
 		"in process", "through HTTP", "one CUDA graph a request:", "kernel by kernel:",
@@ -28,6 +28,7 @@ func TestServeOnTheFake(t *testing.T) {
 		"wait p50  wait p99  service p50  service p99", "every output compared in full with the CPU's",
 		"slots=2 / per client", "slots=1 / mutex pool", "slots=2 / cudaMallocAsync",
 		"device 35 KiB = 3.0 KiB shared + 2 × 16 KiB", "(fake runtime: not a GPU timing)",
+		"hand-off alone: Acquire + Release by 8 goroutines", "Slots / channel", "within 1.5x of the channel semaphore",
 	} {
 		assert.Contains(t, s, want)
 	}
@@ -45,7 +46,7 @@ func TestEveryConfigurationInATableLaunchesTheSameWay(t *testing.T) {
 		{"kernels", []string{"kernel by kernel:", "cudaMallocAsync  device"}, []string{"one CUDA graph a request:"}},
 	} {
 		var out, errOut bytes.Buffer
-		require.Equal(t, 0, run([]string{"-runtime=fake", "-requests", "20", "-n", "256", "-slots", "2", "-launch", tc.launch, "-via", "inproc"}, &out, &errOut), errOut.String())
+		require.Equal(t, 0, run([]string{"-runtime=fake", "-requests", "20", "-n", "256", "-slots", "2", "-launch", tc.launch, "-via", "inproc", "-handoffs", "0"}, &out, &errOut), errOut.String())
 		for _, w := range tc.want {
 			assert.Contains(t, out.String(), w, tc.launch)
 		}
@@ -54,6 +55,7 @@ func TestEveryConfigurationInATableLaunchesTheSameWay(t *testing.T) {
 		}
 		assert.NotContains(t, out.String(), "through HTTP")
 		assert.Contains(t, out.String(), "in process, timed requests stage and check 16 elements")
+		assert.NotContains(t, out.String(), "hand-off alone", "-handoffs 0")
 	}
 }
 
@@ -68,7 +70,7 @@ func TestHelpSaysWhatItDoes(t *testing.T) {
 func TestBadFlagsAreRefused(t *testing.T) {
 	for _, args := range [][]string{
 		{"-requests", "0"}, {"-clients", "0"}, {"-n", "0"}, {"-layers", "0"}, {"-mix", "1,x"}, {"-slots", "0"},
-		{"-via", "grpc"}, {"-launch", "warp"}, {"-runtime=opencl"}, {"-nope"},
+		{"-via", "grpc"}, {"-launch", "warp"}, {"-handoffs", "-1"}, {"-runtime=opencl"}, {"-nope"},
 	} {
 		var out, errOut bytes.Buffer
 		assert.NotEqual(t, 0, run(append([]string{"-runtime=fake"}, args...), &out, &errOut), "%v", args)
@@ -225,6 +227,6 @@ func TestTheServerAnswersAndPublishesStats(t *testing.T) {
 
 func TestTheRunPublishesTheSlotsAtDebugVars(t *testing.T) {
 	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-runtime=fake", "-requests", "8", "-n", "256", "-slots", "1", "-via", "inproc"}, &out, &errOut), errOut.String())
+	require.Equal(t, 0, run([]string{"-runtime=fake", "-requests", "8", "-n", "256", "-slots", "1", "-via", "inproc", "-handoffs", "0"}, &out, &errOut), errOut.String())
 	assert.NotNil(t, expvar.Get("slots"), "published once, at the first run")
 }
