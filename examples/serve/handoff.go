@@ -15,7 +15,7 @@ import (
 )
 
 // contenders is how many goroutines hand the slots about in the hand-off
-// measurement: the load generator's clients by default.
+// measurement, as many as the load generator's clients by default.
 const contenders = 8
 
 // answeredAtOnce answers the stream query of Release at once: what is left

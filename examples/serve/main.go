@@ -83,14 +83,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var c config
 	fs.StringVar(&c.runtime, "runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
-	fs.IntVar(&c.requests, "requests", 20000, "requests measured a configuration (200 on the fake unless given)")
+	fs.IntVar(&c.requests, "requests", 20000, "timed requests a configuration (100 on the fake unless given)")
 	fs.IntVar(&c.clients, "clients", 8, "concurrent clients of the load generator")
 	n := fs.Uint("n", 65536, "float32 elements a batch row (4096 on the fake unless given)")
 	fs.IntVar(&c.layers, "layers", 8, "kernels a request runs")
 	mix := fs.String("mix", "1", "batch sizes of the requests in turn, comma-separated; each is a shape profile")
 	slots := fs.String("slots", "1,2,4,8", "slot counts to measure, comma-separated")
 	launch := fs.String("launch", "both", "graph (one CUDA graph launch a request), kernels (a launch a kernel) or both, each configuration in each")
-	fs.IntVar(&c.handoffs, "handoffs", 1_000_000, "Acquire + Release hand-offs a run of the hand-off measurement, in process (20000 on the fake unless given; 0: none)")
+	fs.IntVar(&c.handoffs, "handoffs", 1_000_000, "Acquire + Release hand-offs a run of the hand-off measurement, in process (10000 on the fake unless given; 0: none)")
 	via := fs.String("via", "both", "inproc (calls the server code directly: the pool's cost), http (through the loopback HTTP server) or both")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -138,13 +138,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		given := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 		if !given["requests"] {
-			c.requests = 200
+			c.requests = 100
 		}
 		if !given["n"] {
 			c.n = 4096
 		}
 		if !given["handoffs"] {
-			c.handoffs = 20000
+			c.handoffs = 10000
 		}
 	}
 	fmt.Fprintf(stdout, "runtime: %s\n", rt.Description)
