@@ -117,7 +117,7 @@ func checkDevices(rt cudart.Runtime, cfg *config) error {
 // pushing onto undo what puts each back.
 func (p *Pool) reserve(cfg *config, undo *undoList) error {
 	undo.push(p.dropEvents)
-	if err := p.addStreams(cfg.streams); err != nil {
+	if err := p.addStreams(cfg.streams, true); err != nil {
 		return err
 	}
 	take := func(kind Arena, a arena, err error) error {
@@ -204,9 +204,11 @@ func (p *Pool) valid() error {
 // and copies still in flight may use them: the work queued on the streams of
 // WithStreams and UseStreams, or, without them, all the work of the pool's
 // device and of the devices given WithPeerAccess. Then it frees the arenas. Every handle becomes unusable.
-// If waiting fails, the device has ended that work with an error, so Close
-// frees the arenas all the same and returns the error. Close is idempotent:
-// if freeing failed, the error is returned and a later Close tries again.
+// If waiting for a stream fails, Close waits for the whole device instead;
+// if waiting fails there too, the device has ended that work with an error,
+// so Close frees the arenas all the same and returns the error. Close is
+// idempotent: what it could not free (an arena, a stream's event) it keeps,
+// returning the error, and a later Close tries again.
 // After a reset of the device, Close forgets what the reset freed, frees
 // what it left (a growable arena), waits for nothing, and returns an error
 // matching ErrDeviceReset, once; see the package's Caveats.
@@ -233,6 +235,14 @@ func (p *Pool) close() error {
 		werr := p.wait(true)
 		if werr != nil {
 			errs = append(errs, fmt.Errorf("pool: before freeing the arenas: %w", werr))
+			if len(p.streams) > 0 {
+				// A stream's wait that failed without a fault (a call
+				// refused, a stream destroyed under the pool) leaves its
+				// work queued, to run on memory freed under it: the whole
+				// device is waited for instead. If the device faulted, this
+				// fails too, and the work has ended.
+				_ = p.waitDevices(true)
+			}
 		}
 		// Waited for on its own: a wait on the caller's streams that failed
 		// does not end the pool's fills, which must not run on memory
@@ -241,10 +251,9 @@ func (p *Pool) close() error {
 		if err := p.settle(); err != nil && werr == nil {
 			errs = append(errs, fmt.Errorf("pool: before freeing the arenas: %w", err))
 		}
-		errs = append(errs, p.dropEvents())
 	}
 	p.closed = true
-	errs = append(errs, p.unregisterHeaps())
+	errs = append(errs, p.dropEvents(), p.unregisterHeaps())
 	for _, l := range p.arenas {
 		if l != nil {
 			if err := l.mem.close(); err != nil {

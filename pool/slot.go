@@ -10,7 +10,9 @@ import (
 // buffers laid out for the profile it was acquired with, the shared
 // buffers, and the slot's stream. It is a small value, copied freely; once
 // released, every copy refuses to be used (ErrSlotReleased), as the slot may
-// serve another request. The zero Slot is no slot.
+// serve another request. After a reset of the device (cudaDeviceReset
+// through cudart) Stream, Lookup, Ptr and Bytes return ErrDeviceReset: the
+// memory and the stream are gone. The zero Slot is no slot.
 type Slot struct {
 	s    *slot
 	prof *planned
@@ -26,6 +28,8 @@ func (sl Slot) check() error {
 		return fmt.Errorf("%w: slot %d", ErrClosed, sl.s.index)
 	case sl.s.gen.Load() != sl.gen:
 		return fmt.Errorf("%w: slot %d", ErrSlotReleased, sl.s.index)
+	case sl.s.owner.p.reset.Reset():
+		return fmt.Errorf("%w: slot %d: device %d was reset since NewSlots, which freed the slot's memory and destroyed its stream", ErrDeviceReset, sl.s.index, sl.s.owner.dev)
 	}
 	return nil
 }

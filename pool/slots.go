@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/internal/checked"
 )
 
@@ -53,17 +54,18 @@ type Slots struct {
 	// planned profile's counters. No CUDA call is made under it, so that
 	// requests never queue behind one another's calls; every holder
 	// unlocks in a defer or on every path at once.
-	mu       sync.Mutex
-	closed   bool
-	ready    []*slot    // free, their work known finished
-	draining ring       // released, in release order, their work maybe queued still
-	asking   int        // released slots in neither queue while CUDA is asked about their stream
-	settled  *sync.Cond // on mu: asking fell to 0
-	waiters  []*waiter
-	spare    []*waiter // finished waiters, reused
-	kick     chan struct{}
-	stop     chan struct{}
-	stopped  chan struct{}
+	mu        sync.Mutex
+	closed    bool
+	resetSaid bool       // Close has returned ErrDeviceReset
+	ready     []*slot    // free, their work known finished
+	draining  ring       // released, in release order, their work maybe queued still
+	asking    int        // released slots in neither queue while CUDA is asked about their stream
+	settled   *sync.Cond // on mu: asking fell to 0
+	waiters   []*waiter
+	spare     []*waiter // finished waiters, reused
+	kick      chan struct{}
+	stop      chan struct{}
+	stopped   chan struct{}
 }
 
 // slot is one copy of the per-request buffers and its stream.
@@ -99,15 +101,19 @@ type sharedAddr struct {
 // streams to those of WithStreams, so that Close waits for them. The runtime
 // must implement cudart.Streams.
 //
-// n below 1, a layout with no profile, a profile with no buffer, two
-// profiles of one name, a name both shared and in a profile, or a shared
-// buffer with Live: ErrInvalidOption or ErrInvalidRequest, nothing taken.
+// n below 1 or above MaxSlots, a layout with no profile, a profile with no
+// buffer, two profiles of one name, one Profile both Shared and in
+// Profiles, a name both shared and in a profile, or a shared buffer with
+// Live: ErrInvalidOption or ErrInvalidRequest, nothing taken. So is a
+// layout whose device memory is more than the device has free
+// (cudaMemGetInfo), refused before any slot's stream is made: setup costs
+// one CUDA call then, whatever n.
 func NewSlots(rt cudart.Runtime, n int, layout SlotLayout, opts ...Option) (*Slots, error) {
 	if rt == nil {
 		return nil, fmt.Errorf("%w: NewSlots: nil runtime", ErrInvalidOption)
 	}
-	if n < 1 {
-		return nil, fmt.Errorf("%w: NewSlots with %d slots: want at least 1", ErrInvalidOption, n)
+	if n < 1 || n > MaxSlots {
+		return nil, fmt.Errorf("%w: NewSlots with %d slots: want 1 to %d", ErrInvalidOption, n, MaxSlots)
 	}
 	sm, isStreams := rt.(cudart.Streams)
 	if !isStreams {
@@ -134,31 +140,28 @@ func NewSlots(rt cudart.Runtime, n int, layout SlotLayout, opts ...Option) (*Slo
 			return nil, err
 		}
 	}
-	var undo undoList
-	ok := false
+	if err := checkDevices(rt, &cfg); err != nil {
+		return nil, err
+	}
+	if err := s.fits(rt, n, total[Device]); err != nil {
+		return nil, err
+	}
+	// The pool first: memory that cannot be had fails its one allocation
+	// before a stream is made for every slot.
+	if s.p, err = New(rt, append(slices.Clone(opts), WithDeviceBytes(total[Device]), WithHostBytes(total[Host]))...); err != nil {
+		return nil, err
+	}
+	s.slots = make([]slot, n)
+	done := false
 	defer func() {
-		if !ok {
-			_ = undo.run()
+		// A panic in the runtime half way takes back what was taken.
+		if !done {
+			_ = s.takeBack()
 		}
 	}()
-	s.slots = make([]slot, n)
-	streams := slices.Clone(cfg.streams)
-	for i := range s.slots {
-		sl := &s.slots[i]
-		sl.owner, sl.index = s, i
-		if sl.stream, err = sm.StreamCreate(s.dev); err != nil {
-			return nil, errors.Join(fmt.Errorf("pool: create the stream of slot %d: %w", i, err), undo.run())
-		}
-		undo.push(func() error { return sm.StreamDestroy(s.dev, sl.stream) })
-		streams = append(streams, sl.stream)
-	}
-	opts = append(slices.Clone(opts), WithDeviceBytes(total[Device]), WithHostBytes(total[Host]), WithStreams(streams...))
-	if s.p, err = New(rt, opts...); err != nil {
-		return nil, errors.Join(err, undo.run())
-	}
-	undo.push(s.p.Close)
-	if err := s.place(); err != nil {
-		return nil, errors.Join(err, undo.run())
+	if err := s.setUp(); err != nil {
+		done = true
+		return nil, errors.Join(err, s.takeBack())
 	}
 	s.ready = make([]*slot, 0, n)
 	for i := n - 1; i >= 0; i-- {
@@ -168,8 +171,75 @@ func NewSlots(rt cudart.Runtime, n int, layout SlotLayout, opts ...Option) (*Slo
 	s.settled = sync.NewCond(&s.mu)
 	s.kick, s.stop, s.stopped = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 	go s.drain()
-	ok = true
+	done = true
 	return s, nil
+}
+
+// MaxSlots is the most slots NewSlots accepts, 2^31-1: each slot takes at
+// least 256 B of an arena, so more would need 512 GiB for the slots alone.
+// A larger n is refused before anything is allocated, in Go or in CUDA.
+const MaxSlots = 1<<31 - 1
+
+// fits refuses n slots whose device memory, devBytes in all, is more than
+// the device has free.
+func (s *Slots) fits(rt cudart.Runtime, n int, devBytes uint64) error {
+	if devBytes == 0 {
+		return nil
+	}
+	free, _, err := rt.MemGetInfo(s.dev)
+	if err != nil {
+		return fmt.Errorf("pool: NewSlots: ask device %d's free memory: %w", s.dev, err)
+	}
+	if devBytes > free {
+		return fmt.Errorf("%w: NewSlots: %d slots of %s and %s shared need %s (%d B) of device memory; device %d has %s (%d B) free",
+			ErrInvalidOption, n, bytesize.Format(s.stride[Device]), bytesize.Format(s.sharedBytes[Device]), bytesize.Format(devBytes), devBytes, s.dev, bytesize.Format(free), free)
+	}
+	return nil
+}
+
+// setUp makes each slot's stream, has the pool wait for them, and places
+// the buffers. On failure the caller closes the pool, then destroys the
+// streams made.
+func (s *Slots) setUp() error {
+	streams := make([]cudart.Stream, len(s.slots))
+	for i := range s.slots {
+		// freed until its stream is made: none to destroy
+		s.slots[i] = slot{owner: s, index: i, freed: true}
+	}
+	for i := range s.slots {
+		sl := &s.slots[i]
+		var err error
+		if sl.stream, err = s.sm.StreamCreate(s.dev); err != nil {
+			return fmt.Errorf("pool: create the stream of slot %d: %w", i, err)
+		}
+		sl.freed = false
+		streams[i] = sl.stream
+	}
+	if err := s.p.adoptStreams(streams); err != nil {
+		return err
+	}
+	return s.place()
+}
+
+// takeBack undoes a NewSlots that failed half way: the pool first, which
+// waits for the slots' streams, then the streams.
+func (s *Slots) takeBack() error {
+	return errors.Join(s.p.Close(), s.destroyStreams())
+}
+
+// destroyStreams destroys the slots' streams not yet destroyed, keeping
+// those CUDA refuses for the next call.
+func (s *Slots) destroyStreams() error {
+	var errs []error
+	for i := range s.slots {
+		sl := &s.slots[i]
+		if !sl.freed {
+			err := s.sm.StreamDestroy(s.dev, sl.stream)
+			errs = append(errs, wrapf(err, "pool: destroy the stream of slot %d", i))
+			sl.freed = err == nil
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // planLayout checks layout and plans each profile.
@@ -186,6 +256,10 @@ func planLayout(layout SlotLayout) ([]*planned, error) {
 		}
 	}
 	out := make([]*planned, 0, len(layout.Profiles))
+	if sh != nil && slices.Contains(layout.Profiles, sh) {
+		// Its Refs would resolve to the shared copy in every slot.
+		return nil, fmt.Errorf("%w: NewSlots: profile %q is both Shared and one of Profiles; a buffer is either shared by every request or one request's own", ErrInvalidRequest, sh.name)
+	}
 	seen := make(map[string]bool, len(layout.Profiles))
 	for i, pr := range layout.Profiles {
 		switch {
@@ -346,7 +420,11 @@ func (r Ref) label() string {
 // queued on every slot's stream (and the streams of WithStreams), frees the
 // arenas, and destroys the slots' streams. A Slot still held is
 // unusable afterwards; its Release returns ErrClosed. Close is idempotent: if
-// freeing failed, the error is returned and a later Close tries again.
+// freeing failed, the error is returned and a later Close tries again what
+// it could not free. After a reset of the device (cudaDeviceReset through
+// cudart), which destroyed the streams and freed the arenas, Close forgets
+// them, destroys nothing, and returns an error matching ErrDeviceReset once,
+// as the pool's Close does.
 func (s *Slots) Close() error {
 	if err := s.valid(); err != nil {
 		return err
@@ -369,18 +447,20 @@ func (s *Slots) Close() error {
 		close(s.stop)
 	}
 	<-s.stopped
-	errs := []error{s.p.Close()}
+	err := s.p.Close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := range s.slots {
-		sl := &s.slots[i]
-		if !sl.freed {
-			err := s.sm.StreamDestroy(s.dev, sl.stream)
-			errs = append(errs, wrapf(err, "pool: destroy the stream of slot %d", i))
-			sl.freed = err == nil
+	if s.p.reset.Reset() {
+		for i := range s.slots {
+			s.slots[i].freed = true
 		}
+		if !s.resetSaid && !errors.Is(err, ErrDeviceReset) {
+			err = errors.Join(fmt.Errorf("%w: device %d was reset since NewSlots: the slots' streams went with it", ErrDeviceReset, s.dev), err)
+		}
+		s.resetSaid = true
+		return err
 	}
-	return errors.Join(errs...)
+	return errors.Join(err, s.destroyStreams())
 }
 
 // wrapf is err wrapped after what, or nil.

@@ -14,9 +14,21 @@ import (
 // slots whose work is done, and Acquire asks CUDA once, without waiting,
 // about the oldest of the others when no free slot is left. When no slot
 // is free it waits, behind the calls already waiting (FIFO), until one is,
-// the context is done, or the Slots close: then it returns the context's
-// error (errors.Is matches context.Canceled or context.DeadlineExceeded) or
-// ErrClosed, and no slot is taken. An unknown profile is ErrUnknownProfile.
+// the context is done, or the Slots close.
+//
+// When it returns an error no slot is taken, and none is lost. The errors:
+//   - the context's, wrapped (errors.Is matches context.Canceled or
+//     context.DeadlineExceeded);
+//   - ErrClosed, from Close on, or on Slots NewSlots did not make;
+//   - ErrUnknownProfile, for a profile NewSlots was not given;
+//   - ErrDeviceReset, once the device was reset (cudaDeviceReset through
+//     cudart): the slots' memory and streams are gone; Close them;
+//   - a *cudart.Error, wrapped, when CUDA cannot say whether a released
+//     slot's work has finished (cudaStreamQuery, or the cudaStreamSynchronize
+//     of a slot drained for a waiter, failed): after a fault on the device,
+//     which makes every later call fail too. The slot stays queued, to be
+//     asked about again; an Acquire that waits gets the error of at most one
+//     such failure, so it never waits on a device that cannot answer.
 //
 // The Slot must be given back with Release, whatever happens to the request:
 // defer it.
@@ -31,6 +43,9 @@ func (s *Slots) Acquire(ctx context.Context, profile string) (Slot, error) {
 	if err := ctx.Err(); err != nil {
 		return Slot{}, fmt.Errorf("pool: acquire a slot for profile %q: %w", profile, err)
 	}
+	if s.p.reset.Reset() {
+		return Slot{}, s.resetError(pr)
+	}
 	sl, w, err := s.take(pr)
 	if err != nil {
 		return Slot{}, err
@@ -41,6 +56,11 @@ func (s *Slots) Acquire(ctx context.Context, profile string) (Slot, error) {
 		}
 	}
 	return Slot{s: sl, prof: pr, gen: sl.gen.Load()}, nil
+}
+
+// resetError is Acquire's error once the device was reset.
+func (s *Slots) resetError(pr *planned) error {
+	return fmt.Errorf("%w: acquire a slot for profile %q: device %d was reset since NewSlots, which freed the slots' memory and destroyed their streams; Close the slots", ErrDeviceReset, pr.name, s.dev)
 }
 
 // take hands out a free slot, or the oldest released one if its stream
@@ -68,7 +88,7 @@ func (s *Slots) take(pr *planned) (*slot, *waiter, error) {
 			return s.takeIfIdle(pr, d)
 		}
 	}
-	w := s.queue()
+	w := s.queue(pr)
 	s.mu.Unlock()
 	return nil, w, nil
 }
@@ -92,7 +112,7 @@ func (s *Slots) takeIfIdle(pr *planned, d *slot) (sl *slot, w *waiter, err error
 		case answered && s.closed:
 			err = fmt.Errorf("%w: acquire a slot for profile %q", ErrClosed, pr.name)
 		case answered && err == nil:
-			w = s.queue()
+			w = s.queue(pr)
 		default:
 			s.wakeIfWaiting()
 		}
@@ -114,21 +134,35 @@ func (s *Slots) doneAsking() {
 	}
 }
 
-// queue adds a waiter, and wakes the drainer if a released slot may serve
-// it. The caller holds s.mu.
-func (s *Slots) queue() *waiter {
+// queue adds a waiter for pr, and wakes the drainer if a released slot may
+// serve it. The caller holds s.mu.
+func (s *Slots) queue(pr *planned) *waiter {
 	w := s.newWaiter()
+	w.prof = pr
 	s.waiters = append(s.waiters, w)
 	s.wakeIfWaiting()
 	return w
 }
 
-// hold counts sl as held with pr. The caller holds s.mu.
+// hold counts sl as held with pr, and as one acquisition. The caller holds
+// s.mu.
 func (s *Slots) hold(sl *slot, pr *planned) {
-	sl.held = pr
+	s.assign(sl, pr)
 	sl.acquisitions++
-	pr.inUse++
 	pr.acquisitions++
+}
+
+// assign marks sl held with pr: from the moment it is handed to a waiter,
+// so that Stats count it in use. The caller holds s.mu.
+func (s *Slots) assign(sl *slot, pr *planned) {
+	sl.held = pr
+	pr.inUse++
+}
+
+// unassign undoes assign. The caller holds s.mu.
+func (s *Slots) unassign(sl *slot) {
+	sl.held.inUse--
+	sl.held = nil
 }
 
 // wait blocks until w is handed a slot, ctx is done or the Slots close.
@@ -143,26 +177,35 @@ func (s *Slots) wait(ctx context.Context, pr *planned, w *waiter) (*slot, error)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl, err := w.slot, w.err
-	if cancelled != nil {
-		if !w.done {
-			s.waiters = slices.DeleteFunc(s.waiters, func(x *waiter) bool { return x == w })
-		} else if sl != nil {
-			// Handed a slot as the context ended: it goes to the next
-			// in line.
+	if sl != nil && (cancelled != nil || s.closed || s.p.reset.Reset()) {
+		// Handed a slot as the wait ended otherwise: the slot is not this
+		// call's.
+		s.unassign(sl)
+		if s.closed {
+			s.ready = append(s.ready, sl)
+		} else {
 			s.give(sl)
 		}
-		sl, err = nil, fmt.Errorf("pool: acquire a slot for profile %q: %w", pr.name, cancelled)
-	} else if sl != nil && s.closed {
-		// Handed a slot as Close began: the slot is of no use now.
-		s.ready = append(s.ready, sl)
-		sl, err = nil, fmt.Errorf("%w: acquire a slot for profile %q", ErrClosed, pr.name)
+		sl = nil
+	}
+	switch {
+	case cancelled != nil:
+		if !w.done {
+			s.waiters = slices.DeleteFunc(s.waiters, func(x *waiter) bool { return x == w })
+		}
+		err = fmt.Errorf("pool: acquire a slot for profile %q: %w", pr.name, cancelled)
+	case sl == nil && err == nil && s.closed:
+		err = fmt.Errorf("%w: acquire a slot for profile %q", ErrClosed, pr.name)
+	case sl == nil && err == nil:
+		err = s.resetError(pr)
 	}
 	s.recycle(w)
 	if err != nil {
 		return nil, err
 	}
 	waited := time.Since(start).Nanoseconds()
-	s.hold(sl, pr)
+	sl.acquisitions++
+	pr.acquisitions++
 	sl.waits++
 	sl.waited += waited
 	pr.waits++
@@ -176,6 +219,7 @@ func (s *Slots) give(sl *slot) {
 	if len(s.waiters) > 0 {
 		w := s.waiters[0]
 		s.waiters = slices.Delete(s.waiters, 0, 1)
+		s.assign(sl, w.prof)
 		w.finish(sl, nil)
 		return
 	}
@@ -202,7 +246,9 @@ func (s *Slots) wakeIfWaiting() {
 // goroutine of the Slots that waits for its stream, off every request's
 // path, or taken by an Acquire that finds the work done. Release of a Slot
 // already released is ErrSlotReleased, of one these Slots did not hand out
-// ErrForeignSlot, after Close ErrClosed. If CUDA cannot answer, the slot is
+// ErrForeignSlot, after Close ErrClosed. After a reset of the device,
+// which destroyed the stream and ended its work, Release asks CUDA nothing
+// and returns nil. If CUDA cannot answer, the slot is
 // given back all the same, to be handed out after its stream is
 // synchronised, and the error is returned.
 func (s *Slots) Release(sl Slot) error {
@@ -222,8 +268,7 @@ func (s *Slots) Release(sl Slot) error {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: slot %d", ErrSlotReleased, d.index)
 	}
-	d.held.inUse--
-	d.held = nil
+	s.unassign(d)
 	s.asking++
 	s.mu.Unlock()
 	return s.giveBack(d)
@@ -244,6 +289,11 @@ func (s *Slots) giveBack(d *slot) (err error) {
 		s.draining.push(d)
 		s.wakeIfWaiting()
 	}()
+	if s.p.reset.Reset() {
+		// The reset destroyed the stream and ended its work.
+		idle = true
+		return nil
+	}
 	idle, err = s.sm.StreamQuery(s.dev, d.stream)
 	if err != nil {
 		idle = false
@@ -278,10 +328,15 @@ func (s *Slots) settleOne() bool {
 		return false
 	}
 	d := s.draining.pop()
+	s.asking++
 	s.mu.Unlock()
-	err := wrapf(s.sm.StreamSynchronize(s.dev, d.stream), "pool: wait for slot %d's released work", d.index)
+	var err error
+	if !s.p.reset.Reset() {
+		err = wrapf(s.sm.StreamSynchronize(s.dev, d.stream), "pool: wait for slot %d's released work", d.index)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.doneAsking()
 	if err != nil {
 		s.draining.pushFront(d)
 		if len(s.waiters) > 0 {
@@ -306,6 +361,7 @@ func (s *Slots) unknownProfile(name string) error {
 
 // waiter is one Acquire waiting for a slot.
 type waiter struct {
+	prof *planned      // what the slot is for
 	ch   chan struct{} // receives once, when done is set
 	done bool          // handed a slot or an error; guarded by Slots.mu
 	slot *slot
@@ -335,7 +391,7 @@ func (s *Slots) recycle(w *waiter) {
 	case <-w.ch:
 	default:
 	}
-	w.slot, w.err, w.done = nil, nil, false
+	w.prof, w.slot, w.err, w.done = nil, nil, nil, false
 	s.spare = append(s.spare, w)
 }
 

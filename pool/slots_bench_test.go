@@ -2,6 +2,7 @@ package pool_test
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"testing"
 
@@ -91,5 +92,51 @@ func loopAcquireRelease(b *testing.B, s *pool.Slots, before func() error) {
 		if err := s.Release(sl); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkNewSlots is NewSlots of many slots of one 256-byte buffer on the
+// fake (Close is not timed): "fit" makes 10,000 to 100,000 slots, each with
+// its stream and the pool's event for it, placed and committed; "too-many"
+// asks for 2^20 slots of 1 MiB on a device of 80 GiB, refused before any
+// stream is made. Setup is linear in the slots: fit-100000 takes about ten
+// times fit-10000.
+func BenchmarkNewSlots(b *testing.B) {
+	tiny := pool.NewProfile("tiny")
+	_, err := tiny.Device(256)
+	require.NoError(b, err)
+	big := pool.NewProfile("big")
+	_, err = big.Device(1 << 20)
+	require.NoError(b, err)
+	for _, c := range []struct {
+		name string
+		n    int
+		pr   *pool.Profile
+		fit  bool
+	}{{"fit-10000", 10_000, tiny, true}, {"fit-30000", 30_000, tiny, true}, {"fit-100000", 100_000, tiny, true}, {"too-many-2^20", 1 << 20, big, false}} {
+		b.Run(c.name, func(b *testing.B) {
+			// NewFake: NewFakeT's leak report walks the stack at every
+			// handle made, which would be most of what is measured.
+			f := cudarttest.NewFake(cudarttest.WithDeviceMemory(80 << 30))
+			b.Cleanup(func() { require.NoError(b, f.CheckLeaks()) })
+			layout := pool.SlotLayout{Profiles: []*pool.Profile{c.pr}}
+			for b.Loop() {
+				s, err := pool.NewSlots(f, c.n, layout, pool.WithHostBytes(0))
+				if !c.fit {
+					if !errors.Is(err, pool.ErrInvalidOption) {
+						b.Fatalf("want ErrInvalidOption, got %v", err)
+					}
+					continue
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if err := s.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
 	}
 }

@@ -26,7 +26,7 @@ func WithStreams(streams ...cudart.Stream) Option {
 // WithStreams). A stream given twice is waited for once. A stream CUDA does
 // not know is refused with ErrInvalidStream, and then none is added.
 func (p *Pool) UseStreams(streams ...cudart.Stream) error {
-	return p.locked(func() error { return p.addStreams(streams) })
+	return p.locked(func() error { return p.addStreams(streams, true) })
 }
 
 // ForgetStreams drops streams from those ReleaseAll and Close wait for: call
@@ -38,6 +38,13 @@ func (p *Pool) UseStreams(streams ...cudart.Stream) error {
 // dropped.
 func (p *Pool) ForgetStreams(streams ...cudart.Stream) error {
 	return p.locked(func() error { return p.forgetStreams(streams) })
+}
+
+// adoptStreams is UseStreams for streams NewSlots has just made, which CUDA
+// knows: no event is recorded to check them, which would queue work on
+// each.
+func (p *Pool) adoptStreams(streams []cudart.Stream) error {
+	return p.locked(func() error { return p.addStreams(streams, false) })
 }
 
 // forgetStreams is ForgetStreams with p.mu held.
@@ -64,10 +71,10 @@ func (p *Pool) forgetStreams(streams []cudart.Stream) error {
 	return errors.Join(errs...)
 }
 
-// addStreams creates an event for each stream not yet known and checks the
-// stream by recording the event on it; if one fails, it adds none. The
-// caller holds p.mu, or New is still building p.
-func (p *Pool) addStreams(streams []cudart.Stream) error {
+// addStreams creates an event for each stream not yet known and, when
+// check is set, checks the stream by recording the event on it; if one
+// fails, it adds none. The caller holds p.mu, or New is still building p.
+func (p *Pool) addStreams(streams []cudart.Stream, check bool) error {
 	if len(streams) == 0 {
 		return nil
 	}
@@ -77,16 +84,26 @@ func (p *Pool) addStreams(streams []cudart.Stream) error {
 	}
 	var added []cudart.Stream
 	var events []cudart.Event
+	// A set, not a search of the lists: NewSlots adds a stream per slot.
+	known := make(map[cudart.Stream]struct{}, len(p.streams)+len(streams))
+	for _, s := range p.streams {
+		known[s] = struct{}{}
+	}
 	err := func() error {
 		for _, s := range streams {
-			if slices.Contains(p.streams, s) || slices.Contains(added, s) {
+			if _, ok := known[s]; ok {
 				continue
 			}
+			known[s] = struct{}{}
 			e, err := ev.EventCreate(p.dev)
 			if err != nil {
 				return fmt.Errorf("pool: create the event that waits for stream %#x: %w", uintptr(s), err)
 			}
 			events = append(events, e)
+			if !check {
+				added = append(added, s)
+				continue
+			}
 			if err := ev.EventRecord(p.dev, e, s); err != nil {
 				return streamError("check", s, err)
 			}
@@ -121,19 +138,7 @@ func streamError(what string, s cudart.Stream, err error) error {
 // when all is set, of the peer devices too. The caller holds p.mu.
 func (p *Pool) wait(all bool) error {
 	if len(p.streams) == 0 {
-		devs := []int{p.dev}
-		if all {
-			devs = append(devs, p.peers...)
-		}
-		var errs []error
-		for _, d := range devs {
-			if err := p.rt.DeviceSynchronize(d); err != nil {
-				errs = append(errs, fmt.Errorf("pool: wait for device %d: %w", d, err))
-			} else if d == p.dev {
-				p.queued = false
-			}
-		}
-		return errors.Join(errs...)
+		return p.waitDevices(all)
 	}
 	ev := p.rt.(cudart.Events) // addStreams checked it
 	var errs []error
@@ -144,6 +149,24 @@ func (p *Pool) wait(all bool) error {
 		}
 		if err := ev.EventSynchronize(p.dev, p.events[i]); err != nil {
 			errs = append(errs, fmt.Errorf("pool: wait for stream %#x: %w", uintptr(s), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// waitDevices waits for all the work of the pool's device and, when all is
+// set, of the peer devices too. The caller holds p.mu.
+func (p *Pool) waitDevices(all bool) error {
+	devs := []int{p.dev}
+	if all {
+		devs = append(devs, p.peers...)
+	}
+	var errs []error
+	for _, d := range devs {
+		if err := p.rt.DeviceSynchronize(d); err != nil {
+			errs = append(errs, fmt.Errorf("pool: wait for device %d: %w", d, err))
+		} else if d == p.dev {
+			p.queued = false
 		}
 	}
 	return errors.Join(errs...)
@@ -164,18 +187,24 @@ func (p *Pool) settle() error {
 	return nil
 }
 
-// dropEvents destroys the events of the pool's streams. The caller holds p.mu.
+// dropEvents destroys the events of the pool's streams, keeping with its
+// stream each event CUDA refuses to destroy, for the next call to retry.
+// The caller holds p.mu.
 func (p *Pool) dropEvents() error {
 	if len(p.events) == 0 {
 		return nil
 	}
 	ev := p.rt.(cudart.Events)
 	var errs []error
-	for _, e := range p.events {
+	streams, events := p.streams[:0], p.events[:0]
+	for i, e := range p.events {
 		if err := ev.EventDestroy(p.dev, e); err != nil {
-			errs = append(errs, fmt.Errorf("pool: destroy a stream's event: %w", err))
+			errs = append(errs, fmt.Errorf("pool: destroy the event of stream %#x (kept, to retry): %w", uintptr(p.streams[i]), err))
+			streams, events = append(streams, p.streams[i]), append(events, e)
 		}
 	}
-	p.streams, p.events = nil, nil
+	clear(p.streams[len(streams):])
+	clear(p.events[len(events):])
+	p.streams, p.events = streams, events
 	return errors.Join(errs...)
 }
