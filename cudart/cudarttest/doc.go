@@ -147,9 +147,12 @@
 // what the JIT refuses of them, but not the instructions; launches are
 // checked against them as the binding checks them. While a stream captures, work issued to it is recorded, and a graph
 // launch replays it. The graph has a node of CUDA's type for each piece of
-// work CUDA makes a node for (kernel launches, async copies, cudaFreeAsync,
-// graph launches), and none for an event record or wait, which CUDA makes
-// an edge; cudart.CountGraphNodes counts them. Events complete in stream order; EventElapsedTime
+// work CUDA makes a node for (kernel launches, async copies,
+// cudaMallocAsync and cudaFreeAsync, graph launches), and none for an event
+// record or wait, which CUDA makes an edge; cudart.CountGraphNodes counts
+// them. Memory a capture allocates lives while its graph or an
+// instantiation does; the capture must free it too, or its end fails with
+// cudaErrorNotSupported. Events complete in stream order; EventElapsedTime
 // counts FakeEventTick per call made between the two completions.
 //
 // Memory annotations (cudart.Annotations) are checked by the binding's rules

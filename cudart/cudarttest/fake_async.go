@@ -8,7 +8,9 @@ import (
 
 // MallocAsync is cudaMallocAsync: memory from the device's default pool,
 // counted against the device. It is ready when the call returns. Size 0
-// returns a zero pointer and no error.
+// returns a zero pointer and no error. On a capturing stream it is also a
+// memory allocation node of the capture's graph, and the graph's memory
+// (see graphMem).
 func (f *Fake) MallocAsync(device int, size uint64, s cudart.Stream) (cudart.DevicePtr, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -26,13 +28,20 @@ func (f *Fake) mallocAsync(device int, size uint64, s cudart.Stream) (cudart.Dev
 	if size == 0 {
 		return 0, nil
 	}
-	return f.newRegion(calls.MallocAsync, kindAsync, device, size)
+	p, x := f.newRegion(calls.MallocAsync, kindAsync, device, size)
+	if x == nil {
+		f.captureAlloc(s, p)
+	}
+	return p, x
 }
 
 // FreeAsync is cudaFreeAsync of memory from MallocAsync; a zero pointer is
 // a no-op. The free is queued on s; when it runs, the memory returns to the
 // device: the fake's pool keeps nothing, whatever the release threshold. A
-// second free before then is refused.
+// second free before then is refused. On a capturing stream it is a memory
+// free node of the capture's graph, which frees memory the capture
+// allocated when the graph and its instantiations are gone, and other
+// memory when the graph runs.
 func (f *Fake) FreeAsync(device int, p cudart.DevicePtr, s cudart.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -84,6 +93,9 @@ func (f *Fake) freeAsync(qdev int, p cudart.DevicePtr, s cudart.Stream) *failure
 		return f.free(p, kindAsync)
 	}
 	r := f.regions[i]
+	if r.graph != nil {
+		return f.captureFree(s, r)
+	}
 	if x := f.enqueue(qdev, s, calls.FreeAsync, func() *failure {
 		r.freeQueued = false
 		return f.free(p, kindAsync)

@@ -28,6 +28,7 @@ type capture struct {
 	work   []step
 	// invalid is why the capture was invalidated: its end then fails.
 	invalid string
+	mem     *graphMem // what MallocAsync allocated in it
 }
 
 // step is one piece of recorded work.
@@ -42,6 +43,7 @@ type recorded struct {
 	ownedBy
 	work  []step
 	nodes []cudart.GraphNode // a graph's, one per step with a node
+	mem   *graphMem
 }
 
 // record appends op to the capture of s, with the node CUDA records for
@@ -153,6 +155,7 @@ func (f *Fake) StreamEndCapture(device int, s cudart.Stream) (cudart.Graph, erro
 		if cp.invalid != "" {
 			x = fail(901, "%s", cp.invalid)
 		}
+		x = f.settleCaptureMem(cp, x)
 	}
 	if x != nil {
 		return 0, x.err(calls.StreamEndCapture, "(stream 0x%x) on device %d", uintptr(s), device)
@@ -161,7 +164,7 @@ func (f *Fake) StreamEndCapture(device int, s cudart.Stream) (cudart.Graph, erro
 		f.graph.graphs = make(map[cudart.Graph]*recorded)
 	}
 	g := cudart.Graph(f.graph.handle())
-	f.graph.graphs[g] = &recorded{ownedBy: ownedBy{device, f.birth()}, work: cp.work, nodes: f.graph.addNodes(g, cp.work)}
+	f.graph.graphs[g] = &recorded{ownedBy: ownedBy{device, f.birth()}, work: cp.work, nodes: f.graph.addNodes(g, cp.work), mem: cp.mem}
 	return g, nil
 }
 
@@ -182,7 +185,7 @@ func (f *Fake) GraphInstantiate(device int, g cudart.Graph) (cudart.GraphExec, e
 		f.graph.execs = make(map[cudart.GraphExec]*recorded)
 	}
 	e := cudart.GraphExec(f.graph.handle())
-	f.graph.execs[e] = &recorded{ownedBy: ownedBy{device, f.birth()}, work: append([]step(nil), gr.work...)}
+	f.graph.execs[e] = &recorded{ownedBy: ownedBy{device, f.birth()}, work: append([]step(nil), gr.work...), mem: gr.mem.hold()}
 	return e, nil
 }
 
@@ -225,6 +228,7 @@ func (f *Fake) GraphExecDestroy(device int, e cudart.GraphExec) error {
 	if x != nil {
 		return x.err(calls.GraphExecDestroy, "(graph exec 0x%x) on device %d", uintptr(e), device)
 	}
+	f.dropGraphMem(ex.mem)
 	delete(f.graph.execs, e)
 	return nil
 }
@@ -242,6 +246,7 @@ func (f *Fake) GraphDestroy(device int, g cudart.Graph) error {
 		return x.err(calls.GraphDestroy, "(graph 0x%x) on device %d", uintptr(g), device)
 	}
 	f.graph.dropNodes(gr.nodes)
+	f.dropGraphMem(gr.mem)
 	delete(f.graph.graphs, g)
 	return nil
 }

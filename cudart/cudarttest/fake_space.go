@@ -49,7 +49,8 @@ type region struct {
 	mem    backing
 	store  sparse // the bytes of device, managed and async memory
 
-	freeQueued bool // async: a FreeAsync of it is queued
+	freeQueued bool      // async: a FreeAsync of it is queued
+	graph      *graphMem // async: the memory of the capture that allocated it
 
 	prefetched bool // managed: MemPrefetchAsync was called
 	prefetchTo int  // managed: its last destination
