@@ -44,6 +44,9 @@ func tables(m *model, w *workload, c config, title string, through via, withMemo
 		if err := printTable(stdout, results[graphs]); err != nil {
 			return err
 		}
+		if graphs {
+			fmt.Fprintln(stdout, "(no cudaMallocAsync: its addresses change every request, so it keeps no graph; it launches kernel by kernel only)")
+		}
 	}
 	fmt.Fprintf(stdout, "\nratios, %s (requests/s over requests/s, each in one launch mode):\n", short)
 	if err := printRatios(stdout, c, results); err != nil {
