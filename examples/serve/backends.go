@@ -311,14 +311,15 @@ func (b *mutexBackend) close() error {
 // per client, the activations taken with cudaMallocAsync and given back
 // with cudaFreeAsync in every request. The default memory pool keeps what
 // it frees (release threshold at its maximum, put back at close), as a
-// tuned server sets it; addresses change from one request to the next, so
-// no graph can be kept: it launches kernel by kernel only.
+// tuned server sets it. Addresses change from one request to the next, so
+// a graph cannot be kept over fixed buffers; with graphs, the allocation
+// and the free are captured into each client's graph as memory nodes.
 type asyncBackend struct {
-	c         *perClientBackend // with no activations
-	threshold uint64
+	*perClientBackend // with async buffers
+	threshold         uint64
 }
 
-func newAsyncBackend(m *model, clients int, batches []int) (_ *asyncBackend, err error) {
+func newAsyncBackend(m *model, clients int, batches []int, graphs bool) (_ *asyncBackend, err error) {
 	b := &asyncBackend{}
 	if b.threshold, err = m.rt.MemPoolReleaseThreshold(dev); err != nil {
 		return nil, err
@@ -326,33 +327,18 @@ func newAsyncBackend(m *model, clients int, batches []int) (_ *asyncBackend, err
 	if err := m.rt.SetMemPoolReleaseThreshold(dev, math.MaxUint64); err != nil {
 		return nil, err
 	}
-	if b.c, err = newClients(m, clients, batches, false, false); err != nil {
+	if b.perClientBackend, err = newClients(m, clients, batches, true, graphs); err != nil {
 		return nil, errors.Join(err, m.rt.SetMemPoolReleaseThreshold(dev, b.threshold))
 	}
 	return b, nil
 }
 
-func (b *asyncBackend) serve(_ context.Context, client, rows int, x exchange) (_ time.Duration, err error) {
-	m, c := b.c.m, &b.c.clients[client]
-	size := m.rowBytes() * uint64(rows)
-	bufs := c.bufs
-	if bufs.x, err = m.rt.MallocAsync(dev, size, c.st); err != nil {
-		return 0, err
-	}
-	defer func() { err = errors.Join(err, m.rt.FreeAsync(dev, bufs.x, c.st)) }()
-	if bufs.y, err = m.rt.MallocAsync(dev, size, c.st); err != nil {
-		return 0, err
-	}
-	defer func() { err = errors.Join(err, m.rt.FreeAsync(dev, bufs.y, c.st)) }()
-	return 0, m.run(c.st, bufs, rows, 0, x)
-}
-
 func (b *asyncBackend) memory() string {
-	return fmt.Sprintf("device: what cudaMallocAsync's pool keeps; host %s pinned per client", humanize.IBytes(2*uint64(len(b.c.clients[0].bufs.in))))
+	return fmt.Sprintf("device: what cudaMallocAsync's pool or the graphs' memory nodes keep; host %s pinned per client", humanize.IBytes(2*uint64(len(b.clients[0].bufs.in))))
 }
 
 func (b *asyncBackend) close() error {
-	return errors.Join(b.c.close(), b.c.m.rt.SetMemPoolReleaseThreshold(dev, b.threshold))
+	return errors.Join(b.perClientBackend.close(), b.m.rt.SetMemPoolReleaseThreshold(dev, b.threshold))
 }
 
 func maxInts(v []int) int {

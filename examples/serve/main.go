@@ -10,9 +10,9 @@
 // 4 and 8 slots, for one pool behind a mutex, for each client with its own
 // buffers and stream and no pool (the upper bound), and for per-request
 // cudaMallocAsync/cudaFreeAsync on a stream per client; each launching one
-// CUDA graph a request and kernel by kernel (cudaMallocAsync: kernel by
-// kernel only); in process (the pool's cost) and through an HTTP server on
-// the loopback interface. Outputs are compared in full with the CPU's in
+// CUDA graph a request (for cudaMallocAsync, with the allocations as memory
+// nodes) and kernel by kernel; in process (the pool's cost) and through an
+// HTTP server on the loopback interface. Outputs are compared in full with the CPU's in
 // untimed passes before and after each measurement; timed requests stage
 // and check samples. Last, the hand-off alone: Acquire and Release by 8
 // goroutines with nothing between, on 1 and 4 slots, against a buffered
@@ -258,8 +258,7 @@ type configuration struct {
 }
 
 // configurations are the slot counts, then the baselines, launching as
-// graphs says; cudaMallocAsync, which cannot keep a graph, only kernel by
-// kernel.
+// graphs says.
 func configurations(m *model, c config, graphs bool) []configuration {
 	var out []configuration
 	for _, n := range c.slots {
@@ -267,10 +266,8 @@ func configurations(m *model, c config, graphs bool) []configuration {
 	}
 	out = append(out,
 		configuration{mutexName, graphs, func() (backend, error) { return newMutexBackend(m, c.mix, graphs) }},
-		configuration{perClientName, graphs, func() (backend, error) { return newPerClientBackend(m, c.clients, c.mix, graphs) }})
-	if !graphs {
-		out = append(out, configuration{asyncName, false, func() (backend, error) { return newAsyncBackend(m, c.clients, c.mix) }})
-	}
+		configuration{perClientName, graphs, func() (backend, error) { return newPerClientBackend(m, c.clients, c.mix, graphs) }},
+		configuration{asyncName, graphs, func() (backend, error) { return newAsyncBackend(m, c.clients, c.mix, graphs) }})
 	return out
 }
 

@@ -137,13 +137,26 @@ func (m *model) newWeights() (_ cudart.DevicePtr, err error) {
 type buffers struct {
 	in, out []byte
 	x, y, w cudart.DevicePtr
+	// async takes x and y with cudaMallocAsync in each request and gives
+	// them back with cudaFreeAsync, in stream order; in a captured graph
+	// these are memory nodes.
+	async bool
 }
 
 // enqueue queues one request of rows batch rows on s: the input in, the
 // layers, the output out. Nothing waits.
-func (m *model) enqueue(s cudart.Stream, b buffers, rows int) error {
+func (m *model) enqueue(s cudart.Stream, b buffers, rows int) (err error) {
 	count := m.n * uint32(rows)
 	size := 4 * uint64(count)
+	for _, p := range []*cudart.DevicePtr{&b.x, &b.y} {
+		if !b.async {
+			break
+		}
+		if *p, err = m.rt.MallocAsync(dev, size, s); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, m.rt.FreeAsync(dev, *p, s)) }()
+	}
 	if err := m.rt.MemcpyAsync(dev, cudart.DeviceMem(b.x, size), cudart.HostMem(b.in[:size]), cudart.HostToDevice, s); err != nil {
 		return err
 	}

@@ -29,12 +29,13 @@ type clientState struct {
 }
 
 func newPerClientBackend(m *model, clients int, batches []int, graphs bool) (*perClientBackend, error) {
-	return newClients(m, clients, batches, true, graphs)
+	return newClients(m, clients, batches, false, graphs)
 }
 
-// newClients is a stream and pinned staging a client, with activations
-// (cudaMalloc) and graphs as asked, and the weights.
-func newClients(m *model, clients int, batches []int, activations, graphs bool) (_ *perClientBackend, err error) {
+// newClients is a stream and pinned staging a client, activations taken
+// once with cudaMalloc or in each request with cudaMallocAsync (async),
+// graphs as asked, and the weights.
+func newClients(m *model, clients int, batches []int, async, graphs bool) (_ *perClientBackend, err error) {
 	b := &perClientBackend{m: m}
 	defer func() {
 		if err != nil {
@@ -48,7 +49,7 @@ func newClients(m *model, clients int, batches []int, activations, graphs bool) 
 	b.clients = make([]clientState, 0, clients)
 	for range clients {
 		// Kept from the start, for close to free what was taken.
-		b.clients = append(b.clients, clientState{bufs: buffers{w: b.w}})
+		b.clients = append(b.clients, clientState{bufs: buffers{w: b.w, async: async}})
 		c := &b.clients[len(b.clients)-1]
 		if c.st, err = m.rt.StreamCreate(dev); err != nil {
 			return nil, err
@@ -59,7 +60,7 @@ func newClients(m *model, clients int, batches []int, activations, graphs bool) 
 			}
 		}
 		for _, d := range []*cudart.DevicePtr{&c.bufs.x, &c.bufs.y} {
-			if !activations {
+			if async {
 				break
 			}
 			if *d, err = m.rt.Malloc(dev, size); err != nil {

@@ -45,7 +45,7 @@ func tables(m *model, w *workload, c config, title string, through via, withMemo
 			return err
 		}
 		if graphs {
-			fmt.Fprintln(stdout, "(no cudaMallocAsync: its addresses change every request, so it keeps no graph; it launches kernel by kernel only)")
+			fmt.Fprintln(stdout, "(cudaMallocAsync: the allocations and frees are memory nodes of each client's graph)")
 		}
 	}
 	fmt.Fprintf(stdout, "\nratios, %s (requests/s over requests/s, each in one launch mode):\n", short)
