@@ -26,7 +26,7 @@ type reference struct {
 
 // row is one "gemm: shape=" line.
 type row struct {
-	typ           string
+	typ, launch   string
 	m, n, k, reps int
 	ms, hostUs    float64
 }
@@ -67,9 +67,9 @@ func readReference(r io.Reader) (reference, error) {
 		if err == nil {
 			rw.hostUs, err = strconv.ParseFloat(kv["host_us"], 64)
 		}
-		rw.typ = kv["type"]
-		if err != nil || kv["shape"] == "" || rw.typ == "" || rw.ms < 0 {
-			return ref, fmt.Errorf("line %d: %q: want shape, type, m, n, k, reps, ms (0 or more) and host_us", n, sc.Text())
+		rw.typ, rw.launch = kv["type"], kv["launch"]
+		if err != nil || kv["shape"] == "" || rw.typ == "" || rw.launch == "" || rw.ms < 0 {
+			return ref, fmt.Errorf("line %d: %q: want shape, type, m, n, k, reps, launch, ms (0 or more) and host_us", n, sc.Text())
 		}
 		ref.rows[kv["shape"]] = rw
 	}
@@ -108,9 +108,9 @@ func compare(w io.Writer, file, version string, results []result) error {
 		case !ok:
 			fmt.Fprintf(w, "%-10s not in %s\n", r.name, file)
 			continue
-		case c.typ != typeName(r.t) || c.m != r.m || c.n != r.n || c.k != r.k || c.reps != r.reps:
-			fmt.Fprintf(w, "%-10s not the same calls: %s %dx%dx%d, %d reps there; %s %dx%dx%d, %d reps here\n",
-				r.name, c.typ, c.m, c.n, c.k, c.reps, typeName(r.t), r.m, r.n, r.k, r.reps)
+		case c.typ != typeName(r.t) || c.m != r.m || c.n != r.n || c.k != r.k || c.reps != r.reps || c.launch != r.launchName():
+			fmt.Fprintf(w, "%-10s not the same calls: %s %dx%dx%d, %d reps by %s there; %s %dx%dx%d, %d reps by %s here\n",
+				r.name, c.typ, c.m, c.n, c.k, c.reps, c.launch, typeName(r.t), r.m, r.n, r.k, r.reps, r.launchName())
 			continue
 		}
 		ratio := r.ms / c.ms

@@ -1,10 +1,10 @@
 // Command gemm times cuBLAS GEMMs through package cublas, on pool memory,
 // and compares them with the same calls made from C.
 //
-//	go run ./examples/gemm [-runtime=auto|cuda|fake] [-reps 50] [-trials 7] [-warmup 10] [-scale 1] [-machine] [-compare FILE]
+//	go run ./examples/gemm [-runtime=auto|cuda|fake] [-reps 50] [-trials 7] [-warmup 10] [-scale 1] [-graph] [-machine] [-compare FILE]
 //
 // The shapes: 4096×4096×4096 in FP32, FP16 and BF16 (inputs and output of
-// that type, FP32 accumulation), then each layer of examples/mlp's
+// that type, FP32 accumulation), then each layer of a multi-layer
 // perceptron, 1024 → 4096 → 4096 → 1024, at batch 1, 8 and 32, in FP32.
 // Every GEMM is C = A·B, column-major, NoTrans both, α 1 and β 0: A is M×K,
 // B K×N, C M×N, with leading dimensions M, K and M. A layer is its weights
@@ -22,6 +22,13 @@
 // host's microseconds per call while queueing. After the trials, outside
 // the timing, 256 elements of the last GEMM's result are compared with the
 // CPU's, to the tolerance package cublas documents; a mismatch is an error.
+//
+// With -graph, a shape's -reps GEMMs are captured once in a CUDA graph
+// (CaptureModeThreadLocal), launched once untimed, and each trial is one
+// launch of it between the events: the host's calls leave the timing, and
+// what remains is the GPU's cost of the GEMMs as the binding set them up.
+// The tool prints the graphs' memory nodes (none while the workspace is
+// set) and kernel nodes a GEMM.
 //
 // # The C reference
 //
@@ -44,13 +51,17 @@
 //	/usr/local/cuda/bin/nvcc -O2 -o /tmp/gemm_c examples/gemm/cref/gemm.c -lcublas
 //	/tmp/gemm_c > c.txt
 //	.gpu/gemm -runtime cuda -compare c.txt
+//	/tmp/gemm_c -graph > cg.txt
+//	.gpu/gemm -runtime cuda -graph -compare cg.txt
 //
-// Give both the same -reps, -trials, -warmup and -scale. make gpu does not
-// build the C program: it needs the toolkit's headers.
+// Give both the same -reps, -trials, -warmup, -scale and -graph: -compare
+// compares only rows of the same calls. make gpu does not build the C
+// program: it needs the toolkit's headers.
 //
-// On the fake runtime the GEMMs run on the CPU and the events count calls:
-// the defaults shrink to dimensions divided by 32, 2 reps, 3 trials and 1
-// warm-up call, and the times are no GPU's.
+// On the fake runtime the GEMMs run on the CPU and the events count the
+// calls made between them (none while the GEMMs run, so 0 ms): the defaults
+// shrink to dimensions divided by 32, 2 reps, 3 trials and 1 warm-up call,
+// and the times are no GPU's.
 package main
 
 import (
@@ -73,7 +84,7 @@ const about = `gemm times cuBLAS GEMMs through package cublas on pool memory, wi
 32 MiB pool workspace, between two events on one stream: 4096x4096x4096 in
 FP32, FP16 and BF16, and the MLP's layers (1024 -> 4096 -> 4096 -> 1024) at
 batch 1, 8 and 32 in FP32, each checked against the CPU after its timing.
--compare reads the output of cref/gemm.c, the same calls made from C, and
+-graph times one launch of a CUDA graph of the GEMMs instead. -compare reads the output of cref/gemm.c, the same calls made from C, and
 prints the ratio Go/C per shape. On the fake runtime the shapes shrink and
 the times are no GPU's.`
 
@@ -96,6 +107,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.trials, "trials", 7, "timed trials a shape; the median and the fastest are reported (3 on the fake unless given)")
 	fs.IntVar(&c.warmup, "warmup", 10, "untimed GEMMs a shape before its trials (1 on the fake unless given)")
 	fs.IntVar(&c.scale, "scale", 1, "divide every dimension but the batch by this (32 on the fake unless given)")
+	fs.BoolVar(&c.graph, "graph", false, "capture each trial's GEMMs in a CUDA graph and launch it once, so that the host's calls are out of the timing")
 	fs.BoolVar(&c.machine, "machine", false, `also print each row as a "gemm:" line, as cref/gemm.c does`)
 	fs.StringVar(&c.compare, "compare", "", "a file of cref/gemm.c's output: print the ratio Go/C per shape")
 	switch err := fs.Parse(args); {
@@ -156,6 +168,7 @@ func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err er
 	}
 	defer func() { err = errors.Join(err, b.close()) }()
 	fmt.Fprintf(stdout, "workspace %d MiB from the pool; A is M x K, B K x N, C M x N, column-major, NoTrans both, FP32 accumulation\n\n", workspace>>20)
+	printLaunch(stdout, c.timing)
 	printHeader(stdout)
 	results := make([]result, 0, len(list))
 	for _, s := range list {
@@ -166,7 +179,11 @@ func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err er
 		printRow(stdout, r)
 		results = append(results, r)
 	}
-	fmt.Fprintf(stdout, "\nevery shape's last GEMM checked against the CPU: %d elements each, within package cublas's documented tolerance\n", samples)
+	fmt.Fprintln(stdout)
+	if c.graph {
+		printNodes(stdout, results)
+	}
+	fmt.Fprintf(stdout, "every shape's last GEMM checked against the CPU: %d elements each, within package cublas's documented tolerance\n", samples)
 	if c.machine {
 		fmt.Fprintf(stdout, versionFormat, v.Major, v.Minor, v.Patch)
 		for _, r := range results {

@@ -33,19 +33,43 @@ func TestGemmOnTheFake(t *testing.T) {
 func regexpQuote(s string) string { return strings.ReplaceAll(s, ".", `\.`) }
 
 // The machine lines of one run read back as the reference of the next: the
-// same calls, and the fake's event times are the same each run.
+// same calls, and the fake's event times are the same each run. A run that
+// launches otherwise makes other calls.
 func TestMachineLinesAreWhatCompareReads(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-runtime=fake", "-machine"}, &out, &errOut), errOut.String())
-	assert.Contains(t, out.String(), "gemm: cublas=13.1.0\n")
-	assert.Contains(t, out.String(), "gemm: shape=l2.b32 type=f32 m=128 n=32 k=128 reps=2 trials=3 ms=")
-	file := filepath.Join(t.TempDir(), "c.txt")
-	require.NoError(t, os.WriteFile(file, out.Bytes(), 0o600))
+	for _, launch := range []string{"stream", "graph"} {
+		t.Run(launch, func(t *testing.T) {
+			flags := []string{"-runtime=fake"}
+			if launch == "graph" {
+				flags = append(flags, "-graph")
+			}
+			var out, errOut bytes.Buffer
+			require.Equal(t, 0, run(append(flags, "-machine"), &out, &errOut), errOut.String())
+			assert.Contains(t, out.String(), "\nlaunch: "+launch+", ")
+			if launch == "graph" {
+				assert.Contains(t, out.String(), "graphs: 0 memory nodes in all 12; 1 to 1 kernel nodes a GEMM\n", "the workspace is set")
+			} else {
+				assert.NotContains(t, out.String(), "graphs:")
+			}
+			assert.Contains(t, out.String(), "gemm: cublas=13.1.0\n")
+			assert.Contains(t, out.String(), "gemm: shape=l2.b32 type=f32 m=128 n=32 k=128 reps=2 trials=3 launch="+launch+" ms=")
+			file := filepath.Join(t.TempDir(), "c.txt")
+			require.NoError(t, os.WriteFile(file, out.Bytes(), 0o600))
 
-	out.Reset()
-	require.Equal(t, 0, run([]string{"-runtime=fake", "-compare", file}, &out, &errOut), errOut.String())
-	assert.Contains(t, out.String(), "(cuBLAS 13.1.0 there, 13.1.0 here: the same library)")
-	assert.Contains(t, out.String(), "12 of 12 shapes within 2% of C (Go/C 1.0000 to 1.0000)")
+			out.Reset()
+			require.Equal(t, 0, run(append(flags, "-compare", file), &out, &errOut), errOut.String())
+			assert.Contains(t, out.String(), "(cuBLAS 13.1.0 there, 13.1.0 here: the same library)")
+			assert.Contains(t, out.String(), "12 of 12 shapes within 2% of C (Go/C 1.0000 to 1.0000)")
+
+			other := []string{"-runtime=fake", "-graph", "-compare", file}
+			if launch == "graph" {
+				other = other[:1:1]
+				other = append(other, "-compare", file)
+			}
+			errOut.Reset()
+			require.Equal(t, 1, run(other, &out, &errOut))
+			assert.Contains(t, errOut.String(), "no shape of this run is there with the same calls")
+		})
+	}
 }
 
 func TestCompare(t *testing.T) {
@@ -63,13 +87,13 @@ func TestCompare(t *testing.T) {
 		{
 			name: "ratios",
 			file: "runtime: C\ngemm: cublas=13.1.0\n" +
-				"gemm: shape=cube.f32 type=f32 m=64 n=64 k=64 reps=50 trials=7 ms=1.000000 min_ms=0.9 tflops=1 host_us=2.00\n" +
-				"gemm: shape=l1.b1 type=f32 m=4096 n=1 k=1024 reps=50 trials=7 ms=0.010000 min_ms=0.01 tflops=1 host_us=3.00\n" +
-				"gemm: shape=l2.b1 type=f32 m=4096 n=1 k=4096 reps=20 trials=7 ms=0.020000 min_ms=0.02 tflops=1 host_us=3.00\n",
+				"gemm: shape=cube.f32 type=f32 m=64 n=64 k=64 reps=50 trials=7 launch=stream ms=1.000000 min_ms=0.9 tflops=1 host_us=2.00\n" +
+				"gemm: shape=l1.b1 type=f32 m=4096 n=1 k=1024 reps=50 trials=7 launch=stream ms=0.010000 min_ms=0.01 tflops=1 host_us=3.00\n" +
+				"gemm: shape=l2.b1 type=f32 m=4096 n=1 k=4096 reps=50 trials=7 launch=graph ms=0.020000 min_ms=0.02 tflops=1 host_us=3.00\n",
 			want: []string{
 				"cube.f32   f32       64     64     64    1.010000    1.000000  1.0100      3.00      2.00  yes\n",
 				"l1.b1      f32     4096      1   1024    0.010500    0.010000  1.0500     10.00      3.00  no (host-bound: the GPU may wait for the calls)\n",
-				"l2.b1      not the same calls: f32 4096x1x4096, 20 reps there; f32 4096x1x4096, 50 reps here\n",
+				"l2.b1      not the same calls: f32 4096x1x4096, 50 reps by graph there; f32 4096x1x4096, 50 reps by stream here\n",
 				"l3.b1      not in ",
 				"1 of 2 shapes within 2% of C (Go/C 1.0100 to 1.0500)",
 				"(cuBLAS 13.1.0 there, 13.1.0 here: the same library)",
@@ -77,12 +101,12 @@ func TestCompare(t *testing.T) {
 		},
 		{
 			name: "another library",
-			file: "gemm: cublas=12.9.1\ngemm: shape=cube.f32 type=f32 m=64 n=64 k=64 reps=50 trials=7 ms=1.000000 min_ms=0.9 tflops=1 host_us=2.00\n",
+			file: "gemm: cublas=12.9.1\ngemm: shape=cube.f32 type=f32 m=64 n=64 k=64 reps=50 trials=7 launch=stream ms=1.000000 min_ms=0.9 tflops=1 host_us=2.00\n",
 			want: []string{"(cuBLAS 12.9.1 there, 13.1.0 here: NOT the same library"},
 		},
 		{name: "no rows", file: "runtime: C\n", err: `no "gemm: shape=" line`},
-		{name: "a row without its time", file: "gemm: shape=cube.f32 type=f32 m=64 n=64 k=64 reps=50\n", err: "line 1: "},
-		{name: "nothing the same", file: "gemm: shape=cube.f32 type=f16 m=64 n=64 k=64 reps=50 ms=1 host_us=1\n", err: "no shape of this run is there with the same calls"},
+		{name: "a row without its time", file: "gemm: shape=cube.f32 type=f32 m=64 n=64 k=64 reps=50 launch=stream\n", err: "line 1: "},
+		{name: "nothing the same", file: "gemm: shape=cube.f32 type=f16 m=64 n=64 k=64 reps=50 launch=stream ms=1 host_us=1\n", err: "no shape of this run is there with the same calls"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "c.txt")
@@ -157,7 +181,8 @@ func TestTheCProgramKeepsTheGoToolsFormatsAndValues(t *testing.T) {
 	c := string(src)
 	literal := func(f string) string { return `"` + strings.ReplaceAll(f, "\n", `\n`) + `"` }
 	for _, want := range []string{
-		literal(headerFormat), literal(rowFormat), literal(versionFormat), literal(machineFormat),
+		literal(headerFormat), literal(rowFormat), literal(versionFormat), literal(machineFormat), literal(streamLine), literal(graphLine),
+		`graph ? "graph" : "stream"`, "cudaStreamCaptureModeThreadLocal",
 		`"ms/GEMM", "min ms", "TFLOP/s", "host us/call"`,
 		"x = x * 1664525u + 1013904223u;", "(float)((int)(x >> 23) - 256) / 256.0f",
 		fmt.Sprintf("(size_t)p->m * p->k, %d)", seedA), fmt.Sprintf("(size_t)p->k * p->n, %d)", seedB),

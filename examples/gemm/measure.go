@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"time"
 
@@ -19,14 +20,24 @@ const workspace = 32 << 20
 // timing is how a shape is timed.
 type timing struct {
 	reps, trials, warmup int
+	graph                bool // the reps GEMMs captured in a CUDA graph, launched once a trial
+}
+
+// launchName is how the trials launch their GEMMs, as the tables say.
+func (tm timing) launchName() string {
+	if tm.graph {
+		return "graph"
+	}
+	return "stream"
 }
 
 // result is one shape's timing: medians over the trials.
 type result struct {
 	shape
 	timing
-	ms, minMs float64 // GPU ms per GEMM, between the events: median and fastest trial
-	hostUs    float64 // host µs per call while queueing a trial, median
+	ms, minMs float64                // GPU ms per GEMM, between the events: median and fastest trial
+	hostUs    float64                // host µs per call while queueing a trial, median
+	nodes     cudart.GraphNodeCounts // the graph's nodes by type; nil launching on the stream
 }
 
 // tflops is the median's throughput; 0 for a median of 0 ms, which only
@@ -127,13 +138,13 @@ func matrix(buf *pool.Buffer, t cublas.DataType, ld int) (cublas.Matrix, error) 
 
 // run times s: its operands filled and copied in, tm.warmup GEMMs and a
 // stream synchronisation, then tm.trials times tm.reps GEMMs between two
-// events on the stream. Then, outside the timing, it checks the last GEMM's
-// result against the CPU.
-func (b *bench) run(s shape, tm timing, progress io.Writer) (result, error) {
+// events on the stream, queued one by one or, with tm.graph, as one launch
+// of a graph that captured them. Then, outside the timing, it checks the
+// last GEMM's result against the CPU.
+func (b *bench) run(s shape, tm timing, progress io.Writer) (_ result, err error) {
 	fmt.Fprintf(progress, "gemm: %s %dx%dx%d: %d warm-up calls, %d trials of %d\n", s.name, s.m, s.n, s.k, tm.warmup, tm.trials, tm.reps)
 	va, vb := values(s.m*s.k, seedA), values(s.k*s.n, seedB)
 	g := cublas.Gemm{TransA: cublas.NoTrans, TransB: cublas.NoTrans, M: s.m, N: s.n, K: s.k, Alpha: 1, Beta: 0}
-	var err error
 	for _, m := range []struct {
 		mat  *cublas.Matrix
 		buf  *pool.Buffer
@@ -158,16 +169,19 @@ func (b *bench) run(s shape, tm timing, progress io.Writer) (result, error) {
 	if err := b.rt.StreamSynchronize(0, b.s); err != nil {
 		return result{}, err
 	}
+	launch, err := b.launcher(g, tm)
+	if err != nil {
+		return result{}, fmt.Errorf("%s: %w", s.name, err)
+	}
+	defer func() { err = errors.Join(err, launch.close()) }()
 	ms, hostUs := make([]float64, tm.trials), make([]float64, tm.trials)
 	for t := range tm.trials {
 		if err := b.rt.EventRecord(0, b.start, b.s); err != nil {
 			return result{}, err
 		}
 		t0 := time.Now()
-		for range tm.reps {
-			if err := b.h.Gemm(g); err != nil {
-				return result{}, err
-			}
+		if err := launch.run(); err != nil {
+			return result{}, err
 		}
 		hostUs[t] = float64(time.Since(t0).Nanoseconds()) / 1e3 / float64(tm.reps)
 		if err := b.rt.EventRecord(0, b.stop, b.s); err != nil {
@@ -191,7 +205,7 @@ func (b *bench) run(s shape, tm timing, progress io.Writer) (result, error) {
 	}
 	slices.Sort(ms)
 	slices.Sort(hostUs)
-	return result{shape: s, timing: tm, ms: median(ms), minMs: ms[0], hostUs: median(hostUs)}, nil
+	return result{shape: s, timing: tm, ms: median(ms), minMs: ms[0], hostUs: median(hostUs), nodes: launch.nodes}, nil
 }
 
 // median of sorted values.
@@ -201,4 +215,74 @@ func median(sorted []float64) float64 {
 		return sorted[n/2]
 	}
 	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// launcher queues a trial's GEMMs.
+type launcher struct {
+	run   func() error
+	close func() error
+	nodes cudart.GraphNodeCounts // the graph's, when it launches one
+}
+
+// launcher is tm.reps calls of g on the stream or, with tm.graph, one launch
+// of a graph that captured them: captured, instantiated, launched once and
+// synchronised, untimed, as the C program does.
+func (b *bench) launcher(g cublas.Gemm, tm timing) (launcher, error) {
+	calls := func() error {
+		for range tm.reps {
+			if err := b.h.Gemm(g); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if !tm.graph {
+		return launcher{run: calls, close: func() error { return nil }}, nil
+	}
+	graph, err := b.capture(calls)
+	if err != nil {
+		return launcher{}, err
+	}
+	nodes, err := cudart.CountGraphNodes(b.rt, 0, graph)
+	if err != nil {
+		return launcher{}, errors.Join(err, b.rt.GraphDestroy(0, graph))
+	}
+	x, err := b.rt.GraphInstantiate(0, graph)
+	if err != nil {
+		return launcher{}, errors.Join(err, b.rt.GraphDestroy(0, graph))
+	}
+	l := launcher{
+		nodes: nodes,
+		run:   func() error { return b.rt.GraphLaunch(0, x, b.s) },
+		close: func() error { return errors.Join(b.rt.GraphExecDestroy(0, x), b.rt.GraphDestroy(0, graph)) },
+	}
+	if err := l.run(); err != nil {
+		return launcher{}, errors.Join(err, l.close())
+	}
+	if err := b.rt.StreamSynchronize(0, b.s); err != nil {
+		return launcher{}, errors.Join(err, l.close())
+	}
+	return l, nil
+}
+
+// capture records what calls queues on the stream as a graph, in
+// CaptureModeThreadLocal, on one OS thread as that mode needs.
+func (b *bench) capture(calls func() error) (cudart.Graph, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := b.rt.StreamBeginCapture(0, b.s, cudart.CaptureModeThreadLocal); err != nil {
+		return 0, err
+	}
+	err := calls()
+	graph, endErr := b.rt.StreamEndCapture(0, b.s)
+	if err == nil {
+		err = endErr
+	}
+	if err != nil {
+		if graph != 0 {
+			err = errors.Join(err, b.rt.GraphDestroy(0, graph))
+		}
+		return 0, err
+	}
+	return graph, nil
 }

@@ -6,13 +6,14 @@
  * cublasGemmEx with the same types, NoTrans both, CUBLAS_COMPUTE_32F and
  * CUBLAS_GEMM_DEFAULT, on operands filled with the same values. It times them
  * the same way: WARMUP calls and a stream synchronisation, then TRIALS times
- * REPS calls between two events on the stream, and prints the median and
- * fastest ms per GEMM, TFLOP/s and the host's microseconds per call, in the
- * Go tool's table, then the same rows as "gemm:" lines, which
- * `gemm -compare FILE` reads.
+ * REPS calls between two events on the stream (with -graph, one launch of a
+ * CUDA graph that captured the REPS calls, after one untimed launch). It
+ * prints the median and fastest ms per GEMM, TFLOP/s and the host's
+ * microseconds per call, in the Go tool's table, then the same rows as
+ * "gemm:" lines, which `gemm -compare FILE` reads.
  *
  *   nvcc -O2 -o gemm_c examples/gemm/cref/gemm.c -lcublas
- *   gemm_c [-reps 50] [-trials 7] [-warmup 10] [-scale 1]
+ *   gemm_c [-reps 50] [-trials 7] [-warmup 10] [-scale 1] [-graph]
  *
  * The formats and the value generator must stay those of examples/gemm
  * (report.go, values.go): its tests read this file to hold them together.
@@ -102,15 +103,26 @@ static double now_us(void) {
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-static int flag(int argc, char **argv, const char *name, int def) {
-    for (int i = 1; i + 1 < argc; i++)
-        if (strcmp(argv[i], name) == 0) return atoi(argv[i + 1]);
-    return def;
+/* gemm_one queues the shape's GEMM on the handle's stream. */
+static void gemm_one(cublasHandle_t h, const struct shape *p, const void *a, const void *b, void *c) {
+    const float alpha = 1, beta = 0;
+    BLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, p->m, p->n, p->k, &alpha, a, p->type, p->m, b, p->type, p->k,
+                      &beta, c, p->type, p->m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 int main(int argc, char **argv) {
-    int reps = flag(argc, argv, "-reps", 50), trials = flag(argc, argv, "-trials", 7);
-    int warmup = flag(argc, argv, "-warmup", 10), scale = flag(argc, argv, "-scale", 1);
+    int reps = 50, trials = 7, warmup = 10, scale = 1, graph = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-graph") == 0) graph = 1;
+        else if (i + 1 < argc && strcmp(argv[i], "-reps") == 0) reps = atoi(argv[++i]);
+        else if (i + 1 < argc && strcmp(argv[i], "-trials") == 0) trials = atoi(argv[++i]);
+        else if (i + 1 < argc && strcmp(argv[i], "-warmup") == 0) warmup = atoi(argv[++i]);
+        else if (i + 1 < argc && strcmp(argv[i], "-scale") == 0) scale = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "gemm_c: %s: usage: gemm_c [-reps 50] [-trials 7] [-warmup 10] [-scale 1] [-graph]\n", argv[i]);
+            return 2;
+        }
+    }
     if (reps < 1 || trials < 1 || warmup < 0 || scale < 1 || trials > 1000) {
         fprintf(stderr, "gemm_c: -reps, -trials (at most 1000) and -scale must be at least 1, -warmup at least 0\n");
         return 2;
@@ -153,9 +165,10 @@ int main(int argc, char **argv) {
     if (!host) { fprintf(stderr, "gemm_c: out of host memory\n"); return 1; }
 
     printf("workspace %u MiB from cudaMalloc; A is M x K, B K x N, C M x N, column-major, NoTrans both, FP32 accumulation\n\n", WORKSPACE >> 20);
+    printf(graph ? "launch: graph, a trial's GEMMs captured in one CUDA graph, launched once\n"
+                 : "launch: stream, each GEMM a cublasGemmEx call\n");
     printf("%-10s %-5s %6s %6s %6s %5s %6s %11s %11s %8s %12s\n", "shape", "type", "M", "N", "K", "reps", "trials", "ms/GEMM", "min ms", "TFLOP/s", "host us/call");
     double ms[1000], hus[1000], med[16], lo[16], hmed[16];
-    const float alpha = 1, beta = 0;
     for (int i = 0; i < ns; i++) {
         struct shape *p = &sh[i];
         size_t e = esize(p->type);
@@ -164,16 +177,23 @@ int main(int argc, char **argv) {
         CUDA(cudaMemcpy(a, host, (size_t)p->m * p->k * e, cudaMemcpyHostToDevice));
         fill(host, p->type, (size_t)p->k * p->n, 2);
         CUDA(cudaMemcpy(b, host, (size_t)p->k * p->n * e, cudaMemcpyHostToDevice));
-        for (int w = 0; w < warmup; w++)
-            BLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, p->m, p->n, p->k, &alpha, a, p->type, p->m, b, p->type, p->k,
-                              &beta, c, p->type, p->m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        for (int w = 0; w < warmup; w++) gemm_one(h, p, a, b, c);
         CUDA(cudaStreamSynchronize(s));
+        cudaGraph_t g = NULL;
+        cudaGraphExec_t x = NULL;
+        if (graph) {
+            CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+            for (int r = 0; r < reps; r++) gemm_one(h, p, a, b, c);
+            CUDA(cudaStreamEndCapture(s, &g));
+            CUDA(cudaGraphInstantiate(&x, g, 0));
+            CUDA(cudaGraphLaunch(x, s));
+            CUDA(cudaStreamSynchronize(s));
+        }
         for (int t = 0; t < trials; t++) {
             CUDA(cudaEventRecord(start, s));
             double t0 = now_us();
-            for (int r = 0; r < reps; r++)
-                BLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, p->m, p->n, p->k, &alpha, a, p->type, p->m, b, p->type, p->k,
-                                  &beta, c, p->type, p->m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+            if (graph) CUDA(cudaGraphLaunch(x, s));
+            else for (int r = 0; r < reps; r++) gemm_one(h, p, a, b, c);
             hus[t] = (now_us() - t0) / reps;
             CUDA(cudaEventRecord(stop, s));
             CUDA(cudaEventSynchronize(stop));
@@ -181,12 +201,18 @@ int main(int argc, char **argv) {
             CUDA(cudaEventElapsedTime(&el, start, stop));
             ms[t] = (double)el / reps;
         }
+        if (graph) {
+            CUDA(cudaGraphExecDestroy(x));
+            CUDA(cudaGraphDestroy(g));
+        }
         qsort(ms, trials, sizeof ms[0], cmp);
         qsort(hus, trials, sizeof hus[0], cmp);
         med[i] = trials % 2 ? ms[trials / 2] : (ms[trials / 2 - 1] + ms[trials / 2]) / 2;
         hmed[i] = trials % 2 ? hus[trials / 2] : (hus[trials / 2 - 1] + hus[trials / 2]) / 2;
         lo[i] = ms[0];
-        printf("%-10s %-5s %6d %6d %6d %5d %6d %11.6f %11.6f %8.2f %12.2f\n", p->name, p->tname, p->m, p->n, p->k, reps, trials,
+        printf(graph ? "launch: graph, a trial's GEMMs captured in one CUDA graph, launched once\n"
+                 : "launch: stream, each GEMM a cublasGemmEx call\n");
+    printf("%-10s %-5s %6d %6d %6d %5d %6d %11.6f %11.6f %8.2f %12.2f\n", p->name, p->tname, p->m, p->n, p->k, reps, trials,
                med[i], lo[i], 2.0 * p->m * p->n * p->k / (med[i] * 1e-3) / 1e12, hmed[i]);
         fflush(stdout);
     }
@@ -194,8 +220,8 @@ int main(int argc, char **argv) {
     printf("gemm: cublas=%d.%d.%d\n", major, minor, patch);
     for (int i = 0; i < ns; i++) {
         struct shape *p = &sh[i];
-        printf("gemm: shape=%s type=%s m=%d n=%d k=%d reps=%d trials=%d ms=%.6f min_ms=%.6f tflops=%.2f host_us=%.2f\n", p->name, p->tname,
-               p->m, p->n, p->k, reps, trials, med[i], lo[i], 2.0 * p->m * p->n * p->k / (med[i] * 1e-3) / 1e12, hmed[i]);
+        printf("gemm: shape=%s type=%s m=%d n=%d k=%d reps=%d trials=%d launch=%s ms=%.6f min_ms=%.6f tflops=%.2f host_us=%.2f\n", p->name, p->tname,
+               p->m, p->n, p->k, reps, trials, graph ? "graph" : "stream", med[i], lo[i], 2.0 * p->m * p->n * p->k / (med[i] * 1e-3) / 1e12, hmed[i]);
     }
     free(host);
     CUDA(cudaEventDestroy(start));
