@@ -142,9 +142,10 @@
 // Kernels run as Go functions: RegisterKernel gives a PTX entry point its
 // implementation, a KernelFunc that sees the launch's shape, its typed
 // arguments, the device's memory and a device-side malloc bounded by the
-// device's malloc heap limit. ModuleLoadData reads the PTX's header, blocks
-// and .entry declarations with the binding's parser, refusing at the line
-// what the JIT refuses of them, but not the instructions; launches are
+// device's malloc heap limit. ModuleLoadData reads the PTX's header, blocks,
+// comments and .entry declarations with the binding's parser, refusing at
+// the line what the JIT refuses of them (parameters past the parameter space
+// of the PTX version included), but not the instructions; launches are
 // checked against them as the binding checks them. While a stream captures, work issued to it is recorded, and a graph
 // launch replays it. The graph has a node of CUDA's type for each piece of
 // work CUDA makes a node for (kernel launches, async copies,

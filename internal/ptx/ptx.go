@@ -8,6 +8,7 @@ package ptx
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -105,17 +106,26 @@ var ptxTargetOptions = map[string]bool{"texmode_unified": true, "texmode_indepen
 // s[24]") counts its whole length. It refuses, at the line the JIT names,
 // what the driver's JIT refuses of the parts it reads: text that does not
 // start with .version (no PTX at all), a malformed .version, a missing or
-// unknown .target, an .address_size other than 32 or 64, braces that do not
-// pair, an .entry without a name or a body, and a parameter list that does
-// not parse. It does not judge the instructions: the JIT does.
+// unknown .target, an .address_size other than 32 or 64, a block comment
+// that is not closed, braces that do not pair, an .entry without a name or
+// a body, a parameter list that does not parse, an array parameter whose
+// size does not fit 32 bits (no PTX at all to the JIT), and parameters
+// over the parameter space of the version and target (ParamSpace). It does
+// not judge the instructions: the JIT does. Its time is linear in the
+// length of ptx.
 func Parse(ptx string) (Info, error) {
-	toks := ptxTokens(ptx)
-	i, err := ptxHeader(toks)
+	toks, err := ptxTokens(ptx)
+	if err != nil {
+		return Info{}, err
+	}
+	h, i, err := ptxHeader(toks)
 	if err != nil {
 		return Info{}, err
 	}
 	var info Info
+	seen := make(map[string]bool)
 	depth, opened := 0, 0
+	inExtern := false // between an .extern and the ; that ends it
 	for ; i < len(toks); i++ {
 		switch t := toks[i]; t.s {
 		case "{":
@@ -129,17 +139,20 @@ func Parse(ptx string) (Info, error) {
 			}
 			depth--
 		case ".extern":
-			if j := indexOf(toks[i:], "malloc", ";"); j > 0 {
-				info.CallsMalloc = true
-			}
+			inExtern = true
+		case ";":
+			inExtern = false
+		case "malloc":
+			info.CallsMalloc = info.CallsMalloc || inExtern
 		case ".entry":
-			e, next, err := ptxEntry(toks, i)
+			e, next, err := ptxEntry(toks, i, h)
 			if err != nil {
 				return Info{}, err
 			}
-			if _, dup := info.Entry(e.Name); dup {
+			if seen[e.Name] {
 				return Info{}, ptxErrorf(t.line, InvalidPTX, "duplicate .entry %s", e.Name)
 			}
+			seen[e.Name] = true
 			info.Entries = append(info.Entries, e)
 			i = next - 1
 		}
@@ -154,38 +167,59 @@ func Parse(ptx string) (Info, error) {
 // that ended too soon.
 func lastLine(ptx string) int { return strings.Count(ptx, "\n") + 1 }
 
+// header is what Parse reads of the directives PTX begins with.
+type header struct {
+	version string // major.minor, as written
+	target  string // the architecture, as written
+	// paramSpace is the most bytes an entry's parameters may take.
+	paramSpace uint64
+}
+
 // ptxHeader checks the .version, .target and optional .address_size
-// directives PTX begins with, and returns the index of the token after them.
-func ptxHeader(toks []ptxTok) (int, error) {
+// directives PTX begins with, and returns them and the index of the token
+// after them.
+func ptxHeader(toks []ptxTok) (header, int, error) {
+	var h header
 	if len(toks) == 0 {
-		return 0, ptxErrorf(1, NotPTX, "no PTX: the text is empty")
+		return h, 0, ptxErrorf(1, NotPTX, "no PTX: the text is empty")
 	}
 	if toks[0].s != ".version" {
-		return 0, ptxErrorf(toks[0].line, NotPTX, "no PTX: it starts with %q, not .version", toks[0].s)
+		return h, 0, ptxErrorf(toks[0].line, NotPTX, "no PTX: it starts with %q, not .version", toks[0].s)
 	}
 	if len(toks) < 2 || toks[1].line != toks[0].line || !ptxVersion(toks[1].s) {
-		return 0, ptxErrorf(toks[0].line, InvalidPTX, ".version wants major.minor, e.g. .version 8.0")
+		return h, 0, ptxErrorf(toks[0].line, InvalidPTX, ".version wants major.minor, e.g. .version 8.0")
 	}
+	h.version = toks[1].s
 	i := 2
 	if i >= len(toks) || toks[i].s != ".target" {
-		return 0, ptxErrorf(toks[1].line+1, InvalidPTX, "missing .target after .version")
+		return h, 0, ptxErrorf(toks[1].line+1, InvalidPTX, "missing .target after .version")
 	}
 	line := toks[i].line
 	i++
+	debugInfo := -1 // whether toks have debug information, once asked
 	for first := true; ; first = false {
 		if i >= len(toks) || toks[i].line != line {
-			return 0, ptxErrorf(line, InvalidPTX, ".target names no architecture")
+			return h, 0, ptxErrorf(line, InvalidPTX, ".target names no architecture")
 		}
 		name := toks[i].s
 		arch, isSM := strings.CutPrefix(name, "sm_")
 		arch = strings.TrimRight(arch, "af")
+		if name == "debug" && debugInfo < 0 {
+			debugInfo = 0
+			if ptxHasDebugInfo(toks) {
+				debugInfo = 1
+			}
+		}
 		switch {
 		case isSM && ptxTargets[arch]:
-		case !first && name == "debug" && !ptxHasDebugInfo(toks):
-			return 0, ptxErrorf(line, InvalidPTX, ".target debug without debug information (.section .debug_*)")
+			if first {
+				h.target = name
+			}
+		case !first && name == "debug" && debugInfo == 0:
+			return h, 0, ptxErrorf(line, InvalidPTX, ".target debug without debug information (.section .debug_*)")
 		case !first && ptxTargetOptions[name]:
 		default:
-			return 0, ptxErrorf(line, InvalidPTX, "unsupported .target %q", name)
+			return h, 0, ptxErrorf(line, InvalidPTX, "unsupported .target %q", name)
 		}
 		i++
 		if i >= len(toks) || toks[i].s != "," || toks[i].line != line {
@@ -195,11 +229,30 @@ func ptxHeader(toks []ptxTok) (int, error) {
 	}
 	if i < len(toks) && toks[i].s == ".address_size" {
 		if i+1 >= len(toks) || toks[i+1].line != toks[i].line || (toks[i+1].s != "32" && toks[i+1].s != "64") {
-			return 0, ptxErrorf(toks[i].line, InvalidPTX, ".address_size wants 32 or 64")
+			return h, 0, ptxErrorf(toks[i].line, InvalidPTX, ".address_size wants 32 or 64")
 		}
 		i += 2
 	}
-	return i, nil
+	h.paramSpace = ParamSpace(h.version, h.target)
+	return h, i, nil
+}
+
+// ParamSpace is the most bytes the parameters of one .entry may take, with
+// the padding their alignment puts between them, for PTX of version (as
+// .version writes it, e.g. "8.0") and architecture target ("sm_80"): 32,764
+// B from PTX ISA 8.1 on sm_70 and later, as CUDA 12.1 raised it, and 4,352
+// B (0x1100) otherwise. The JIT refuses more with CUDA_ERROR_INVALID_PTX,
+// "too much parameter space": 4,360 B, 32,764 B and 32,768 B at .version
+// 8.0 on an H200 with CUDA 13.0.
+func ParamSpace(version, target string) uint64 {
+	major, minor, _ := strings.Cut(version, ".")
+	ma, _ := strconv.Atoi(major)
+	mi, _ := strconv.Atoi(minor)
+	sm, _ := strconv.Atoi(strings.TrimRight(strings.TrimPrefix(target, "sm_"), "af"))
+	if (ma > 8 || ma == 8 && mi >= 1) && sm >= 70 {
+		return 32764
+	}
+	return 4352
 }
 
 // ptxHasDebugInfo reports whether toks have a debug section.
@@ -223,9 +276,9 @@ func ptxDigits(s string) bool {
 }
 
 // ptxEntry reads the .entry at toks[i]: its name, its parameter list if
-// any, and the directives up to its body, which must follow. It returns the
-// index of the body's "{".
-func ptxEntry(toks []ptxTok, i int) (Entry, int, error) {
+// any, which must fit the parameter space of h, and the directives up to
+// its body, which must follow. It returns the index of the body's "{".
+func ptxEntry(toks []ptxTok, i int, h header) (Entry, int, error) {
 	at := toks[i].line
 	i++
 	if i >= len(toks) || !ptxIdent(toks[i].s) {
@@ -242,9 +295,16 @@ func ptxEntry(toks []ptxTok, i int) (Entry, int, error) {
 		if end < 0 {
 			return Entry{}, 0, ptxErrorf(at, InvalidPTX, ".entry %s: parameter list without its closing parenthesis", e.Name)
 		}
-		params, err := ptxParams(toks[i+1 : i+end])
+		params, space, err := ptxParams(toks[i+1 : i+end])
 		if err != nil {
-			return Entry{}, 0, ptxErrorf(at, InvalidPTX, ".entry %s: %v", e.Name, err)
+			code := InvalidPTX
+			if errors.Is(err, errArrayWraps) {
+				code = NotPTX
+			}
+			return Entry{}, 0, ptxErrorf(at, code, ".entry %s: %v", e.Name, err)
+		}
+		if space > h.paramSpace {
+			return Entry{}, 0, ptxErrorf(at, InvalidPTX, ".entry %s uses too much parameter space: %d B, %d B at most at .version %s, .target %s", e.Name, space, h.paramSpace, h.version, h.target)
 		}
 		e.Params = params
 		i += end + 1
@@ -300,86 +360,111 @@ func indexOf(toks []ptxTok, want, stop string) int {
 	return -1
 }
 
-// ptxParams sizes each comma-separated parameter of toks.
-func ptxParams(toks []ptxTok) ([]uint32, error) {
-	var sizes []uint32
+// errArrayWraps is an array parameter whose size in bytes does not fit 32
+// bits: the JIT takes such text for no PTX at all.
+var errArrayWraps = errors.New("the array's size does not fit 32 bits")
+
+// ptxParams sizes each comma-separated parameter of toks, and the space
+// they take together, each at an offset its alignment divides.
+func ptxParams(toks []ptxTok) (sizes []uint32, space uint64, err error) {
 	for len(toks) > 0 {
 		end := indexOf(toks, ",", "")
 		if end < 0 {
 			end = len(toks)
 		} else if end == len(toks)-1 {
-			return nil, fmt.Errorf("parameter %d: nothing after the last comma", len(sizes)+1)
+			return nil, 0, fmt.Errorf("parameter %d: nothing after the last comma", len(sizes)+1)
 		}
-		n, err := ptxParam(toks[:end])
+		n, a, err := ptxParam(toks[:end])
 		if err != nil {
-			return nil, fmt.Errorf("parameter %d: %w", len(sizes)+1, err)
+			return nil, 0, fmt.Errorf("parameter %d: %w", len(sizes)+1, err)
+		}
+		// space stays below 2^33 + 2^32: each parameter is under 2^32 B,
+		// and a list past the largest parameter space is refused at once.
+		space = (space+a-1)/a*a + uint64(n)
+		if space > 1<<32 {
+			return nil, space, nil
 		}
 		sizes = append(sizes, n)
 		toks = toks[min(end+1, len(toks)):]
 	}
-	return sizes, nil
+	return sizes, space, nil
 }
 
-// ptxParam sizes one parameter declaration: ".param", then a type and the
-// alignment and pointer attributes around it, a name, and an optional array
-// length, in that order.
-func ptxParam(toks []ptxTok) (uint32, error) {
-	words := make([]string, len(toks))
-	for i, t := range toks {
-		words[i] = t.s
+// ptxParam sizes one parameter declaration, and gives its alignment:
+// ".param", then a type and the alignment and pointer attributes around it,
+// a name, and an optional array length, in that order.
+func ptxParam(toks []ptxTok) (size uint32, alignment uint64, err error) {
+	decl := func() string {
+		words := make([]string, len(toks))
+		for i, t := range toks {
+			words[i] = t.s
+		}
+		return strings.Join(words, " ")
 	}
-	decl := strings.Join(words, " ")
-	if len(words) == 0 || words[0] != ".param" {
-		return 0, fmt.Errorf("%q is not a .param declaration", decl)
+	word := func(i int) string { return toks[i].s }
+	if len(toks) == 0 || word(0) != ".param" {
+		return 0, 0, fmt.Errorf("%q is not a .param declaration", decl())
 	}
-	var size uint32
+	var elem uint32
 	i := 1
-	for ; i < len(words) && strings.HasPrefix(words[i], "."); i++ {
-		switch w := words[i]; {
+	for ; i < len(toks) && strings.HasPrefix(word(i), "."); i++ {
+		switch w := word(i); {
 		case w == ".align":
 			i++
-			if i >= len(words) || !ptxDigits(words[i]) {
-				return 0, fmt.Errorf(".align without a number in %q", decl)
+			if i >= len(toks) || !ptxDigits(word(i)) {
+				return 0, 0, fmt.Errorf(".align without a number in %q", decl())
 			}
+			a, err := strconv.ParseUint(word(i), 10, 32)
+			if err != nil || a == 0 || a&(a-1) != 0 {
+				return 0, 0, fmt.Errorf(".align %s in %q is not a power of two", word(i), decl())
+			}
+			alignment = a
 		case ptxTypeSizes[w] != 0:
-			if size != 0 {
-				return 0, fmt.Errorf("two types in %q", decl)
+			if elem != 0 {
+				return 0, 0, fmt.Errorf("two types in %q", decl())
 			}
-			size = ptxTypeSizes[w]
+			elem = ptxTypeSizes[w]
 		case strings.HasPrefix(w, ".ptr") && strings.HasSuffix(w, ".align"):
-			// ".ptr.global.align 4", the attributes written as one word
+			// ".ptr.global.align 4", the attributes written as one word;
+			// the alignment is the pointee's, not the parameter's.
 			i++
-			if i >= len(words) || !ptxDigits(words[i]) {
-				return 0, fmt.Errorf(".align without a number in %q", decl)
+			if i >= len(toks) || !ptxDigits(word(i)) {
+				return 0, 0, fmt.Errorf(".align without a number in %q", decl())
 			}
 		case strings.HasPrefix(w, ".ptr"), w == ".global", w == ".const", w == ".local", w == ".shared":
 		default:
-			return 0, fmt.Errorf("%q in %q is no type or attribute", w, decl)
+			return 0, 0, fmt.Errorf("%q in %q is no type or attribute", w, decl())
 		}
 	}
-	if size == 0 {
-		return 0, fmt.Errorf("no type in %q", decl)
+	if elem == 0 {
+		return 0, 0, fmt.Errorf("no type in %q", decl())
 	}
-	if i >= len(words) || !ptxIdent(words[i]) {
-		return 0, fmt.Errorf("no name in %q", decl)
+	if alignment == 0 {
+		alignment = uint64(elem)
+	}
+	if i >= len(toks) || !ptxIdent(word(i)) {
+		return 0, 0, fmt.Errorf("no name in %q", decl())
 	}
 	i++
-	count := uint32(1)
-	if i < len(words) && words[i] == "[" {
-		if i+2 >= len(words) || words[i+2] != "]" {
-			return 0, fmt.Errorf("array length of %q", decl)
+	count := uint64(1)
+	if i < len(toks) && word(i) == "[" {
+		if i+2 >= len(toks) || word(i+2) != "]" {
+			return 0, 0, fmt.Errorf("array length of %q", decl())
 		}
-		n, err := strconv.ParseUint(words[i+1], 10, 32)
+		n, err := strconv.ParseUint(word(i+1), 10, 64)
 		if err != nil || n == 0 {
-			return 0, fmt.Errorf("array length %q", words[i+1])
+			return 0, 0, fmt.Errorf("array length %q", word(i+1))
 		}
-		count = uint32(n)
+		if n > math.MaxUint32/uint64(elem) {
+			return 0, 0, fmt.Errorf("%q: %w", decl(), errArrayWraps)
+		}
+		count = n
 		i += 3
 	}
-	if i < len(words) {
-		return 0, fmt.Errorf("%q after the name in %q", words[i], decl)
+	if i < len(toks) {
+		return 0, 0, fmt.Errorf("%q after the name in %q", word(i), decl())
 	}
-	return size * count, nil
+	return elem * uint32(count), alignment, nil
 }
 
 // ptxTok is a word or punctuation mark of PTX and the line it is on.
@@ -389,9 +474,10 @@ type ptxTok struct {
 }
 
 // ptxTokens splits ptx into words and the punctuation Parse reads,
-// without comments, each with its line number.
-func ptxTokens(ptx string) []ptxTok {
-	var toks []ptxTok
+// without comments, each with its line number. A block comment that is not
+// closed is refused, as the JIT refuses it, at the line it opens.
+func ptxTokens(ptx string) ([]ptxTok, error) {
+	toks := make([]ptxTok, 0, ptxCountTokens(ptx))
 	line, start := 1, -1
 	word := func(end int) {
 		if start >= 0 {
@@ -402,18 +488,18 @@ func ptxTokens(ptx string) []ptxTok {
 	for i := 0; i < len(ptx); i++ {
 		c := ptx[i]
 		switch {
-		case strings.HasPrefix(ptx[i:], "//"):
+		case c == '/' && i+1 < len(ptx) && ptx[i+1] == '/':
 			word(i)
 			end := strings.IndexByte(ptx[i:], '\n')
 			if end < 0 {
-				return toks
+				return toks, nil
 			}
 			i += end - 1
-		case strings.HasPrefix(ptx[i:], "/*"):
+		case c == '/' && i+1 < len(ptx) && ptx[i+1] == '*':
 			word(i)
 			end := strings.Index(ptx[i+2:], "*/")
 			if end < 0 {
-				return toks
+				return nil, ptxErrorf(line, InvalidPTX, "the block comment opened here is not closed")
 			}
 			line += strings.Count(ptx[i:i+2+end], "\n")
 			i += end + 3
@@ -432,5 +518,27 @@ func ptxTokens(ptx string) []ptxTok {
 		}
 	}
 	word(len(ptx))
-	return toks
+	return toks, nil
+}
+
+// ptxCountTokens bounds the tokens ptxTokens finds in ptx, comments
+// counted as words: one allocation of that many costs less than the
+// growths of a slice, each copying what came before.
+func ptxCountTokens(ptx string) int {
+	n, inWord := 0, false
+	for i := 0; i < len(ptx); i++ {
+		switch c := ptx[i]; c {
+		case ' ', '\t', '\n', '\r', '\v', '\f':
+			inWord = false
+		case '(', ')', ',', '[', ']', '{', '}', ';':
+			n++
+			inWord = false
+		default:
+			if !inWord {
+				n++
+				inWord = true
+			}
+		}
+	}
+	return n
 }

@@ -38,9 +38,10 @@ func TestParse(t *testing.T) {
 }
 
 // TestParseRefusesWhatTheJITRefuses: every text of the table is refused,
-// at its line and with the JIT's code, or read, as the JIT does.
+// at its line and with the JIT's code, or read, as the JIT does; and the
+// edges of its limits as ParamSpace says.
 func TestParseRefusesWhatTheJITRefuses(t *testing.T) {
-	for _, c := range ptxcases.Cases {
+	for _, c := range append(ptxcases.Cases[:len(ptxcases.Cases):len(ptxcases.Cases)], ptxcases.Edges...) {
 		_, err := Parse(c.PTX)
 		if c.Code == ptxcases.Loads {
 			assert.NoError(t, err, c.Name)
@@ -76,11 +77,44 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+func TestParamSpace(t *testing.T) {
+	for _, c := range []struct {
+		version, target string
+		want            uint64
+	}{
+		{"8.0", "sm_80", 4352},
+		{"8.1", "sm_80", 32764},
+		{"8.1", "sm_70", 32764},
+		{"8.1", "sm_90a", 32764},
+		{"9.0", "sm_120f", 32764},
+		{"10.0", "sm_100", 32764},
+		{"8.1", "sm_61", 4352},
+		{"7.8", "sm_90", 4352},
+	} {
+		assert.Equal(t, c.want, ParamSpace(c.version, c.target), "%s %s", c.version, c.target)
+	}
+}
+
+func TestParseParamLayout(t *testing.T) {
+	info, err := Parse(ptxcases.Params("8.0", ".param .u8 a, .param .u64 b, .param .u32 c, .param .align 16 .b8 d[24]"))
+	require.NoError(t, err)
+	assert.Equal(t, []uint32{1, 8, 4, 24}, info.Entries[0].Params)
+	_, err = Parse(ptxcases.Params("8.0", ".param .u8 a, .param .align 8 .b8 b[4344]"))
+	assert.NoError(t, err, "1 B, 7 B of padding and 4,344 B: 4,352 B")
+	_, err = Parse(ptxcases.Params("8.0", ".param .u8 a, .param .align 8 .b8 b[4345]"))
+	assert.ErrorContains(t, err, "line 5: .entry k uses too much parameter space: 4353 B, 4352 B at most at .version 8.0, .target sm_80", "the padding counts")
+	_, err = Parse(ptxcases.Params("8.0", ".param .align 3 .b8 b[4]"))
+	assert.ErrorContains(t, err, ".align 3")
+}
+
 func FuzzParse(f *testing.F) {
 	f.Add(testPTX)
 	f.Add(ptxcases.Header + ".entry k(.param .u64 a, .param .align 4 .b8 b[12]) {}")
-	for _, c := range ptxcases.Cases {
-		f.Add(c.PTX)
+	for _, c := range append(ptxcases.Cases[:len(ptxcases.Cases):len(ptxcases.Cases)], ptxcases.Edges...) {
+		// The texts of megabytes would slow every mutation down.
+		if len(c.PTX) < 64<<10 {
+			f.Add(c.PTX)
+		}
 	}
 	f.Fuzz(func(t *testing.T, ptx string) {
 		info, err := Parse(ptx)
@@ -88,9 +122,12 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		for _, e := range info.Entries {
+			space := uint64(0)
 			for _, p := range e.Params {
 				require.Positive(t, p, "%s", e.Name)
+				space += uint64(p)
 			}
+			require.LessOrEqual(t, space, uint64(32764), "%s: no PTX version has more parameter space", e.Name)
 		}
 	})
 }

@@ -4,6 +4,11 @@
 // table by the conformance suite, and the JIT itself by cudart's GPU test.
 package ptxcases
 
+import (
+	"strconv"
+	"strings"
+)
+
 // Code is the CUDA code the JIT answers a text with.
 type Code int
 
@@ -71,4 +76,46 @@ var Cases = []Case{
 	{"entry without a body", Header + "\n.visible .entry k(.param .u64 a)\n", InvalidPTX, 5},
 	{"entry twice", Header + Kernel + Kernel, InvalidPTX, 12},
 	{"stray closing brace", Header + Kernel + "}\n", InvalidPTX, 11},
+	{"unterminated block comment", Header + Kernel + "\n/* never closed\n" + Kernel, InvalidPTX, 12},
+
+	// The JIT refuses an entry's parameters past its parameter space: "too
+	// much parameter space" (an H200, CUDA 13.0). One .u64 past 4,352 B.
+	{"4,360 B of parameters at .version 8.0", Params("8.0", ".param .align 8 .b8 a[4352], .param .u64 b"), InvalidPTX, 5},
+	{"32,764 B of parameters at .version 8.0", Params("8.0", ".param .align 4 .b8 a[32764]"), InvalidPTX, 5},
+	{"32,768 B of parameters at .version 8.0", Params("8.0", ".param .align 8 .b8 a[32768]"), InvalidPTX, 5},
+	{"a 1 MiB array parameter", Params("8.0", ".param .align 8 .b8 a[1048576]"), InvalidPTX, 5},
+	{"131,072 .u64 parameters", Params("8.0", U64Params(131072)), InvalidPTX, 5},
+	// An array whose size in bytes wraps is no PTX at all to the JIT.
+	{"an array parameter whose size wraps", Params("8.0", ".param .u64 a[2305843009213693952]"), NotPTX, 5},
+}
+
+// Edges are texts at the edges of the JIT's limits that Parse reads as
+// ParamSpace says, and the JIT was not yet measured at: cudart's GPU test
+// reports what it does with them.
+var Edges = []Case{
+	{"4,352 B of parameters at .version 8.0", Params("8.0", ".param .align 8 .b8 a[4352]"), Loads, 0},
+	{"4,360 B of parameters at .version 8.1", Params("8.1", ".param .align 8 .b8 a[4352], .param .u64 b"), Loads, 0},
+	{"32,764 B of parameters at .version 8.1", Params("8.1", ".param .align 4 .b8 a[32764]"), Loads, 0},
+	{"32,768 B of parameters at .version 8.1", Params("8.1", ".param .align 8 .b8 a[32768]"), InvalidPTX, 5},
+	{"32,764 B with padding past it at .version 8.1", Params("8.1", ".param .u8 a, .param .align 8 .b8 b[32760]"), InvalidPTX, 5},
+	{"an array parameter of 2^32 B", Params("8.1", ".param .b8 a[4294967296]"), NotPTX, 5},
+}
+
+// Params is PTX of .version version for sm_80 with one entry, k, on line
+// 5, whose parameter list is decl.
+func Params(version, decl string) string {
+	return ".version " + version + "\n.target sm_80\n.address_size 64\n\n.visible .entry k(" + decl + ")\n{\n\tret;\n}\n"
+}
+
+// U64Params is a parameter list of n .u64 parameters.
+func U64Params(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(".param .u64 p")
+		b.WriteString(strconv.Itoa(i))
+	}
+	return b.String()
 }
