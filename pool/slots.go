@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/internal/checked"
@@ -23,6 +24,14 @@ type SlotLayout struct {
 	// Profiles are the request's buffers at each shape, at least one. A
 	// slot is sized for the largest; each is planned inside it once.
 	Profiles []*Profile
+	// BLAS, when set, gives every slot a cuBLAS handle of this library on
+	// the slot's stream (Slot.BLAS), working in a workspace of
+	// BLASWorkspace bytes at the end of the slot's device region (0 means
+	// DefaultBLASWorkspace; at least cublas.MinWorkspace). Size the device
+	// around the handles' own memory, which no pool sees: see package
+	// cublas.
+	BLAS          *cublas.Library
+	BLASWorkspace uint64
 }
 
 // Slots serves concurrent requests from one pre-planned pool: N slots, each
@@ -36,6 +45,7 @@ type Slots struct {
 	p        *Pool
 	sm       cudart.Streams
 	dev      int
+	blas     *slotBLAS // the slots' cuBLAS handles; nil without
 	slots    []slot
 	profiles []*planned
 	byName   map[string]*planned
@@ -134,6 +144,9 @@ func NewSlots(rt cudart.Runtime, n int, layout SlotLayout, opts ...Option) (*Slo
 			s.stride[k] = max(s.stride[k], pr.end[k])
 		}
 	}
+	if err := s.reserveBLAS(layout); err != nil {
+		return nil, err
+	}
 	var total [numArenas]uint64
 	for k := range numArenas {
 		if total[k], err = s.arenaBytes(k, n, cfg.guard); err != nil {
@@ -160,6 +173,10 @@ func NewSlots(rt cudart.Runtime, n int, layout SlotLayout, opts ...Option) (*Slo
 		}
 	}()
 	if err := s.setUp(); err != nil {
+		done = true
+		return nil, errors.Join(err, s.takeBack())
+	}
+	if err := s.makeHandles(); err != nil {
 		done = true
 		return nil, errors.Join(err, s.takeBack())
 	}
@@ -224,7 +241,7 @@ func (s *Slots) setUp() error {
 // takeBack undoes a NewSlots that failed half way: the pool first, which
 // waits for the slots' streams, then the streams.
 func (s *Slots) takeBack() error {
-	return errors.Join(s.p.Close(), s.destroyStreams())
+	return errors.Join(s.closeHandles(), s.p.Close(), s.destroyStreams())
 }
 
 // destroyStreams destroys the slots' streams not yet destroyed, keeping
@@ -447,7 +464,7 @@ func (s *Slots) Close() error {
 		close(s.stop)
 	}
 	<-s.stopped
-	err := s.p.Close()
+	err := errors.Join(s.closeHandles(), s.p.Close())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.p.reset.Reset() {

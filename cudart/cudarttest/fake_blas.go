@@ -239,15 +239,18 @@ func (f *Fake) blasGemm(h *blasHandle, g blas.Gemm) blas.Status {
 		}
 		return k.fault
 	}
-	captured := h.ws == 0 && f.graph.captures[canonical(s)] != nil
+	// Captured with no workspace, cuBLAS takes one from the stream's
+	// memory pool around its kernel: the graph gets an allocation and a
+	// free node. The fake's stand in for them and hold no memory.
+	captured := h.ws == 0 && f.graph.captures[s] != nil
 	if captured {
-		f.graph.record(canonical(s), calls.MallocAsync, func() *failure { return nil })
+		f.graph.record(s, calls.MallocAsync, func() *failure { return nil })
 	}
 	if x := f.enqueue(qdev, s, calls.CuLaunchKernel, run); x != nil {
 		return blas.StatusExecutionFailed
 	}
 	if captured {
-		f.graph.record(canonical(s), calls.FreeAsync, func() *failure { return nil })
+		f.graph.record(s, calls.FreeAsync, func() *failure { return nil })
 	}
 	return blas.StatusSuccess
 }

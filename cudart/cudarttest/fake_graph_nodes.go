@@ -25,6 +25,8 @@ func nodeOf(call calls.Call) cudart.GraphNodeType {
 		return cudart.GraphNodeKernel
 	case calls.MemcpyAsync:
 		return cudart.GraphNodeMemcpy
+	case calls.MallocAsync:
+		return cudart.GraphNodeMemAlloc
 	case calls.FreeAsync:
 		return cudart.GraphNodeMemFree
 	case calls.GraphLaunch:

@@ -316,39 +316,60 @@ func (s *suite) testBLAS(t *testing.T) {
 	})
 
 	t.Run("GraphWithWorkspace", func(t *testing.T) {
-		g := need[cudart.Graphs](t, s.rt, "Graphs")
-		runtime.LockOSThread()
-		t.Cleanup(runtime.UnlockOSThread)
-		const n = 256
-		a := s.upload(t, make([]byte, n*n*4))
-		require.NoError(t, s.rt.Memset(s.dev, a, 0, n*n*4))
-		gm := cublas.Gemm{M: n, N: n, K: n, Alpha: 1,
-			A: cublas.Matrix{Ptr: a, Type: cublas.Float32, LD: n}, B: cublas.Matrix{Ptr: a, Type: cublas.Float32, LD: n},
-			C: cublas.Matrix{Ptr: s.malloc(t, n*n*4), Type: cublas.Float32, LD: n}}
-		require.NoError(t, h.Gemm(gm), "a GEMM before capture loads cuBLAS's kernels")
-		require.NoError(t, st.StreamSynchronize(s.dev, stream))
-		require.NoError(t, g.StreamBeginCapture(s.dev, stream, cudart.CaptureModeGlobal))
-		for range 3 {
-			require.NoError(t, h.Gemm(gm))
-		}
-		graph, err := g.StreamEndCapture(s.dev, stream)
-		require.NoError(t, err)
-		once(t, calls.GraphDestroy, func() error { return g.GraphDestroy(s.dev, graph) })
-		exec, err := g.GraphInstantiate(s.dev, graph)
-		require.NoError(t, err)
-		once(t, calls.GraphExecDestroy, func() error { return g.GraphExecDestroy(s.dev, exec) })
-		require.NoError(t, g.GraphLaunch(s.dev, exec, stream))
-		require.NoError(t, st.StreamSynchronize(s.dev, stream))
-		free0, _, err := s.rt.MemGetInfo(s.dev)
-		require.NoError(t, err)
-		for range 100 {
-			require.NoError(t, g.GraphLaunch(s.dev, exec, stream))
-		}
-		require.NoError(t, st.StreamSynchronize(s.dev, stream))
-		free1, _, err := s.rt.MemGetInfo(s.dev)
-		require.NoError(t, err)
-		require.Equal(t, free0, free1, "100 replays of a graph of GEMMs with a workspace take no device memory")
+		counts, grew := s.captureGemms(t, h, st, stream)
+		t.Logf("3 GEMMs with a workspace: %v; 100 replays took %d B", counts, grew)
+		require.Zero(t, counts.Memory(), "no memory node with a workspace")
+		require.GreaterOrEqual(t, counts[cudart.GraphNodeKernel], 3, "a kernel a GEMM at least")
+		require.Zero(t, grew, "100 replays of a graph of GEMMs with a workspace take no device memory")
 	})
+	t.Run("GraphWithoutWorkspace", func(t *testing.T) {
+		_, stream := s.stream(t)
+		bare := s.handle(t, l, stream)
+		counts, grew := s.captureGemms(t, bare, st, stream)
+		t.Logf("3 GEMMs with no workspace: %v; 100 replays took %d B", counts, grew)
+		require.Equal(t, 3, counts[cudart.GraphNodeMemAlloc], "cuBLAS allocates its workspace in the graph, a node a GEMM")
+		require.Equal(t, 3, counts[cudart.GraphNodeMemFree])
+	})
+}
+
+// captureGemms captures three 256×256×256 SGEMMs on h's stream, replays the
+// graph once, then 100 times, and returns its nodes by type and the device
+// memory the 100 replays took.
+func (s *suite) captureGemms(t *testing.T, h *cublas.Handle, st cudart.Streams, stream cudart.Stream) (cudart.GraphNodeCounts, int64) {
+	g := need[cudart.Graphs](t, s.rt, "Graphs")
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
+	const n = 256
+	a := s.malloc(t, n*n*4)
+	require.NoError(t, s.rt.Memset(s.dev, a, 0, n*n*4))
+	gm := cublas.Gemm{M: n, N: n, K: n, Alpha: 1,
+		A: cublas.Matrix{Ptr: a, Type: cublas.Float32, LD: n}, B: cublas.Matrix{Ptr: a, Type: cublas.Float32, LD: n},
+		C: cublas.Matrix{Ptr: s.malloc(t, n*n*4), Type: cublas.Float32, LD: n}}
+	require.NoError(t, h.Gemm(gm), "a GEMM before capture loads cuBLAS's kernels")
+	require.NoError(t, st.StreamSynchronize(s.dev, stream))
+	require.NoError(t, g.StreamBeginCapture(s.dev, stream, cudart.CaptureModeGlobal))
+	for range 3 {
+		require.NoError(t, h.Gemm(gm))
+	}
+	graph, err := g.StreamEndCapture(s.dev, stream)
+	require.NoError(t, err)
+	once(t, calls.GraphDestroy, func() error { return g.GraphDestroy(s.dev, graph) })
+	counts, err := cudart.CountGraphNodes(g, s.dev, graph)
+	require.NoError(t, err)
+	exec, err := g.GraphInstantiate(s.dev, graph)
+	require.NoError(t, err)
+	once(t, calls.GraphExecDestroy, func() error { return g.GraphExecDestroy(s.dev, exec) })
+	require.NoError(t, g.GraphLaunch(s.dev, exec, stream))
+	require.NoError(t, st.StreamSynchronize(s.dev, stream))
+	free0, _, err := s.rt.MemGetInfo(s.dev)
+	require.NoError(t, err)
+	for range 100 {
+		require.NoError(t, g.GraphLaunch(s.dev, exec, stream))
+	}
+	require.NoError(t, st.StreamSynchronize(s.dev, stream))
+	free1, _, err := s.rt.MemGetInfo(s.dev)
+	require.NoError(t, err)
+	return counts, int64(free0) - int64(free1)
 }
 
 // testBLASCharge: what a cuBLAS handle takes of the device, outside any

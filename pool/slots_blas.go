@@ -1,0 +1,127 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cudapool/cudapool/align"
+	"github.com/cudapool/cudapool/cublas"
+	"github.com/cudapool/cudapool/cudart"
+)
+
+// DefaultBLASWorkspace is the workspace each slot's cuBLAS handle gets when
+// SlotLayout.BLASWorkspace is 0: 32 MiB, what cuBLAS takes for itself on
+// Hopper (H100, H200).
+const DefaultBLASWorkspace = 32 << 20
+
+// slotBLAS is the cuBLAS side of the slots: where each slot's workspace is
+// in its device region, and its handles.
+type slotBLAS struct {
+	lib     *cublas.Library
+	off     uint64 // the workspace's offset in a slot's device region
+	bytes   uint64
+	handles []*cublas.Handle // by slot; nil once closed
+}
+
+// reserveBLAS makes room for a workspace at the end of every slot's device
+// region, when the layout asks for cuBLAS.
+func (s *Slots) reserveBLAS(layout SlotLayout) error {
+	if layout.BLAS == nil {
+		if layout.BLASWorkspace != 0 {
+			return fmt.Errorf("%w: NewSlots: a BLASWorkspace of %d B with no BLAS library", ErrInvalidRequest, layout.BLASWorkspace)
+		}
+		return nil
+	}
+	n := layout.BLASWorkspace
+	if n == 0 {
+		n = DefaultBLASWorkspace
+	}
+	if n < cublas.MinWorkspace {
+		return fmt.Errorf("%w: NewSlots: a BLASWorkspace of %d B; cuBLAS needs at least %d B", ErrInvalidRequest, n, uint64(cublas.MinWorkspace))
+	}
+	off, err := align.Up(s.stride[Device], align.CUDA)
+	end := off + n
+	if err != nil || end < off {
+		return fmt.Errorf("%w: NewSlots: a slot's buffers and its %d B workspace overflow 2^64 B", ErrInvalidRequest, n)
+	}
+	s.blas = &slotBLAS{lib: layout.BLAS, off: off, bytes: n}
+	s.stride[Device] = end
+	return nil
+}
+
+// slotWorkspace is a slot's workspace: fixed memory of the slot's region,
+// usable until the Slots close.
+type slotWorkspace struct {
+	sl  *slot
+	ptr cudart.DevicePtr
+	n   uint64
+}
+
+func (w slotWorkspace) Ptr() (cudart.DevicePtr, error) {
+	if w.sl.owner.closedFlag.Load() {
+		return 0, fmt.Errorf("%w: the workspace of slot %d", ErrClosed, w.sl.index)
+	}
+	return w.ptr, nil
+}
+func (w slotWorkspace) Size() uint64 { return w.n }
+func (w slotWorkspace) Device() int  { return w.sl.owner.dev }
+
+// makeHandles gives every slot a handle on its stream, working in its
+// workspace; closeHandles destroys them.
+func (s *Slots) makeHandles() error {
+	b := s.blas
+	if b == nil {
+		return nil
+	}
+	b.handles = make([]*cublas.Handle, len(s.slots))
+	for i := range s.slots {
+		sl := &s.slots[i]
+		h, err := b.lib.NewHandle(s.dev, sl.stream)
+		if err != nil {
+			return fmt.Errorf("pool: the cuBLAS handle of slot %d: %w", i, err)
+		}
+		b.handles[i] = h
+		if err := h.SetWorkspace(slotWorkspace{sl: sl, ptr: sl.dev.Add(b.off), n: b.bytes}); err != nil {
+			return fmt.Errorf("pool: the cuBLAS workspace of slot %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// closeHandles destroys the slots' handles, keeping those it could not for
+// the next call.
+func (s *Slots) closeHandles() error {
+	if s.blas == nil {
+		return nil
+	}
+	var errs []error
+	for i, h := range s.blas.handles {
+		if h == nil {
+			continue
+		}
+		if err := h.Close(); err != nil && !errors.Is(err, cublas.ErrDeviceReset) {
+			errs = append(errs, fmt.Errorf("pool: destroy the cuBLAS handle of slot %d: %w", i, err))
+			continue
+		}
+		s.blas.handles[i] = nil
+	}
+	return errors.Join(errs...)
+}
+
+// BLAS is the slot's cuBLAS handle: bound to the slot's stream and working
+// in a workspace of the slot's own, so that GEMMs of concurrent requests
+// never share either, and a graph captured on the slot's stream holds no
+// memory node. It is the request's from Acquire to Release, like the slot's
+// buffers; the Slots destroy it at Close. NewSlots makes it when the layout
+// names a cuBLAS library (SlotLayout.BLAS); without one it is an error
+// wrapping ErrInvalidRequest.
+func (sl Slot) BLAS() (*cublas.Handle, error) {
+	if err := sl.check(); err != nil {
+		return nil, err
+	}
+	b := sl.s.owner.blas
+	if b == nil {
+		return nil, fmt.Errorf("%w: slot %d has no cuBLAS handle: give NewSlots a library in SlotLayout.BLAS", ErrInvalidRequest, sl.s.index)
+	}
+	return b.handles[sl.s.index], nil
+}

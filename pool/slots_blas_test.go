@@ -1,0 +1,214 @@
+package pool_test
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/cublas"
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/pool"
+)
+
+// gemmLayout is a GEMM's operands: the matrix A shared, B and C per request,
+// all n×n FP32.
+type gemmLayout struct {
+	shared, req *pool.Profile
+	a, b, c     pool.Ref
+}
+
+func newGemmLayout(t testing.TB, n uint64) *gemmLayout {
+	t.Helper()
+	l := &gemmLayout{shared: pool.NewProfile("weights"), req: pool.NewProfile("request")}
+	var err error
+	l.a, err = l.shared.Device(4*n*n, pool.Name("a"))
+	require.NoError(t, err)
+	l.b, err = l.req.Device(4*n*n, pool.Name("b"))
+	require.NoError(t, err)
+	l.c, err = l.req.Device(4*n*n, pool.Name("c"))
+	require.NoError(t, err)
+	return l
+}
+
+func blasSlots(t testing.TB, rt cudart.Runtime, n int, l *gemmLayout) *pool.Slots {
+	t.Helper()
+	lib, err := cublas.Open(rt)
+	require.NoError(t, err)
+	s, err := pool.NewSlots(rt, n, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, BLAS: lib})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, s.Close()) })
+	return s
+}
+
+func floats(v ...float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+// Every slot has a handle of its own, on its own stream, in a workspace of
+// its own inside its region; the handles go with Close.
+func TestSlotsOwnTheirBLAS(t *testing.T) {
+	rt := cudarttest.NewFakeT(t)
+	l := newGemmLayout(t, 4)
+	lib, err := cublas.Open(rt)
+	require.NoError(t, err)
+	s, err := pool.NewSlots(rt, 3, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, BLAS: lib})
+	require.NoError(t, err)
+	require.Equal(t, 3, rt.Live().BLASHandles)
+	ctx := context.Background()
+	handles := map[*cublas.Handle]bool{}
+	workspaces := map[cudart.DevicePtr]bool{}
+	var held []pool.Slot
+	for range 3 {
+		sl, err := s.Acquire(ctx, "request")
+		require.NoError(t, err)
+		held = append(held, sl)
+		h, err := sl.BLAS()
+		require.NoError(t, err)
+		st, err := sl.Stream()
+		require.NoError(t, err)
+		assert.Equal(t, st, h.Stream(), "the handle is on the slot's stream")
+		ws := h.Workspace()
+		require.NotNil(t, ws)
+		p, err := ws.Ptr()
+		require.NoError(t, err)
+		assert.Equal(t, uint64(pool.DefaultBLASWorkspace), ws.Size())
+		handles[h], workspaces[p] = true, true
+	}
+	assert.Len(t, handles, 3)
+	assert.Len(t, workspaces, 3)
+	for _, sl := range held {
+		require.NoError(t, s.Release(sl))
+	}
+	require.NoError(t, s.Close())
+	assert.Zero(t, rt.Live().BLASHandles, "Close destroys the handles")
+	_, err = held[0].BLAS()
+	require.ErrorIs(t, err, pool.ErrClosed)
+}
+
+func TestSlotsBLASRefusals(t *testing.T) {
+	rt := cudarttest.NewFakeT(t)
+	l := newGemmLayout(t, 4)
+	lib, err := cublas.Open(rt)
+	require.NoError(t, err)
+	_, err = pool.NewSlots(rt, 2, pool.SlotLayout{Profiles: []*pool.Profile{l.req}, BLAS: lib, BLASWorkspace: cublas.MinWorkspace - 1})
+	require.ErrorIs(t, err, pool.ErrInvalidRequest)
+	_, err = pool.NewSlots(rt, 2, pool.SlotLayout{Profiles: []*pool.Profile{l.req}, BLASWorkspace: 1 << 20})
+	require.ErrorIs(t, err, pool.ErrInvalidRequest, "a workspace with no library")
+
+	s, err := pool.NewSlots(rt, 1, pool.SlotLayout{Profiles: []*pool.Profile{l.req}})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, s.Close()) })
+	sl, err := s.Acquire(context.Background(), "request")
+	require.NoError(t, err)
+	_, err = sl.BLAS()
+	require.ErrorIs(t, err, pool.ErrInvalidRequest, "no library, no handle")
+	require.NoError(t, s.Release(sl))
+}
+
+// A device with no room for the handles: NewSlots fails and leaves nothing.
+func TestSlotsBLASOnAFullDevice(t *testing.T) {
+	rt := cudarttest.NewFakeT(t, cudarttest.WithDeviceMemory(256<<20))
+	l := newGemmLayout(t, 4)
+	lib, err := cublas.Open(rt)
+	require.NoError(t, err)
+	_, err = pool.NewSlots(rt, 3, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, BLAS: lib})
+	require.ErrorIs(t, err, cublas.ErrAllocFailed)
+	require.True(t, rt.Live().Empty(), "%+v", rt.Live())
+}
+
+// A request's graph captured on a slot holds kernels and copies, and no
+// memory node: the handle works in the slot's workspace.
+func TestASlotsGraphHoldsNoMemoryNode(t *testing.T) {
+	rt := cudarttest.Open(t)
+	const n = 64
+	l := newGemmLayout(t, n)
+	s := blasSlots(t, rt, 1, l)
+	sl, err := s.Acquire(context.Background(), "request")
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Release(sl)) }()
+	h, err := sl.BLAS()
+	require.NoError(t, err)
+	st, err := sl.Stream()
+	require.NoError(t, err)
+	a, err := sl.Ptr(l.a)
+	require.NoError(t, err)
+	b, err := sl.Ptr(l.b)
+	require.NoError(t, err)
+	c, err := sl.Ptr(l.c)
+	require.NoError(t, err)
+	require.NoError(t, rt.Memset(0, a, 0, 4*n*n))
+	require.NoError(t, rt.Memset(0, b, 0, 4*n*n))
+	g := cublas.Gemm{M: n, N: n, K: n, Alpha: 1,
+		A: cublas.Matrix{Ptr: a, Type: cublas.Float32, LD: n}, B: cublas.Matrix{Ptr: b, Type: cublas.Float32, LD: n}, C: cublas.Matrix{Ptr: c, Type: cublas.Float32, LD: n}}
+	require.NoError(t, h.Gemm(g), "cuBLAS loads its kernels outside the capture")
+	require.NoError(t, rt.StreamSynchronize(0, st))
+
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	require.NoError(t, rt.StreamBeginCapture(0, st, cudart.CaptureModeGlobal))
+	for range 3 {
+		require.NoError(t, h.Gemm(g))
+	}
+	graph, err := rt.StreamEndCapture(0, st)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, rt.GraphDestroy(0, graph)) }()
+	counts, err := cudart.CountGraphNodes(rt, 0, graph)
+	require.NoError(t, err)
+	t.Logf("the request's graph: %v", counts)
+	assert.Zero(t, counts.Memory(), "no memory node")
+	assert.GreaterOrEqual(t, counts[cudart.GraphNodeKernel], 3)
+}
+
+// Sixteen goroutines serve GEMMs on four slots at once: each result is its
+// own request's, so no two requests shared a handle or a workspace.
+func TestConcurrentRequestsGetTheirOwnResults(t *testing.T) {
+	rt := cudarttest.NewFakeT(t)
+	const n = 2
+	l := newGemmLayout(t, n)
+	s := blasSlots(t, rt, 4, l)
+	ctx := context.Background()
+	// A = I, so C = B: each request's B is its own number.
+	sl, err := s.Acquire(ctx, "request")
+	require.NoError(t, err)
+	a, err := sl.Ptr(l.a)
+	require.NoError(t, err)
+	require.NoError(t, rt.Memcpy(0, cudart.DeviceMem(a, 16), cudart.HostMem(floats(1, 0, 0, 1)), cudart.HostToDevice))
+	require.NoError(t, s.Release(sl))
+
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for r := range 20 {
+				v := float32(w*1000 + r)
+				sl, err := s.Acquire(ctx, "request")
+				if !assert.NoError(t, err) {
+					return
+				}
+				h, _ := sl.BLAS()
+				st, _ := sl.Stream()
+				b, _ := sl.Ptr(l.b)
+				c, _ := sl.Ptr(l.c)
+				out := make([]byte, 16)
+				assert.NoError(t, rt.MemcpyAsync(0, cudart.DeviceMem(b, 16), cudart.HostMem(floats(v, v, v, v)), cudart.HostToDevice, st))
+				assert.NoError(t, h.Gemm(cublas.Gemm{M: n, N: n, K: n, Alpha: 1,
+					A: cublas.Matrix{Ptr: a, Type: cublas.Float32, LD: n}, B: cublas.Matrix{Ptr: b, Type: cublas.Float32, LD: n}, C: cublas.Matrix{Ptr: c, Type: cublas.Float32, LD: n}}))
+				assert.NoError(t, rt.MemcpyAsync(0, cudart.HostMem(out), cudart.DeviceMem(c, 16), cudart.DeviceToHost, st))
+				assert.NoError(t, rt.StreamSynchronize(0, st))
+				assert.Equal(t, floats(v, v, v, v), out, "request %d of worker %d", r, w)
+				assert.NoError(t, s.Release(sl))
+			}
+		})
+	}
+	wg.Wait()
+}
