@@ -241,16 +241,13 @@ func (f *Fake) blasGemm(h *blasHandle, g blas.Gemm) blas.Status {
 	}
 	// Captured with no workspace, cuBLAS takes one from the stream's
 	// memory pool around its kernel: the graph gets an allocation and a
-	// free node. The fake's stand in for them and hold no memory.
-	captured := h.ws == 0 && f.graph.captures[s] != nil
-	if captured {
-		f.graph.record(s, calls.MallocAsync, func() *failure { return nil })
-	}
+	// free node.
+	captured := h.ws == 0 && f.recordMemNode(s, cudart.GraphNodeMemAlloc)
 	if x := f.enqueue(qdev, s, calls.CuLaunchKernel, run); x != nil {
 		return blas.StatusExecutionFailed
 	}
 	if captured {
-		f.graph.record(s, calls.FreeAsync, func() *failure { return nil })
+		f.recordMemNode(s, cudart.GraphNodeMemFree)
 	}
 	return blas.StatusSuccess
 }
