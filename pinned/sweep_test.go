@@ -88,3 +88,36 @@ func TestFreeFaultSweep(t *testing.T) {
 		})
 	}
 }
+
+// TestUnregisterFaultSweep fails each CUDA call of an Unregister over three
+// chunks in turn: Unregister reports it, keeps what is still registered,
+// and is called again until it returns nil, each call unpinning more; then
+// nothing is left pinned.
+func TestUnregisterFaultSweep(t *testing.T) {
+	withChunk(t, chunk)
+	buf := make([]byte, 3*chunk)
+	for _, fl := range []Flags{0, Mapped, Portable} {
+		t.Run(fl.String(), func(t *testing.T) {
+			f := cudarttest.NewFakeT(t)
+			g, err := Register(uva{f}, 0, buf, fl)
+			require.NoError(t, err)
+			f.ResetCalls()
+			require.NoError(t, g.Unregister())
+			calls := len(f.Calls())
+			require.Positive(t, calls)
+			for n := 1; n <= calls; n++ {
+				f := cudarttest.NewFake()
+				g, err := Register(uva{f}, 0, buf, fl)
+				require.NoError(t, err)
+				require.NoError(t, f.FailNth(n, injected))
+				err = g.Unregister()
+				require.ErrorIs(t, err, cudart.NewError("", injected), "call %d", n)
+				for tries := 1; err != nil; tries++ {
+					require.Less(t, tries, calls, "call %d: Unregister keeps failing: %v", n, err)
+					err = g.Unregister()
+				}
+				requireNothingPinned(t, f, nil)
+			}
+		})
+	}
+}

@@ -88,7 +88,10 @@
 // (cudart.Device.DeviceResets): every call that would touch its memory
 // fails with ErrDeviceReset, and Close forgets what the reset freed, without
 // waiting or freeing it again, unmaps and frees the growable arena, returns
-// an error matching ErrDeviceReset once and nil after. Package pinned has
+// an error matching ErrDeviceReset once and nil after. Slots do the same:
+// Acquire and a held Slot's methods fail with ErrDeviceReset, Release
+// gives the slot back without asking CUDA, and Close destroys none of the
+// streams the reset destroyed. Package pinned has
 // forgotten the old host arena, so its addresses may be pinned again.
 // Slices and addresses taken from the old pool are invalid; touching a host
 // buffer's slice crashes the program, as its memory is unmapped. A reset

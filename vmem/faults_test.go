@@ -2,6 +2,7 @@ package vmem_test
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,6 +25,9 @@ type subject struct {
 	shape func() shape
 	data  []byte // written at ptr before the growth
 	close func() error
+	// unblock frees the range a case reserved after the vector's, to make
+	// it move; nil where none was. It runs at cleanup in any case.
+	unblock func()
 }
 
 // checkData asserts that the data written before the growth reads back
@@ -83,9 +87,8 @@ func vectorCase(name string, sizes []uint64, blocked, reserve bool, last uint64,
 			put(t, f, 0, v.Ptr(), s.data, g)
 		}
 		if blocked {
-			unblock := block(t, f, v)
-			close := s.close
-			s.close = func() error { unblock(); return close() }
+			s.unblock = sync.OnceFunc(block(t, f, v))
+			t.Cleanup(s.unblock)
 		}
 		return s
 	}}
@@ -187,6 +190,45 @@ func TestGrowthWhoseUndoFailsLeaksNothing(t *testing.T) {
 					}
 					s.checkData(t, f)
 					require.NoError(t, s.close(), "Close retries what could not be undone")
+				})
+			}
+		})
+	}
+}
+
+// TestCloseFailingAtEveryCallIsRetried grows each case's arena or vector,
+// records the CUDA calls of its Close, then fails each in turn: Close
+// reports the failure, is called again until it returns nil, each call
+// giving back something more, and then nothing is left.
+func TestCloseFailingAtEveryCallIsRetried(t *testing.T) {
+	for _, c := range growthCases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFake(t, devices(c.devices)...)
+			s := c.setup(t, f)
+			require.NoError(t, s.grow())
+			f.ResetCalls()
+			require.NoError(t, s.close())
+			calls := f.Calls()
+			require.NotEmpty(t, calls)
+			for i := range calls {
+				t.Run(fmt.Sprintf("call %d %s", i+1, calls[i]), func(t *testing.T) {
+					f := newFake(t, devices(c.devices)...)
+					s := c.setup(t, f)
+					require.NoError(t, s.grow())
+					f.ResetCalls()
+					require.NoError(t, f.FailNth(i+1, 2))
+					err := s.close()
+					f.ClearFaults()
+					require.ErrorIs(t, err, cudart.ErrMemoryAllocation, "the failure reaches the caller")
+					for tries := 1; err != nil; tries++ {
+						require.Less(t, tries, len(calls), "Close keeps failing: %v", err)
+						err = s.close()
+					}
+					require.NoError(t, s.close())
+					if s.unblock != nil {
+						s.unblock()
+					}
+					require.True(t, f.Live().Empty(), "Close returned nil, yet: %v", f.CheckLeaks())
 				})
 			}
 		})
