@@ -44,6 +44,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadCSV$$' -fuzztime $(FUZZTIME) ./plan
 	$(GO) test -run '^$$' -fuzz '^FuzzCLI$$' -fuzztime $(FUZZTIME) ./examples/plan
 	$(GO) test -run '^$$' -fuzz '^FuzzPool$$' -fuzztime $(FUZZTIME) ./pool
+	$(GO) test -run '^$$' -fuzz '^FuzzSlots$$' -fuzztime $(FUZZTIME) ./pool
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/ptx
 
 ## nocgo: the library builds and vets without cgo

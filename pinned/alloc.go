@@ -40,7 +40,7 @@ func Alloc(rt cudart.Runtime, device int, size uint64, opts ...Option) (*Region,
 		return nil, err
 	}
 	if size == 0 || size > uint64(maxInt) {
-		return nil, fmt.Errorf("%w: asked for %s; want 1 B to %s", ErrInvalidSize, bytesize.Format(size), bytesize.Format(uint64(maxInt)))
+		return nil, fmt.Errorf("%w: asked for %d B; want 1 B to %d B", ErrInvalidSize, size, uint64(maxInt))
 	}
 	start := time.Now()
 	r, err := alloc(rt, device, size, c)

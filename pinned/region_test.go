@@ -119,6 +119,9 @@ func TestAllocRejects(t *testing.T) {
 		})
 	}
 	assert.Empty(t, f.Calls(), "refused before calling CUDA")
+	_, err := Alloc(f, 0, 1<<63)
+	assert.ErrorContains(t, err, "asked for 9223372036854775808 B; want 1 B to 9223372036854775807 B",
+		"exact bytes: rounded, both are 8.0 EiB")
 }
 
 func TestAllocErrorSaysWhatWasAsked(t *testing.T) {

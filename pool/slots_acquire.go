@@ -43,7 +43,7 @@ func (s *Slots) Acquire(ctx context.Context, profile string) (Slot, error) {
 	if err := ctx.Err(); err != nil {
 		return Slot{}, fmt.Errorf("pool: acquire a slot for profile %q: %w", profile, err)
 	}
-	if s.p.reset.Reset() {
+	if s.p.reset.Reset() && !s.closedFlag.Load() {
 		return Slot{}, s.resetError(pr)
 	}
 	sl, w, err := s.take(pr)

@@ -133,6 +133,8 @@ func TestSlotsAfterAResetFailAndCloseOnce(t *testing.T) {
 					"nothing the reset destroyed is destroyed again")
 			}
 			assert.NoError(t, s.Close(), "a second Close")
+			_, err = s.Acquire(ctx, "b1")
+			assert.ErrorIs(t, err, pool.ErrClosed, "closed comes first")
 			assert.NoError(t, f.CheckLeaks())
 
 			again, err := pool.NewSlots(f, 2, l.layout())
