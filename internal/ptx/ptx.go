@@ -48,12 +48,22 @@ func (p Info) Names() []string {
 	return names
 }
 
-// ptxTypeSizes are the bytes of each PTX fundamental type a parameter may have.
-var ptxTypeSizes = map[string]uint32{
-	".b8": 1, ".u8": 1, ".s8": 1,
-	".b16": 2, ".u16": 2, ".s16": 2, ".f16": 2, ".bf16": 2,
-	".b32": 4, ".u32": 4, ".s32": 4, ".f32": 4,
-	".b64": 8, ".u64": 8, ".s64": 8, ".f64": 8,
+// ptxTypeSize is the bytes of t, a PTX fundamental type a parameter may
+// have, or 0 for any other word. A switch, as a map's hashing of every word
+// of every parameter list costs more than the rest of the parameter's
+// reading.
+func ptxTypeSize(t string) uint32 {
+	switch t {
+	case ".b8", ".u8", ".s8":
+		return 1
+	case ".b16", ".u16", ".s16", ".f16", ".bf16":
+		return 2
+	case ".b32", ".u32", ".s32", ".f32":
+		return 4
+	case ".b64", ".u64", ".s64", ".f64":
+		return 8
+	}
+	return 0
 }
 
 // The codes the JIT refuses text with: text that does not begin with a
@@ -122,12 +132,16 @@ func Parse(ptx string) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	var info Info
-	seen := make(map[string]bool)
+	// Sized once: a map that grows rehashes every name it holds, and a
+	// slice copies what it holds.
+	entries := strings.Count(ptx, ".entry")
+	info := Info{Entries: make([]Entry, 0, entries)}
+	seen := make(map[string]bool, entries)
+	var sizes []uint32 // every entry's parameter sizes, one after another
 	depth, opened := 0, 0
 	inExtern := false // between an .extern and the ; that ends it
-	for ; i < len(toks); i++ {
-		switch t := toks[i]; t.s {
+	for ; i < toks.len(); i++ {
+		switch t := toks.at(i); t.s {
 		case "{":
 			if depth == 0 {
 				opened = t.line
@@ -145,7 +159,7 @@ func Parse(ptx string) (Info, error) {
 		case "malloc":
 			info.CallsMalloc = info.CallsMalloc || inExtern
 		case ".entry":
-			e, next, err := ptxEntry(toks, i, h)
+			e, next, err := ptxEntry(toks, i, h, &sizes)
 			if err != nil {
 				return Info{}, err
 			}
@@ -178,30 +192,30 @@ type header struct {
 // ptxHeader checks the .version, .target and optional .address_size
 // directives PTX begins with, and returns them and the index of the token
 // after them.
-func ptxHeader(toks []ptxTok) (header, int, error) {
+func ptxHeader(toks ptxToks) (header, int, error) {
 	var h header
-	if len(toks) == 0 {
+	if toks.len() == 0 {
 		return h, 0, ptxErrorf(1, NotPTX, "no PTX: the text is empty")
 	}
-	if toks[0].s != ".version" {
-		return h, 0, ptxErrorf(toks[0].line, NotPTX, "no PTX: it starts with %q, not .version", toks[0].s)
+	if toks.at(0).s != ".version" {
+		return h, 0, ptxErrorf(toks.at(0).line, NotPTX, "no PTX: it starts with %q, not .version", toks.at(0).s)
 	}
-	if len(toks) < 2 || toks[1].line != toks[0].line || !ptxVersion(toks[1].s) {
-		return h, 0, ptxErrorf(toks[0].line, InvalidPTX, ".version wants major.minor, e.g. .version 8.0")
+	if toks.len() < 2 || toks.at(1).line != toks.at(0).line || !ptxVersion(toks.at(1).s) {
+		return h, 0, ptxErrorf(toks.at(0).line, InvalidPTX, ".version wants major.minor, e.g. .version 8.0")
 	}
-	h.version = toks[1].s
+	h.version = toks.at(1).s
 	i := 2
-	if i >= len(toks) || toks[i].s != ".target" {
-		return h, 0, ptxErrorf(toks[1].line+1, InvalidPTX, "missing .target after .version")
+	if i >= toks.len() || toks.at(i).s != ".target" {
+		return h, 0, ptxErrorf(toks.at(1).line+1, InvalidPTX, "missing .target after .version")
 	}
-	line := toks[i].line
+	line := toks.at(i).line
 	i++
 	debugInfo := -1 // whether toks have debug information, once asked
 	for first := true; ; first = false {
-		if i >= len(toks) || toks[i].line != line {
+		if i >= toks.len() || toks.at(i).line != line {
 			return h, 0, ptxErrorf(line, InvalidPTX, ".target names no architecture")
 		}
-		name := toks[i].s
+		name := toks.at(i).s
 		arch, isSM := strings.CutPrefix(name, "sm_")
 		arch = strings.TrimRight(arch, "af")
 		if name == "debug" && debugInfo < 0 {
@@ -222,14 +236,14 @@ func ptxHeader(toks []ptxTok) (header, int, error) {
 			return h, 0, ptxErrorf(line, InvalidPTX, "unsupported .target %q", name)
 		}
 		i++
-		if i >= len(toks) || toks[i].s != "," || toks[i].line != line {
+		if i >= toks.len() || toks.at(i).s != "," || toks.at(i).line != line {
 			break
 		}
 		i++
 	}
-	if i < len(toks) && toks[i].s == ".address_size" {
-		if i+1 >= len(toks) || toks[i+1].line != toks[i].line || (toks[i+1].s != "32" && toks[i+1].s != "64") {
-			return h, 0, ptxErrorf(toks[i].line, InvalidPTX, ".address_size wants 32 or 64")
+	if i < toks.len() && toks.at(i).s == ".address_size" {
+		if i+1 >= toks.len() || toks.at(i+1).line != toks.at(i).line || (toks.at(i+1).s != "32" && toks.at(i+1).s != "64") {
+			return h, 0, ptxErrorf(toks.at(i).line, InvalidPTX, ".address_size wants 32 or 64")
 		}
 		i += 2
 	}
@@ -256,9 +270,9 @@ func ParamSpace(version, target string) uint64 {
 }
 
 // ptxHasDebugInfo reports whether toks have a debug section.
-func ptxHasDebugInfo(toks []ptxTok) bool {
-	for i := 0; i+1 < len(toks); i++ {
-		if toks[i].s == ".section" && strings.HasPrefix(toks[i+1].s, ".debug") {
+func ptxHasDebugInfo(toks ptxToks) bool {
+	for i := 0; i+1 < toks.len(); i++ {
+		if toks.at(i).s == ".section" && strings.HasPrefix(toks.at(i+1).s, ".debug") {
 			return true
 		}
 	}
@@ -277,25 +291,27 @@ func ptxDigits(s string) bool {
 
 // ptxEntry reads the .entry at toks[i]: its name, its parameter list if
 // any, which must fit the parameter space of h, and the directives up to
-// its body, which must follow. It returns the index of the body's "{".
-func ptxEntry(toks []ptxTok, i int, h header) (Entry, int, error) {
-	at := toks[i].line
+// its body, which must follow. It returns the index of the body's "{". The
+// sizes of the parameters are appended to *sizes, which the entries share.
+func ptxEntry(toks ptxToks, i int, h header, sizes *[]uint32) (Entry, int, error) {
+	at := toks.at(i).line
 	i++
-	if i >= len(toks) || !ptxIdent(toks[i].s) {
+	if i >= toks.len() || !ptxIdent(toks.at(i).s) {
 		line := at
-		if i < len(toks) {
-			line = toks[i].line
+		if i < toks.len() {
+			line = toks.at(i).line
 		}
 		return Entry{}, 0, ptxErrorf(line, InvalidPTX, ".entry has no name")
 	}
-	e := Entry{Name: toks[i].s}
+	e := Entry{Name: toks.at(i).s}
 	i++
-	if i < len(toks) && toks[i].s == "(" {
-		end := indexOf(toks[i:], ")", "{")
+	if i < toks.len() && toks.at(i).s == "(" {
+		end := indexOf(toks.slice(i, toks.len()), ")", "{")
 		if end < 0 {
 			return Entry{}, 0, ptxErrorf(at, InvalidPTX, ".entry %s: parameter list without its closing parenthesis", e.Name)
 		}
-		params, space, err := ptxParams(toks[i+1 : i+end])
+		from := len(*sizes)
+		space, err := ptxParams(toks.slice(i+1, i+end), sizes)
 		if err != nil {
 			code := InvalidPTX
 			if errors.Is(err, errArrayWraps) {
@@ -306,19 +322,21 @@ func ptxEntry(toks []ptxTok, i int, h header) (Entry, int, error) {
 		if space > h.paramSpace {
 			return Entry{}, 0, ptxErrorf(at, InvalidPTX, ".entry %s uses too much parameter space: %d B, %d B at most at .version %s, .target %s", e.Name, space, h.paramSpace, h.version, h.target)
 		}
-		e.Params = params
+		if len(*sizes) > from {
+			e.Params = (*sizes)[from:len(*sizes):len(*sizes)]
+		}
 		i += end + 1
 	}
 	// Performance directives (.maxntid 256, 1, 1; .reqntid ...) may come
 	// before the body.
-	for i < len(toks) && toks[i].s != "{" {
-		if t := toks[i].s; t == ";" || t == "}" || t == ".entry" {
-			return Entry{}, 0, ptxErrorf(toks[i].line, InvalidPTX, ".entry %s has no body", e.Name)
+	for i < toks.len() && toks.at(i).s != "{" {
+		if t := toks.at(i).s; t == ";" || t == "}" || t == ".entry" {
+			return Entry{}, 0, ptxErrorf(toks.at(i).line, InvalidPTX, ".entry %s has no body", e.Name)
 		}
 		i++
 	}
-	if i >= len(toks) {
-		return Entry{}, 0, ptxErrorf(toks[len(toks)-1].line, InvalidPTX, ".entry %s has no body", e.Name)
+	if i >= toks.len() {
+		return Entry{}, 0, ptxErrorf(toks.at(toks.len()-1).line, InvalidPTX, ".entry %s has no body", e.Name)
 	}
 	return e, i, nil
 }
@@ -348,8 +366,9 @@ func ptxIdent(s string) bool {
 }
 
 // indexOf is the index of the first want in toks before any stop, or -1.
-func indexOf(toks []ptxTok, want, stop string) int {
-	for i, t := range toks {
+func indexOf(toks ptxToks, want, stop string) int {
+	for i := range toks.len() {
+		t := toks.at(i)
 		switch t.s {
 		case want:
 			return i
@@ -364,54 +383,55 @@ func indexOf(toks []ptxTok, want, stop string) int {
 // bits: the JIT takes such text for no PTX at all.
 var errArrayWraps = errors.New("the array's size does not fit 32 bits")
 
-// ptxParams sizes each comma-separated parameter of toks, and the space
-// they take together, each at an offset its alignment divides.
-func ptxParams(toks []ptxTok) (sizes []uint32, space uint64, err error) {
-	for len(toks) > 0 {
+// ptxParams appends the size of each comma-separated parameter of toks to
+// *sizes, and returns the space they take together, each at an offset its
+// alignment divides.
+func ptxParams(toks ptxToks, sizes *[]uint32) (space uint64, err error) {
+	for k := 1; toks.len() > 0; k++ {
 		end := indexOf(toks, ",", "")
 		if end < 0 {
-			end = len(toks)
-		} else if end == len(toks)-1 {
-			return nil, 0, fmt.Errorf("parameter %d: nothing after the last comma", len(sizes)+1)
+			end = toks.len()
+		} else if end == toks.len()-1 {
+			return 0, fmt.Errorf("parameter %d: nothing after the last comma", k)
 		}
-		n, a, err := ptxParam(toks[:end])
+		n, a, err := ptxParam(toks.slice(0, end))
 		if err != nil {
-			return nil, 0, fmt.Errorf("parameter %d: %w", len(sizes)+1, err)
+			return 0, fmt.Errorf("parameter %d: %w", k, err)
 		}
 		// space stays below 2^33 + 2^32: each parameter is under 2^32 B,
 		// and a list past the largest parameter space is refused at once.
 		space = (space+a-1)/a*a + uint64(n)
 		if space > 1<<32 {
-			return nil, space, nil
+			return space, nil
 		}
-		sizes = append(sizes, n)
-		toks = toks[min(end+1, len(toks)):]
+		*sizes = append(*sizes, n)
+		toks = toks.slice(min(end+1, toks.len()), toks.len())
 	}
-	return sizes, space, nil
+	return space, nil
 }
 
 // ptxParam sizes one parameter declaration, and gives its alignment:
 // ".param", then a type and the alignment and pointer attributes around it,
 // a name, and an optional array length, in that order.
-func ptxParam(toks []ptxTok) (size uint32, alignment uint64, err error) {
+func ptxParam(toks ptxToks) (size uint32, alignment uint64, err error) {
 	decl := func() string {
-		words := make([]string, len(toks))
-		for i, t := range toks {
-			words[i] = t.s
+		words := make([]string, toks.len())
+		for i := range words {
+			words[i] = toks.at(i).s
 		}
 		return strings.Join(words, " ")
 	}
-	word := func(i int) string { return toks[i].s }
-	if len(toks) == 0 || word(0) != ".param" {
+	word := func(i int) string { return toks.at(i).s }
+	if toks.len() == 0 || word(0) != ".param" {
 		return 0, 0, fmt.Errorf("%q is not a .param declaration", decl())
 	}
 	var elem uint32
 	i := 1
-	for ; i < len(toks) && strings.HasPrefix(word(i), "."); i++ {
+	for ; i < toks.len() && strings.HasPrefix(word(i), "."); i++ {
 		switch w := word(i); {
 		case w == ".align":
 			i++
-			if i >= len(toks) || !ptxDigits(word(i)) {
+			if i >= toks.len() || !ptxDigits(word(i)) {
 				return 0, 0, fmt.Errorf(".align without a number in %q", decl())
 			}
 			a, err := strconv.ParseUint(word(i), 10, 32)
@@ -419,16 +439,16 @@ func ptxParam(toks []ptxTok) (size uint32, alignment uint64, err error) {
 				return 0, 0, fmt.Errorf(".align %s in %q is not a power of two", word(i), decl())
 			}
 			alignment = a
-		case ptxTypeSizes[w] != 0:
+		case ptxTypeSize(w) != 0:
 			if elem != 0 {
 				return 0, 0, fmt.Errorf("two types in %q", decl())
 			}
-			elem = ptxTypeSizes[w]
+			elem = ptxTypeSize(w)
 		case strings.HasPrefix(w, ".ptr") && strings.HasSuffix(w, ".align"):
 			// ".ptr.global.align 4", the attributes written as one word;
 			// the alignment is the pointee's, not the parameter's.
 			i++
-			if i >= len(toks) || !ptxDigits(word(i)) {
+			if i >= toks.len() || !ptxDigits(word(i)) {
 				return 0, 0, fmt.Errorf(".align without a number in %q", decl())
 			}
 		case strings.HasPrefix(w, ".ptr"), w == ".global", w == ".const", w == ".local", w == ".shared":
@@ -442,13 +462,13 @@ func ptxParam(toks []ptxTok) (size uint32, alignment uint64, err error) {
 	if alignment == 0 {
 		alignment = uint64(elem)
 	}
-	if i >= len(toks) || !ptxIdent(word(i)) {
+	if i >= toks.len() || !ptxIdent(word(i)) {
 		return 0, 0, fmt.Errorf("no name in %q", decl())
 	}
 	i++
 	count := uint64(1)
-	if i < len(toks) && word(i) == "[" {
-		if i+2 >= len(toks) || word(i+2) != "]" {
+	if i < toks.len() && word(i) == "[" {
+		if i+2 >= toks.len() || word(i+2) != "]" {
 			return 0, 0, fmt.Errorf("array length of %q", decl())
 		}
 		n, err := strconv.ParseUint(word(i+1), 10, 64)
@@ -461,64 +481,88 @@ func ptxParam(toks []ptxTok) (size uint32, alignment uint64, err error) {
 		count = n
 		i += 3
 	}
-	if i < len(toks) {
+	if i < toks.len() {
 		return 0, 0, fmt.Errorf("%q after the name in %q", word(i), decl())
 	}
 	return elem * uint32(count), alignment, nil
 }
 
-// ptxTok is a word or punctuation mark of PTX and the line it is on.
+// ptxTok is a word or punctuation mark of PTX, as ptxToks.at gives it.
 type ptxTok struct {
 	s    string
 	line int
 }
 
+// ptxToks are the tokens of a PTX text: the offsets of each in the text and
+// its line. They hold no pointer, so a text of millions of tokens costs the
+// garbage collector nothing to scan.
+type ptxToks struct {
+	src  string
+	toks []ptxSpan
+}
+
+// ptxSpan is a token: src[start:end], on line. 32 bits each, as texts are
+// under 4 GiB: half the memory a token would take otherwise.
+type ptxSpan struct{ start, end, line uint32 }
+
+func (t ptxToks) len() int { return len(t.toks) }
+
+// at is token i.
+func (t ptxToks) at(i int) ptxTok {
+	s := t.toks[i]
+	return ptxTok{t.src[s.start:s.end], int(s.line)}
+}
+
+// slice is tokens lo to hi, hi excluded.
+func (t ptxToks) slice(lo, hi int) ptxToks { return ptxToks{t.src, t.toks[lo:hi]} }
+
 // ptxTokens splits ptx into words and the punctuation Parse reads,
 // without comments, each with its line number. A block comment that is not
 // closed is refused, as the JIT refuses it, at the line it opens.
-func ptxTokens(ptx string) ([]ptxTok, error) {
-	toks := make([]ptxTok, 0, ptxCountTokens(ptx))
-	line, start := 1, -1
+func ptxTokens(ptx string) (ptxToks, error) {
+	if uint64(len(ptx)) > math.MaxUint32 {
+		return ptxToks{}, ptxErrorf(1, InvalidPTX, "%d B of text: the parser reads up to 4 GiB", len(ptx))
+	}
+	toks := make([]ptxSpan, 0, ptxCountTokens(ptx))
+	line, start := uint32(1), -1
 	word := func(end int) {
 		if start >= 0 {
-			toks = append(toks, ptxTok{ptx[start:end], line})
+			toks = append(toks, ptxSpan{uint32(start), uint32(end), line})
 			start = -1
 		}
 	}
 	for i := 0; i < len(ptx); i++ {
 		c := ptx[i]
-		switch {
+		switch class := ptxClass[c]; {
 		case c == '/' && i+1 < len(ptx) && ptx[i+1] == '/':
 			word(i)
 			end := strings.IndexByte(ptx[i:], '\n')
 			if end < 0 {
-				return toks, nil
+				return ptxToks{ptx, toks}, nil
 			}
 			i += end - 1
 		case c == '/' && i+1 < len(ptx) && ptx[i+1] == '*':
 			word(i)
 			end := strings.Index(ptx[i+2:], "*/")
 			if end < 0 {
-				return nil, ptxErrorf(line, InvalidPTX, "the block comment opened here is not closed")
+				return ptxToks{}, ptxErrorf(int(line), InvalidPTX, "the block comment opened here is not closed")
 			}
-			line += strings.Count(ptx[i:i+2+end], "\n")
+			line += uint32(strings.Count(ptx[i:i+2+end], "\n"))
 			i += end + 3
 		case c == '\n':
 			word(i)
 			line++
-		case c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f':
+		case class == ptxSpace:
 			word(i)
-		case strings.IndexByte("(),[]{};", c) >= 0:
+		case class == ptxPunct:
 			word(i)
-			toks = append(toks, ptxTok{ptx[i : i+1], line})
-		default:
-			if start < 0 {
-				start = i
-			}
+			toks = append(toks, ptxSpan{uint32(i), uint32(i + 1), line})
+		case start < 0:
+			start = i
 		}
 	}
 	word(len(ptx))
-	return toks, nil
+	return ptxToks{ptx, toks}, nil
 }
 
 // ptxCountTokens bounds the tokens ptxTokens finds in ptx, comments
@@ -527,10 +571,10 @@ func ptxTokens(ptx string) ([]ptxTok, error) {
 func ptxCountTokens(ptx string) int {
 	n, inWord := 0, false
 	for i := 0; i < len(ptx); i++ {
-		switch c := ptx[i]; c {
-		case ' ', '\t', '\n', '\r', '\v', '\f':
+		switch ptxClass[ptx[i]] {
+		case ptxSpace:
 			inWord = false
-		case '(', ')', ',', '[', ']', '{', '}', ';':
+		case ptxPunct:
 			n++
 			inWord = false
 		default:
@@ -542,3 +586,22 @@ func ptxCountTokens(ptx string) int {
 	}
 	return n
 }
+
+// The classes of the bytes of PTX: a word's, white space, or punctuation
+// that is a token of its own.
+const (
+	ptxWord = iota
+	ptxSpace
+	ptxPunct
+)
+
+// ptxClass is the class of each byte, looked up once a byte.
+var ptxClass = func() (c [256]uint8) {
+	for _, b := range []byte(" \t\n\r\v\f") {
+		c[b] = ptxSpace
+	}
+	for _, b := range []byte("(),[]{};") {
+		c[b] = ptxPunct
+	}
+	return c
+}()
