@@ -315,6 +315,25 @@ func (s *suite) testBLAS(t *testing.T) {
 		require.ErrorIs(t, h2.Gemm(cublas.Gemm{}), cublas.ErrClosed)
 	})
 
+	t.Run("OtherDevicesStream", func(t *testing.T) {
+		// A handle of one device on a stream of another: cuBLAS takes the
+		// stream, and its kernel fails to launch there.
+		count, err := s.rt.DeviceCount()
+		require.NoError(t, err)
+		if count < 2 {
+			t.Skip("one device")
+		}
+		other := (s.dev + 1) % count
+		stream, err := st.StreamCreate(other)
+		require.NoError(t, err)
+		once(t, calls.StreamDestroy, func() error { return st.StreamDestroy(other, stream) })
+		h2 := s.handle(t, l, stream)
+		p := s.malloc(t, 16*16*4)
+		m := cublas.Matrix{Ptr: p, Type: cublas.Float32, LD: 16}
+		err = h2.Gemm(cublas.Gemm{M: 16, N: 16, K: 16, Alpha: 1, A: m, B: m, C: m})
+		t.Logf("a GEMM of device %d's handle on device %d's stream: %v", s.dev, other, err)
+		require.ErrorIs(t, err, cublas.ErrExecutionFailed)
+	})
 	t.Run("GraphWithWorkspace", func(t *testing.T) {
 		counts, grew := s.captureGemms(t, h, st, stream)
 		t.Logf("3 GEMMs with a workspace: %v; 100 replays took %d B", counts, grew)
