@@ -88,3 +88,18 @@ func (l *lib) MemcpyAsync(device int, dst, src Mem, kind MemcpyKind, s Stream) e
 	}
 	return nil
 }
+
+// MemsetAsync is cudaMemsetAsync: n bytes at p set to value, in order on
+// stream s of device.
+func (l *lib) MemsetAsync(device int, p DevicePtr, value byte, n uint64, s Stream) error {
+	if l.unusable() {
+		return closedError(calls.MemsetAsync)
+	}
+	if x := l.handles.staleStream(s); x != nil {
+		return x.err(calls.MemsetAsync, "(%s, %d, %s, stream 0x%x) on device %d", p, value, bytesize.Exact(n), uintptr(s), device)
+	}
+	if r := l.call(calls.MemsetAsync, device, uintptr(p), uintptr(value), uintptr(n), uintptr(s)); r.code != 0 {
+		return l.fail(calls.MemsetAsync, r, "(%s, %d, %s, stream 0x%x) on device %d", p, value, bytesize.Exact(n), uintptr(s), device)
+	}
+	return nil
+}

@@ -47,6 +47,7 @@ func methods() []method {
 		{"StreamQuery", true, func(l *lib, dev int) error { _, err := l.StreamQuery(dev, 1); return err }},
 		{"StreamDestroy", true, func(l *lib, dev int) error { return l.StreamDestroy(dev, 1) }},
 		{"MemcpyAsync", true, func(l *lib, dev int) error { return l.MemcpyAsync(dev, h, d, DeviceToHost, 1) }},
+		{"MemsetAsync", true, func(l *lib, dev int) error { return l.MemsetAsync(dev, 0x1000, 7, 64, 1) }},
 		{"HostAlloc", true, func(l *lib, dev int) error { _, err := l.HostAlloc(dev, 64, HostAllocMapped); return err }},
 		{"HostGetDevicePointer", true, func(l *lib, dev int) error { _, err := l.HostGetDevicePointer(dev, host); return err }},
 		{"GetDeviceFlags", true, func(l *lib, dev int) error { _, err := l.GetDeviceFlags(dev); return err }},

@@ -49,6 +49,8 @@ type Streams interface {
 	// MemcpyAsync is cudaMemcpyAsync on s. Host memory must stay alive and
 	// unchanged until the stream is synchronised.
 	MemcpyAsync(device int, dst, src Mem, kind MemcpyKind, s Stream) error
+	// MemsetAsync is cudaMemsetAsync on s: n bytes at p set to value.
+	MemsetAsync(device int, p DevicePtr, value byte, n uint64, s Stream) error
 }
 
 // HostAllocator is pinned host memory with flags, mapping into the device

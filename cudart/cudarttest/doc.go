@@ -148,7 +148,7 @@
 // of the PTX version included), but not the instructions; launches are
 // checked against them as the binding checks them. While a stream captures, work issued to it is recorded, and a graph
 // launch replays it. The graph has a node of CUDA's type for each piece of
-// work CUDA makes a node for (kernel launches, async copies,
+// work CUDA makes a node for (kernel launches, async copies and memsets,
 // cudaMallocAsync and cudaFreeAsync, graph launches), and none for an event
 // record or wait, which CUDA makes an edge; cudart.CountGraphNodes counts
 // them. Memory a capture allocates lives while its graph or an

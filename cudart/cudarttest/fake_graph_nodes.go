@@ -12,8 +12,9 @@ import (
 const noNode cudart.GraphNodeType = -1
 
 // nodeOf is the node CUDA's stream capture adds to the graph for call: a
-// kernel node for a launch, a memcpy node for an async copy, a memory free
-// node for cudaFreeAsync, a child graph node for a graph launched into the
+// kernel node for a launch, a memcpy node for an async copy, a memset node
+// for an async memset, memory allocation and free nodes for cudaMallocAsync
+// and cudaFreeAsync, a child graph node for a graph launched into the
 // capture. An event record or wait with default flags adds none: CUDA
 // documents cudaEventRecordExternal and cudaEventWaitExternal as making a
 // node "instead of the default behavior", which is an edge between the
@@ -27,6 +28,8 @@ func nodeOf(call calls.Call) cudart.GraphNodeType {
 		return cudart.GraphNodeMemcpy
 	case calls.MallocAsync:
 		return cudart.GraphNodeMemAlloc
+	case calls.MemsetAsync:
+		return cudart.GraphNodeMemset
 	case calls.FreeAsync:
 		return cudart.GraphNodeMemFree
 	case calls.GraphLaunch:

@@ -32,6 +32,7 @@ func fakeMethods(f *cudarttest.Fake) map[string]func() {
 		"StreamQuery":                 func() { _, _ = f.StreamQuery(0, 0) },
 		"StreamDestroy":               func() { _ = f.StreamDestroy(0, 1) },
 		"MemcpyAsync":                 func() { _ = f.MemcpyAsync(0, h, d, cudart.DeviceToHost, 0) },
+		"MemsetAsync":                 func() { _ = f.MemsetAsync(0, 0x1000, 7, 64, 0) },
 		"HostAlloc":                   func() { _, _ = f.HostAlloc(0, 0, cudart.HostAllocMapped) },
 		"HostGetDevicePointer":        func() { _, _ = f.HostGetDevicePointer(0, host) },
 		"GetDeviceFlags":              func() { _, _ = f.GetDeviceFlags(0) },

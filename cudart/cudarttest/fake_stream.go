@@ -2,6 +2,7 @@ package cudarttest
 
 import (
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/internal/calls"
 )
 
@@ -104,6 +105,25 @@ func (f *Fake) MemcpyAsync(device int, dst, src cudart.Mem, kind cudart.MemcpyKi
 	}
 	if x != nil {
 		return x.err(calls.MemcpyAsync, "(%s <- %s, %s, stream 0x%x)", dst, src, kind, uintptr(s))
+	}
+	return nil
+}
+
+// MemsetAsync is cudaMemsetAsync: n bytes at p set to value when the work
+// queued on s before it has run. The bytes are checked at the call and when
+// it runs.
+func (f *Fake) MemsetAsync(device int, p cudart.DevicePtr, value byte, n uint64, s cudart.Stream) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	qdev, x := f.streamCall(calls.MemsetAsync, device, s)
+	if x == nil {
+		x = f.memset(device, p, value, n, false)
+	}
+	if x == nil {
+		x = f.enqueue(qdev, s, calls.MemsetAsync, func() *failure { return f.memset(device, p, value, n, true) })
+	}
+	if x != nil {
+		return x.err(calls.MemsetAsync, "(%s, 0x%02x, %s, stream 0x%x)", p, value, bytesize.Exact(n), uintptr(s))
 	}
 	return nil
 }

@@ -43,6 +43,7 @@ const (
 	Memcpy
 	MemcpyAsync
 	Memset
+	MemsetAsync
 	StreamCreate
 	StreamSynchronize
 	StreamQuery
@@ -214,6 +215,7 @@ var table = [Count]callInfo{
 	Memcpy:                  {"cudaMemcpy", RuntimeLibrary, CapRuntime, []string{"Memcpy"}, true, []Arg{ArgMem, ArgMem, ArgSize, ArgInt}, ResultRuntime, ""},
 	MemcpyAsync:             {"cudaMemcpyAsync", RuntimeLibrary, CapStreams, []string{"MemcpyAsync"}, true, []Arg{ArgMem, ArgMem, ArgSize, ArgInt, ArgAddr}, ResultRuntime, ""},
 	Memset:                  {"cudaMemset", RuntimeLibrary, CapRuntime, []string{"Memset"}, true, []Arg{ArgAddr, ArgInt, ArgSize}, ResultRuntime, ""},
+	MemsetAsync:             {"cudaMemsetAsync", RuntimeLibrary, CapStreams, []string{"MemsetAsync"}, true, []Arg{ArgAddr, ArgInt, ArgSize, ArgAddr}, ResultRuntime, ""},
 	StreamCreate:            {"cudaStreamCreate", RuntimeLibrary, CapStreams, []string{"StreamCreate"}, true, []Arg{ArgOut}, ResultRuntime, ""},
 	StreamSynchronize:       {"cudaStreamSynchronize", RuntimeLibrary, CapStreams, []string{"StreamSynchronize"}, true, []Arg{ArgAddr}, ResultRuntime, ""},
 	StreamQuery:             {"cudaStreamQuery", RuntimeLibrary, CapStreams, []string{"StreamQuery"}, true, []Arg{ArgAddr}, ResultRuntime, ""},

@@ -54,6 +54,23 @@ func (s *suite) testGraphNodes(t *testing.T) {
 		assert.Equal(t, cudart.GraphNodeCounts{cudart.GraphNodeMemcpy: 2, cudart.GraphNodeKernel: 1}, counts)
 		assert.Zero(t, counts.Memory())
 	})
+	// An async memset is a memset node, and the replay sets the bytes.
+	t.Run("Memset", func(t *testing.T) {
+		require.NoError(t, st.MemsetAsync(s.dev, x, 0x11, 4*n, stream))
+		w := s.words(t, x, n)
+		assert.Equal(t, [2]uint32{0x11111111, 0x11111111}, [2]uint32{w[0], w[n-1]}, "outside a capture")
+		graph, counts := capture(t, func(t *testing.T) {
+			require.NoError(t, st.MemsetAsync(s.dev, x, 0x5a, 4*n, stream))
+		})
+		assert.Equal(t, cudart.GraphNodeCounts{cudart.GraphNodeMemset: 1}, counts)
+		exec, err := g.GraphInstantiate(s.dev, graph)
+		require.NoError(t, err)
+		once(t, calls.GraphExecDestroy, func() error { return g.GraphExecDestroy(s.dev, exec) })
+		require.NoError(t, g.GraphLaunch(s.dev, exec, stream))
+		require.NoError(t, st.StreamSynchronize(s.dev, stream))
+		w = s.words(t, x, n)
+		assert.Equal(t, [2]uint32{0x5a5a5a5a, 0x5a5a5a5a}, [2]uint32{w[0], w[n-1]}, "replayed")
+	})
 	// CUDA documents cudaEventRecordExternal and cudaEventWaitExternal as
 	// making event nodes "instead of the default behavior": with the
 	// default flags, a record and a wait in a capture are edges, not nodes.
