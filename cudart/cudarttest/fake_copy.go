@@ -48,7 +48,10 @@ func (f *Fake) Memset(device int, p cudart.DevicePtr, value byte, n uint64) erro
 		x = f.memset(device, p, value, n, false)
 	}
 	if r := f.containing(uint64(p)); x == nil && r != nil && (r.kind == kindHostAlias || r.kind == kindManaged) {
-		if x = f.syncDevice(device); x == nil {
+		if x = f.captureBlocksSync(device, legacyStream); x == nil {
+			x = f.syncDevice(device)
+		}
+		if x == nil {
 			x = f.memset(device, p, value, n, true)
 		}
 	} else if x == nil {

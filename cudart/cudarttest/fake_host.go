@@ -122,7 +122,8 @@ func (f *Fake) mapIntoDevice(h *hostRange, device int) {
 
 // FreeHost is cudaFreeHost of memory from MallocHost or HostAlloc, named by
 // its first byte, after the work queued on every device, as CUDA
-// synchronises; an empty slice frees nothing. Anything else (registered
+// synchronises, and refused as cudaDeviceSynchronize is while a stream
+// captures; an empty slice frees nothing. Anything else (registered
 // memory, an interior slice, memory freed already) fails with
 // cudaErrorInvalidValue.
 func (f *Fake) FreeHost(b []byte) error {
@@ -138,6 +139,9 @@ func (f *Fake) FreeHost(b []byte) error {
 		return x.err(calls.FreeHost, args, a)
 	}
 	for d := range f.devs {
+		if x := f.captureBlocksDeviceSync(d); x != nil {
+			return x.err(calls.FreeHost, args, a)
+		}
 		if x := f.syncDevice(d); x != nil {
 			return x.err(calls.FreeHost, args, a)
 		}

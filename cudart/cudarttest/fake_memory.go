@@ -47,7 +47,8 @@ func (f *Fake) Malloc(device int, size uint64) (cudart.DevicePtr, error) {
 
 // Free is cudaFree of device, managed or stream-ordered memory. It
 // synchronises the device first, as CUDA does, so that no queued work
-// outlives the memory. A zero pointer frees nothing; any other pointer must
+// outlives the memory; while a stream of the device captures it is refused
+// as cudaDeviceSynchronize is. A zero pointer frees nothing; any other pointer must
 // be the start of a live allocation of those kinds, or Free fails with
 // cudaErrorInvalidValue; memory from device-side malloc too, which only a
 // kernel's free gives back to the heap.
@@ -55,6 +56,9 @@ func (f *Fake) Free(device int, p cudart.DevicePtr) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if x := f.check(calls.Free, device); x != nil {
+		return x.err(calls.Free, "(%s)", p)
+	}
+	if x := f.captureBlocksDeviceSync(device); x != nil {
 		return x.err(calls.Free, "(%s)", p)
 	}
 	if x := f.syncDevice(device); x != nil {

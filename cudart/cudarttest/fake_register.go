@@ -69,6 +69,9 @@ func (f *Fake) hostUnregister(device int, b []byte) *failure {
 	if x := f.check(calls.HostUnregister, device); x != nil {
 		return x
 	}
+	if x := f.captureBlocksDeviceSync(device); x != nil {
+		return x
+	}
 	if x := f.syncDevice(device); x != nil {
 		return x
 	}

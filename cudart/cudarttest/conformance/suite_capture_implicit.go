@@ -22,7 +22,8 @@ const perThreadStream cudart.Stream = 2
 // cudaDeviceSynchronize. CUDA 13.0 on an H200 answers
 // cudaErrorStreamCaptureImplicit for the legacy stream and
 // cudaErrorStreamCaptureUnsupported for the others, and the capture ends
-// with cudaErrorStreamCaptureInvalidated.
+// with cudaErrorStreamCaptureInvalidated. cudaFree and cudaFreeHost, which
+// synchronise, are refused as well.
 func (s *suite) testCaptureImplicit(t *testing.T) {
 	g := need[cudart.Graphs](t, s.rt, "Graphs")
 	ks := s.loadKernels(t)
@@ -44,32 +45,57 @@ func (s *suite) testCaptureImplicit(t *testing.T) {
 		{"StreamSynchronize", func(c cudart.Stream) error { return st.StreamSynchronize(s.dev, c) }, cudart.ErrStreamCaptureUnsupported},
 		{"DeviceSynchronize", func(cudart.Stream) error { return s.rt.DeviceSynchronize(s.dev) }, cudart.ErrStreamCaptureUnsupported},
 	}
+	// Frees synchronise the device too; what CUDA answers them with during
+	// a capture is reported, and only that it refuses them asserted (the
+	// fake's tests hold it to cudaDeviceSynchronize's answer).
+	freed := s.malloc(t, 256)
+	freedHost := s.pinned(t, 256)
+	frees := []struct {
+		name string
+		call func() error
+	}{
+		{"Free", func() error { return s.rt.Free(s.dev, freed) }},
+		{"FreeHost", func() error { return s.rt.FreeHost(freedHost) }},
+	}
 	for _, capturing := range []struct {
 		name   string
 		stream cudart.Stream
 	}{{"Created", created}, {"PerThread", perThreadStream}} {
+		capture := func(t *testing.T, what string, call func() error, want error) {
+			// cudaStreamPerThread is this OS thread's stream, and a global
+			// capture ends on the thread that began it.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			stream := capturing.stream
+			require.NoError(t, g.StreamBeginCapture(s.dev, stream, cudart.CaptureModeGlobal))
+			require.NoError(t, ks.fillLaunch(s.dev, y, n, 5, stream))
+			err := call()
+			t.Logf("%s while the %s stream captures: %v", what, capturing.name, err)
+			graph, end := g.StreamEndCapture(s.dev, stream)
+			t.Logf("then the capture ends with: %v", end)
+			if want != nil {
+				assert.ErrorIs(t, err, want, what)
+				assert.ErrorIs(t, end, cudart.ErrStreamCaptureInvalidated, "the capture ends invalid")
+				assert.Zero(t, graph)
+			} else {
+				assert.Error(t, err, "%s is refused", what)
+			}
+			if graph != 0 {
+				assert.NoError(t, g.GraphDestroy(s.dev, graph))
+			}
+
+			require.NoError(t, ks.fillLaunch(s.dev, y, n, 6, stream), "the stream runs work again")
+			require.NoError(t, st.StreamSynchronize(s.dev, stream))
+			w := s.words(t, y, n)
+			assert.Equal(t, [2]uint32{6, 6}, [2]uint32{w[0], w[n-1]})
+		}
 		for _, c := range forbidden {
 			t.Run(capturing.name+"/"+c.name, func(t *testing.T) {
-				// cudaStreamPerThread is this OS thread's stream, and a
-				// global capture ends on the thread that began it.
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				stream := capturing.stream
-				require.NoError(t, g.StreamBeginCapture(s.dev, stream, cudart.CaptureModeGlobal))
-				require.NoError(t, ks.fillLaunch(s.dev, y, n, 5, stream))
-				err := c.call(stream)
-				t.Logf("%s while the %s stream captures: %v", c.name, capturing.name, err)
-				assert.ErrorIs(t, err, c.want, c.name)
-				graph, err := g.StreamEndCapture(s.dev, stream)
-				t.Logf("then the capture ends with: %v", err)
-				assert.ErrorIs(t, err, cudart.ErrStreamCaptureInvalidated, "the capture ends invalid")
-				assert.Zero(t, graph)
-
-				require.NoError(t, ks.fillLaunch(s.dev, y, n, 6, stream), "the stream runs work again")
-				require.NoError(t, st.StreamSynchronize(s.dev, stream))
-				w := s.words(t, y, n)
-				assert.Equal(t, [2]uint32{6, 6}, [2]uint32{w[0], w[n-1]})
+				capture(t, c.name, func() error { return c.call(capturing.stream) }, c.want)
 			})
+		}
+		for _, c := range frees {
+			t.Run(capturing.name+"/"+c.name, func(t *testing.T) { capture(t, c.name, c.call, nil) })
 		}
 	}
 }
