@@ -7,11 +7,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/cudart/cudarttest"
 )
 
 // readmeMaxLines is the README's budget: a newcomer reads it in one sitting.
@@ -104,11 +107,13 @@ func TestReadmeGoBlocks(t *testing.T) {
 	write("overflow/code.go", blocks[0])
 	write("overflow/code_test.go", strings.Replace(blocks[testBlock], fits, overflows, 1))
 
+	runtime, env := "fake", []string(nil)
 	run := func(args ...string) (string, error) {
 		t.Helper()
 		cmd := exec.Command(goCmd, args...)
 		cmd.Dir = mod
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "CUDAPOOL_RUNTIME=fake")
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", cudarttest.EnvRuntime+"="+runtime)
+		cmd.Env = append(cmd.Env, env...)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
@@ -116,10 +121,47 @@ func TestReadmeGoBlocks(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	out, err = run("run", "./blocka")
 	require.NoError(t, err, "%s", out)
-	assert.Contains(t, out, "running on the fake runtime")
+	assert.Contains(t, out, "runtime: fake")
+	// The program honours the variable: "cuda" is CUDA or an error, never
+	// the fake.
+	runtime = "cuda"
+	out, err = run("run", "./blocka")
+	if rt, cudaErr := cudarttest.OpenMode("cuda"); cudaErr == nil {
+		require.NoError(t, rt.Close())
+		require.NoError(t, err, "%s", out)
+		assert.Contains(t, out, "runtime: CUDA")
+	} else {
+		require.Error(t, err, "CUDAPOOL_RUNTIME=cuda with no usable CUDA fails:\n%s", out)
+		assert.Contains(t, out, "CUDAPOOL_RUNTIME=cuda: CUDA is unusable")
+	}
+	runtime = "fake"
 	out, err = run("test", "./blocka")
 	require.NoError(t, err, "%s", out)
+	for _, p := range readmePlatforms(t, goCmd, text) {
+		goos, goarch, _ := strings.Cut(p, "/")
+		env = []string{"CGO_ENABLED=0", "GOOS=" + goos, "GOARCH=" + goarch}
+		out, err = run("build", "-o", os.DevNull, "./blocka")
+		require.NoError(t, err, "the README's program for %s with CGO_ENABLED=0:\n%s", p, out)
+	}
+	env = nil
 	out, err = run("test", "./overflow")
 	require.Error(t, err, "a one-byte overflow fails the README's test:\n%s", out)
 	assert.Contains(t, out, `it is byte 0 past the end of "weights" (1000 B)`)
+}
+
+// readmePlatforms is every GOOS/GOARCH pair the README names, in order,
+// once each: the platforms it claims, which CI builds the program for.
+func readmePlatforms(t *testing.T, goCmd, text string) []string {
+	t.Helper()
+	out, err := exec.Command(goCmd, "tool", "dist", "list").Output()
+	require.NoError(t, err, "go tool dist list")
+	known := strings.Fields(string(out))
+	var platforms []string
+	for _, p := range regexp.MustCompile(`\b[a-z0-9]+/[a-z0-9]+\b`).FindAllString(text, -1) {
+		if slices.Contains(known, p) && !slices.Contains(platforms, p) {
+			platforms = append(platforms, p)
+		}
+	}
+	require.Contains(t, platforms, "linux/amd64", "the README names the platforms it runs on")
+	return platforms
 }

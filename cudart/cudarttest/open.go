@@ -10,12 +10,13 @@ import (
 	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
-// EnvRuntime names the runtime Open gives tests: "cuda", "fake", or "auto"
-// (the default when it is unset or empty).
+// EnvRuntime names the runtime to use, "cuda", "fake" or "auto", where the
+// program or test leaves the choice open: Open, and OpenMode("") (the
+// -runtime flag's default in the examples). Unset or empty is "auto".
 const EnvRuntime = "CUDAPOOL_RUNTIME"
 
 // Modes lists the runtimes OpenMode accepts, for a flag's help text.
-const Modes = "auto (CUDA when it loads and has a device, else the fake), cuda or fake"
+const Modes = "auto (CUDA when it loads and has a device, else the fake), cuda or fake; empty: $" + EnvRuntime + ", else auto"
 
 // Runtime is a runtime chosen by OpenMode: real CUDA or the fake, with a line
 // that says which.
@@ -39,36 +40,45 @@ func (r *Runtime) Close() error {
 	return r.lib.Close()
 }
 
-// OpenMode opens the runtime mode names: "cuda" (an error, with the loader's
-// message, when CUDA cannot be loaded or has no device), "fake" (NewFake with
-// opts), or "auto" or "" (CUDA when it loads and has a device, else the
-// fake). opts apply to the fake only, but are checked whatever the mode: a
-// refused one is an error wrapping ErrInvalidOption. It is what programs with a -runtime
-// flag call; tests call Open.
+// OpenMode opens the runtime mode names: "cuda" (an error saying why when
+// CUDA cannot be loaded or has no usable device), "fake" (NewFake with
+// opts), "auto" (CUDA when it loads and has a device, else the fake), or ""
+// (what $CUDAPOOL_RUNTIME names, else "auto"). opts apply to the fake only,
+// but are checked whatever the mode: a refused one, or an unknown mode, is
+// an error wrapping ErrInvalidOption. It is what programs call, with their
+// -runtime flag (default ""); tests call Open, which reads the variable
+// the same way.
 func OpenMode(mode string, opts ...Option) (*Runtime, error) {
 	if _, err := configure(opts); err != nil {
 		return nil, err
+	}
+	from := fmt.Sprintf("runtime %q", mode)
+	if mode == "" {
+		mode, from = os.Getenv(EnvRuntime), EnvRuntime+"="+os.Getenv(EnvRuntime)
 	}
 	switch mode {
 	case "fake":
 		return &Runtime{Full: NewFake(opts...), Description: "fake (cudarttest, no GPU used)"}, nil
 	case "cuda", "auto", "":
-		lib, err := openCUDA()
-		if err == nil {
-			name, _ := lib.DeviceName(0)
-			return &Runtime{Full: lib, Description: fmt.Sprintf("CUDA (%s, device 0: %s)", lib.Path(), name), CUDA: true, lib: lib}, nil
-		}
-		if mode == "cuda" {
-			return nil, err
+		rt, err := openCUDA()
+		switch {
+		case err == nil:
+			return rt, nil
+		case mode == "cuda":
+			return nil, fmt.Errorf("cudarttest: %s: CUDA is unusable: %w", from, err)
 		}
 		return &Runtime{Full: NewFake(opts...), Description: "fake (cudarttest, no GPU used); CUDA unavailable: " + summary(err)}, nil
 	}
-	return nil, fmt.Errorf("cudarttest: unknown runtime %q: want %s", mode, Modes)
+	return nil, fmt.Errorf("%w: unknown runtime %q (%s): want %s", ErrInvalidOption, mode, from, Modes)
 }
 
-// openCUDA loads CUDA and checks that it has a device.
-func openCUDA() (cudart.Library, error) {
-	lib, err := cudart.Open()
+// loadCUDA is cudart.Open, and a library with no usable device in a test.
+var loadCUDA = func() (cudart.Library, error) { return cudart.Open() }
+
+// openCUDA loads CUDA and checks that it has a device: a host can have the
+// library and no usable GPU (no driver, or none visible to the process).
+func openCUDA() (*Runtime, error) {
+	lib, err := loadCUDA()
 	if err != nil {
 		return nil, err
 	}
@@ -77,9 +87,10 @@ func openCUDA() (cudart.Library, error) {
 		err = cudart.ErrNoDevice
 	}
 	if err != nil {
-		return nil, errors.Join(err, lib.Close())
+		return nil, errors.Join(fmt.Errorf("%s loaded with no usable device: %w", lib.Path(), err), lib.Close())
 	}
-	return lib, nil
+	name, _ := lib.DeviceName(0)
+	return &Runtime{Full: lib, Description: fmt.Sprintf("CUDA (%s, device 0: %s)", lib.Path(), name), CUDA: true, lib: lib}, nil
 }
 
 // summary is one line about why CUDA is unavailable; mode "cuda" gives the
@@ -110,16 +121,16 @@ func Open(t TB, opts ...Option) cudart.Full {
 		t.Logf("cudarttest: runtime: fake (%s=fake)", EnvRuntime)
 		return NewFakeT(t, opts...)
 	case "auto", "":
-		rt, err := OpenMode("cuda")
+		rt, err := openCUDA()
 		if err != nil {
 			t.Logf("cudarttest: runtime: fake; CUDA unavailable: %s", summary(err))
 			return NewFakeT(t, opts...)
 		}
 		return watchCUDA(t, rt)
 	default:
-		rt, err := OpenMode(mode)
+		rt, err := OpenMode("", opts...)
 		if err != nil {
-			t.Fatalf("cudarttest: %s=%s: %v", EnvRuntime, mode, err)
+			t.Fatalf("%v", err)
 			return nil
 		}
 		return watchCUDA(t, rt)

@@ -79,14 +79,17 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// about is what -h prints before the flags.
+const about = `annotate makes a pool's memory annotations in the order -order names, then
+fills two 4 KiB buffers with a kernel (one byte too many with -overflow); run
+it under compute-sanitizer --tool memcheck to check that the tool sees the
+buffers.`
+
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("annotate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "annotate makes a pool's memory annotations in the order -order names, then fills two 4 KiB buffers with a kernel (one byte too many with -overflow); run it under compute-sanitizer --tool memcheck to check that the tool sees the buffers.")
-		fs.PrintDefaults()
-	}
-	which := fs.String("runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
+	which := fs.String("runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
 	order := fs.String("order", "pool-first", "order of the calls: pool-first, module-first or thread")
 	overflow := fs.Bool("overflow", false, "write one byte past the end of the last buffer")
 	if err := fs.Parse(args); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,6 +31,7 @@ func TestEveryOrderOnTheFake(t *testing.T) {
 func TestUsage(t *testing.T) {
 	var out, errOut bytes.Buffer
 	assert.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
+	assert.True(t, strings.HasPrefix(errOut.String(), about+"\n\nFlags:\n"), "-h: a paragraph, then the flags:\n%s", errOut.String())
 	assert.Contains(t, errOut.String(), "-order")
 	assert.Equal(t, 2, run([]string{"-order=sideways"}, &out, &errOut))
 	assert.Equal(t, 2, run([]string{"extra"}, &out, &errOut))

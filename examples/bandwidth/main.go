@@ -8,6 +8,9 @@
 //
 // Each figure is the median of -reps: copies of -size bytes with
 // synchronous cudaMemcpy, and pinning and freeing of -pin-size bytes. The
+// sizes default to 1 GiB and 4 GiB on CUDA, and to 32 MiB and 64 MiB on the
+// fake, whose figures say nothing of a GPU and which copies and pins on the
+// CPU: a few seconds, not minutes and gigabytes. The
 // table's last lines compare the pinned package's default method with
 // cudaMallocHost. -svg also draws the figures as a bar chart.
 package main
@@ -60,10 +63,10 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bandwidth", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	c := config{size: 1 << 30, pinSize: 4 << 30}
-	fs.StringVar(&c.runtime, "runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
-	fs.Func("size", "bytes per copy, e.g. 1GiB, 8MiB (default 1GiB)", bytesFlag(&c.size))
-	fs.Func("pin-size", "bytes pinned and freed to time pinning, e.g. 4GiB (default 4GiB)", bytesFlag(&c.pinSize))
+	var c config
+	fs.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
+	fs.Func("size", "bytes per copy, e.g. 1GiB, 8MiB (default 1GiB on CUDA, 32MiB on the fake)", bytesFlag(&c.size))
+	fs.Func("pin-size", "bytes pinned and freed to time pinning, e.g. 4GiB (default 4GiB on CUDA, 64MiB on the fake)", bytesFlag(&c.pinSize))
 	fs.IntVar(&c.reps, "reps", 5, "repetitions of each measurement; the median is reported")
 	fs.StringVar(&c.svg, "svg", "", "also write the figures as an SVG bar chart to this file")
 	if err := fs.Parse(args); err != nil {
@@ -79,6 +82,18 @@ func parse(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("-reps %d: want at least 1", c.reps)
 	}
 	return c, nil
+}
+
+// orDefault is n, or where the flag left it 0, cuda on CUDA and fake on
+// the fake.
+func orDefault(n, cuda, fake uint64, onCUDA bool) uint64 {
+	switch {
+	case n != 0:
+		return n
+	case onCUDA:
+		return cuda
+	}
+	return fake
 }
 
 // errUsage is a command line the flag package has already complained of.
@@ -111,6 +126,7 @@ func measureAll(c config, stdout, progress io.Writer) (err error) {
 	if !rt.CUDA {
 		note = " (fake runtime: not a GPU timing)"
 	}
+	c.size, c.pinSize = orDefault(c.size, 1<<30, 32<<20, rt.CUDA), orDefault(c.pinSize, 4<<30, 64<<20, rt.CUDA)
 	fmt.Fprintf(stdout, "runtime: %s\ncopies of %s and pinning of %s, median of %d%s\n\n",
 		rt.Description, humanize.IBytes(c.size), humanize.IBytes(c.pinSize), c.reps, note)
 

@@ -36,7 +36,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
+	which := fs.String("runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
 	n := fs.Int("n", 10000, "buffers per round")
 	reps := fs.Int("reps", 5, "rounds per method; the median is reported")
 	switch err := fs.Parse(args); {
@@ -69,7 +69,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "method\tper buffer\tround\tdevice bytes reserved\t")
-	for _, m := range methods {
+	for i, m := range methods {
+		// A round of cudaMalloc calls takes seconds on a GPU: say what runs.
+		fmt.Fprintf(stderr, "bench: [%d/%d] %s, %d rounds\n", i+1, len(methods), m.name, *reps)
 		r, err := m.run(rt, sizes, *reps)
 		if err != nil {
 			_ = tw.Flush()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -14,8 +15,9 @@ func TestBenchOnTheFake(t *testing.T) {
 	code := run([]string{"-runtime=fake", "-n", "200", "-reps", "3"}, &out, &errOut)
 	require.Equal(t, 0, code, errOut.String())
 	assert.Contains(t, out.String(), "median of 3 rounds (fake runtime: not a GPU timing)")
-	for _, m := range []string{"cudapool Want+Satisfy", "cudaMalloc", "cudaMallocAsync cold", "cudaMallocAsync warm"} {
+	for i, m := range []string{"cudapool Want+Satisfy", "cudaMalloc", "cudaMallocAsync cold", "cudaMallocAsync warm"} {
 		assert.Contains(t, out.String(), m)
+		assert.Contains(t, errOut.String(), fmt.Sprintf("bench: [%d/4] %s, 3 rounds\n", i+1, m), "progress on stderr")
 	}
 }
 

@@ -33,7 +33,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("callcost", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
+	which := fs.String("runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
 	rounds := fs.Int("rounds", 10, "timed rounds per call; the median, fastest and slowest are reported")
 	calls := fs.Int("calls", 10000, "calls per round")
 	switch err := fs.Parse(args); {

@@ -57,14 +57,16 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// about is what -h prints before the flags.
+const about = `charge measures what cudaMalloc takes from free memory (cudaMemGetInfo) for
+allocations of one size, one at a time and many together, and what cudaFree
+gives back.`
+
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("charge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "charge measures what cudaMalloc takes from free memory (cudaMemGetInfo) for allocations of one size, one at a time and many together, and what cudaFree gives back.")
-		fs.PrintDefaults()
-	}
-	which := fs.String("runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
+	which := fs.String("runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
 	async := fs.Bool("async", false, "measure cudaMallocAsync and cudaFreeAsync instead")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -52,7 +52,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("memcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
+	which := fs.String("runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
 	detector := fs.String("detector", "all", "what catches the bugs: all, "+strings.Join(detectors, ", "))
 	only := fs.String("bug", "all", "the bug to make: all, "+strings.Join(bugNames(), ", "))
 	switch err := fs.Parse(args); {
@@ -68,7 +68,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return usage("unexpected arguments %q", fs.Args())
 	}
-	if !slices.Contains([]string{"auto", "cuda", "fake"}, *which) {
+	if !slices.Contains([]string{"", "auto", "cuda", "fake"}, *which) {
 		return usage("unknown -runtime %q: want %s", *which, cudarttest.Modes)
 	}
 	if *detector != "all" && !slices.Contains(detectors, *detector) {
@@ -97,7 +97,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case *detector == "all":
 		dets = []string{"guards", "memcheck"}
 	case *detector == "memcheck" && rt.CUDA:
-		return usage("-detector memcheck needs the fake runtime, and -runtime auto found CUDA; use -runtime fake")
+		return usage("-detector memcheck needs the fake runtime, and the runtime chosen is CUDA; use -runtime fake")
 	}
 
 	fmt.Fprintf(stdout, "runtime: %s\n\n", rt.Description)

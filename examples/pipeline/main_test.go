@@ -23,7 +23,7 @@ func TestPipelineOnTheFake(t *testing.T) {
 }
 
 func TestPipelineRefusesBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"-n", "0"}, {"-replays", "0"}, {"-runtime=opencl"}} {
+	for _, args := range [][]string{{"-n", "0"}, {"-replays", "-1"}, {"-runtime=opencl"}} {
 		var out, errOut bytes.Buffer
 		assert.NotEqual(t, 0, run(append([]string{"-runtime=fake"}, args...), &out, &errOut), "%v", args)
 	}

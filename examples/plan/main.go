@@ -3,8 +3,8 @@
 // needs against the lower bound.
 //
 //	go run ./examples/plan -in plan/testdata/traces/resnet101.json
-//	go run ./examples/plan -in trace.json -json
-//	go run ./examples/plan -in trace.json -svg out.svg
+//	go run ./examples/plan -in plan/testdata/traces/alexnet.json -json
+//	go run ./examples/plan -in plan/testdata/traces/alexnet.json -svg out.svg
 //	go run ./examples/plan -in plan/testdata/minimalloc/A.1048576.csv -unit 256 -capacity 1048576 -json
 //
 // The input's format follows its extension: .csv is read by plan.ReadCSV,

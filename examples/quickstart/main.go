@@ -6,8 +6,9 @@
 // The pipeline: a pinned input staging buffer, the device input, two
 // activation buffers, the device output and a pinned output buffer. The data
 // goes host to device, device to device, and device to host, and the result
-// is checked byte for byte. With -runtime=auto (the default) it uses CUDA when
-// the library loads and sees a device, else the fake runtime, and says which.
+// is checked byte for byte. By default (-runtime empty: $CUDAPOOL_RUNTIME,
+// else auto) it uses CUDA when the library loads and sees a device, else the
+// fake runtime, and says which.
 package main
 
 import (
@@ -33,7 +34,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
+	which := fs.String("runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
 	switch err := fs.Parse(args); {
 	case errors.Is(err, flag.ErrHelp):
 		return 0

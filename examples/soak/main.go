@@ -57,9 +57,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
+	which := fs.String("runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
 	var c config
-	fs.IntVar(&c.cycles, "cycles", 100000, "ReleaseAll/Satisfy cycles")
+	fs.IntVar(&c.cycles, "cycles", 0, "ReleaseAll/Satisfy cycles (default 100000 on CUDA, 20000 on the fake)")
 	fs.IntVar(&c.buffers, "buffers", 64, "requests per cycle, of mixed sizes, a quarter of them host buffers")
 	fs.IntVar(&c.samples, "samples", 10, "points at which free memory and RSS are sampled")
 	fs.IntVar(&c.checkEvery, "check-every", 1000, "cycles between host -> device -> host round trips")
@@ -77,8 +77,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	c.deviceBytes, c.hostBytes = *deviceMiB<<20, *hostMiB<<20
 	c.freeTolerance, c.rssLimit = *tolMiB<<20, *rssMiB<<20
-	if c.cycles < 1 || c.buffers < 2 || c.samples < 2 || c.checkEvery < 1 || c.deviceBytes == 0 || c.hostBytes == 0 {
-		fmt.Fprintln(stderr, "soak: -cycles and -check-every must be at least 1, -buffers and -samples at least 2, the arenas not empty")
+	if c.cycles < 0 || c.buffers < 2 || c.samples < 2 || c.checkEvery < 1 || c.deviceBytes == 0 || c.hostBytes == 0 {
+		fmt.Fprintln(stderr, "soak: -cycles (0: the default) and -check-every must be at least 1, -buffers and -samples at least 2, the arenas not empty")
 		return 2
 	}
 	if c.trim && !c.growable {
@@ -99,6 +99,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if !rt.CUDA {
 		c.note = " (fake runtime: not a GPU timing)"
+	}
+	// The fake does on the CPU what CUDA does on the device: fewer cycles
+	// keep its run to seconds.
+	switch {
+	case c.cycles > 0:
+	case rt.CUDA:
+		c.cycles = 100000
+	default:
+		c.cycles = 20000
 	}
 	samples, err := cycle(rt, c, stdout, stderr)
 	if err != nil {

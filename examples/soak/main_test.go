@@ -51,7 +51,7 @@ func TestSoakRefusesBadFlags(t *testing.T) {
 		args []string
 		code int
 	}{
-		{[]string{"-cycles", "0"}, 2},
+		{[]string{"-cycles", "-1"}, 2},
 		{[]string{"-buffers", "1"}, 2},
 		{[]string{"-samples", "1"}, 2},
 		{[]string{"-check-every", "0"}, 2},
