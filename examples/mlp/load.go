@@ -1,0 +1,147 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// workload is the requests of one batch size: a few inputs, staged as
+// bytes, and their outputs on the CPU.
+type workload struct {
+	rows   int
+	inputs [][]byte
+	want   [][]float32
+}
+
+// variants is how many different inputs each batch size has.
+const variants = 2
+
+func newWorkload(m *model, seed uint64, rows int) *workload {
+	w := &workload{rows: rows}
+	for _, in := range inputs(m.dims, seed, rows, variants) {
+		w.inputs = append(w.inputs, floatBytes(in))
+		w.want = append(w.want, m.reference(in, rows))
+	}
+	return w
+}
+
+// exchange moves one request's data through the staging buffers a backend
+// hands it, while the request holds them.
+type exchange interface {
+	// fill writes the request's input into staging.
+	fill(staging []byte) error
+	// read takes the request's output from out.
+	read(out []byte) error
+}
+
+// request is what every request does with its data: the whole input
+// staged, and its output compared with the CPU's, in full (the untimed
+// check passes, into worst) or at samples elements (the timed requests).
+type request struct {
+	in   []byte
+	want []float32
+	full *worst // nil: sampled
+	at   int    // the first sample, moving from one request to the next
+}
+
+// samples is how many output elements a timed request checks.
+const samples = 16
+
+func (x *request) fill(staging []byte) error {
+	copy(staging, x.in)
+	return nil
+}
+
+func (x *request) read(out []byte) error {
+	got := floatsOf(out[:4*len(x.want)])
+	if x.full != nil {
+		return x.full.compare(got, x.want)
+	}
+	stride := max(1, len(x.want)/samples)
+	for i := x.at % stride; i < len(x.want); i += stride {
+		if d := deviationOf(got[i], x.want[i]); d.ratio > 1 {
+			return fmt.Errorf("%w: element %d is %v, want %v (a timed request's sample)", errMismatch, i, got[i], x.want[i])
+		}
+	}
+	return nil
+}
+
+// requests makes each client's exchange for request i, reused from one
+// request to the next.
+func requests(w *workload, clients int, full *worst) func(c, i int) exchange {
+	xs := make([]request, clients)
+	return func(c, i int) exchange {
+		v := i % len(w.inputs)
+		xs[c] = request{in: w.inputs[v], want: w.want[v], full: full, at: i}
+		return &xs[c]
+	}
+}
+
+// result is one measured configuration.
+type result struct {
+	name      string
+	requests  int
+	elapsed   time.Duration
+	perSecond float64
+	// wait is the time a request waited for what the backend shares (a
+	// slot, the mutex); service is the rest of its latency.
+	wait, service percentiles
+}
+
+// percentiles are the median and the 99th percentile of a latency.
+type percentiles struct{ p50, p99 time.Duration }
+
+func percentilesOf(d []time.Duration) percentiles {
+	slices.Sort(d)
+	return percentiles{d[len(d)/2], d[min(len(d)-1, len(d)*99/100)]}
+}
+
+// load runs requests requests from clients goroutines, each sending its
+// next request once the last is answered, and stops by itself. do sends
+// request i for client c, checks the answer and says how long the request
+// waited for what the backend shares.
+func load(clients, requests int, do func(c, i int) (time.Duration, error)) (result, error) {
+	lat := make([]time.Duration, requests)
+	wait := make([]time.Duration, requests)
+	var next atomic.Int64
+	var failed atomic.Bool
+	errs := make([]error, clients)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= requests {
+					return
+				}
+				t0 := time.Now()
+				waited, err := do(c, i)
+				if err != nil {
+					errs[c] = fmt.Errorf("request %d: %w", i, err)
+					failed.Store(true)
+					return
+				}
+				lat[i], wait[i] = time.Since(t0), waited
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		return result{}, err
+	}
+	for i := range lat {
+		lat[i] -= min(wait[i], lat[i])
+	}
+	return result{
+		requests: requests, elapsed: elapsed, perSecond: float64(requests) / elapsed.Seconds(),
+		wait: percentilesOf(wait), service: percentilesOf(lat),
+	}, nil
+}

@@ -1,0 +1,210 @@
+// Command mlp serves a multi-layer perceptron from pool.Slots, its math in
+// cuBLAS, and load-tests it against one pool behind a mutex and against
+// per-request cudaMallocAsync, in one run.
+//
+//	go run ./examples/mlp [-runtime=auto|cuda|fake] [-requests 10000] [-clients 8] [-slots 1,2,4,8] [-launch both] [-dump DIR]
+//
+// The model: 1024 → 4096 → 4096 → 1024, FP32. Each layer is a cuBLAS GEMM
+// (cublasGemmEx, FP32 accumulation, TF32 off) of its weights W_l as A (M =
+// the layer's outputs, K its inputs, column-major) by the batch's
+// activations as B (K × batch, a column per request row), then a PTX
+// kernel adding the layer's bias b_l and, after the first two layers,
+// clamping at 0 (ReLU). The parameters, 96 MiB, are drawn from -seed by a
+// PCG (math/rand/v2, seeded with the seed and 0x6d6c70): each W_l's
+// elements in its column-major order, uniform in [-a, a) with a =
+// sqrt(6/inputs), then b_l's, uniform in [-0.1, 0.1), layer after layer.
+// The inputs are uniform in [-1, 1), from a PCG seeded with the seed and
+// the batch size.
+//
+// Slots: a shared buffer holds the parameters; profiles batch1, batch8 and
+// batch32 each hold pinned input and output staging and two activation
+// buffers; each slot has a stream, a cuBLAS handle on it and a 32 MiB
+// workspace in its own region (SlotLayout.BLAS). A CUDA graph is captured
+// once per slot and profile on the slot's stream, and each graph's nodes
+// are counted: a memory node in any of them is an error. Baselines: one
+// pool holding one set of the same buffers and a workspace, one stream and
+// one handle, behind a mutex; and per-request cudaMallocAsync, with a
+// stream, a handle with no workspace set (cuBLAS takes its own from the
+// default memory pool) and pinned staging per client, the activations
+// allocated and freed in every request. Each is measured launching one
+// graph a request and call by call.
+//
+// For each configuration and batch size: an untimed pass whose outputs are
+// all compared with the CPU's reference (the warm-up), the timed requests
+// (each stages its whole input and checks 16 output elements), and another
+// full pass. The reference computes each GEMM in float64 and rounds it to
+// float32, then adds the bias in float32; every output must be within 1e-4
+// of it relative, or 1e-5 absolute, and the worst seen is printed.
+//
+// Device memory: cudaMemGetInfo before and after each configuration's
+// setup (what it took beside its pool's arena: the cuBLAS handles' fixed
+// charge, the baseline's cudaMalloc) and before and after its timed
+// requests (what the requests took outside any pool; 0 B is the target for
+// slots). The default memory pool's reserved bytes are inside the second
+// figure: cudart has no call reading cudaMemPoolAttrReservedMemCurrent.
+//
+// Bandwidth: at batch 1 a request reads all the parameters, so memory
+// bandwidth bounds it. The device's bandwidth is measured as a
+// cudaMemcpyAsync of -copy bytes device to device between two events
+// (bytes read plus bytes written, over the time), and each configuration's
+// requests/s × parameter bytes is printed against it.
+//
+// Launch cost: 1 client at batch 1, a slot launching one graph a request
+// against separate launches on the slot and against cudaMallocAsync.
+//
+// -dump DIR writes the parameters, one input batch per profile and its
+// outputs as little-endian float32 files, with manifest.json describing
+// them (shapes, column-major layout, layer order, activations), so that
+// another framework can recompute the outputs.
+//
+// On the fake runtime the widths shrink by -scale (16 unless given) and the
+// requests to 12 a configuration; its timings are not a GPU's.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/cudapool/cudapool/cudart/cudarttest"
+)
+
+const usage = `mlp: a multi-layer perceptron (1024 -> 4096 -> 4096 -> 1024, FP32,
+cuBLAS GEMMs, bias and ReLU in a PTX kernel) served from pool.Slots, each
+slot with its own stream, cuBLAS handle and workspace and a CUDA graph per
+batch profile (1, 8, 32), load-tested against one pool behind a mutex and
+against per-request cudaMallocAsync with cuBLAS allocating its own
+workspace. It prints requests/s and the p50/p99 of the wait for a slot and
+of the service apart, the ratios, the graphs' memory nodes, the device
+memory taken outside the pool during the timed requests, the parameters'
+read rate against the device's copy bandwidth, and the worst deviation of
+the outputs, all compared with the CPU's outside the timed requests.
+Progress goes to stderr, the tables to stdout.
+
+Flags:
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// config is what the flags ask for.
+type config struct {
+	runtime       string
+	requests      int
+	clients       int
+	slots         []int
+	batches       []int
+	launches      []bool // graphs or not, in the order measured
+	seed          uint64
+	scale         int
+	copyBytes     uint64
+	dump          string
+	corruptParams bool // tests: change one parameter on the device after loading it
+}
+
+func run(args []string, stdout, stderr io.Writer) int { return runWith(args, stdout, stderr, nil) }
+
+// runWith is run with tweak, when not nil, applied to the configuration the
+// flags give: the tests' way to break a run on purpose.
+func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
+	fs := flag.NewFlagSet("mlp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	var c config
+	fs.StringVar(&c.runtime, "runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
+	fs.IntVar(&c.requests, "requests", 10000, "timed requests a configuration and batch size (12 on the fake unless given)")
+	fs.IntVar(&c.clients, "clients", 8, "concurrent clients of the load generator")
+	slots := fs.String("slots", "1,2,4,8", "slot counts to measure, comma-separated")
+	batches := fs.String("batches", "1,8,32", "batch sizes, comma-separated: a profile each")
+	launch := fs.String("launch", "both", "graph (one CUDA graph launch a request), calls (each copy, GEMM and kernel launched) or both")
+	fs.Uint64Var(&c.seed, "seed", 1, "seed of the parameters and inputs")
+	fs.IntVar(&c.scale, "scale", 1, "divide every width by this, 1 to 16, a power of 2 (16 on the fake unless given)")
+	copyBytes := fs.Uint64("copy", 1<<30, "bytes of the device-to-device copy that measures the bandwidth (16 MiB on the fake unless given)")
+	fs.StringVar(&c.dump, "dump", "", "write the parameters, an input batch per profile and its outputs, and manifest.json, into this directory")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	var err error
+	c.slots, err = positives(*slots, 1024)
+	if err == nil {
+		c.batches, err = positives(*batches, 4096)
+	}
+	if *launch == "graph" || *launch == "both" {
+		c.launches = append(c.launches, true)
+	}
+	if *launch == "calls" || *launch == "both" {
+		c.launches = append(c.launches, false)
+	}
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "mlp: %v\n", err)
+		return 2
+	case len(c.launches) == 0:
+		fmt.Fprintf(stderr, "mlp: -launch %q: want graph, calls or both\n", *launch)
+		return 2
+	case c.requests < 1 || c.clients < 1 || c.clients > 1024:
+		fmt.Fprintln(stderr, "mlp: -requests must be at least 1, -clients 1 to 1024")
+		return 2
+	case c.scale < 1 || c.scale > 16 || c.scale&(c.scale-1) != 0:
+		fmt.Fprintf(stderr, "mlp: -scale %d: want a power of 2, 1 to 16\n", c.scale)
+		return 2
+	case *copyBytes < 1<<20:
+		fmt.Fprintf(stderr, "mlp: -copy %d: want at least 1 MiB\n", *copyBytes)
+		return 2
+	}
+	c.copyBytes = *copyBytes
+	if tweak != nil {
+		tweak(&c)
+	}
+	rt, err := cudarttest.OpenMode(c.runtime)
+	if err != nil {
+		fmt.Fprintf(stderr, "mlp: %v\n", err)
+		return 1
+	}
+	defer rt.Close()
+	if !rt.CUDA {
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		if !given["requests"] {
+			c.requests = 12
+		}
+		if !given["scale"] {
+			c.scale = 16
+		}
+		if !given["copy"] {
+			c.copyBytes = 16 << 20
+		}
+	}
+	fmt.Fprintf(stdout, "runtime: %s\n", rt.Description)
+	if err := measure(rt, c, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "mlp: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// positives parses a comma-separated list of distinct integers 1 to most.
+func positives(s string, most int) ([]int, error) {
+	var out []int
+	seen := map[int]bool{}
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 || v > most || seen[v] {
+			return nil, fmt.Errorf("%q: want comma-separated distinct integers 1 to %d", s, most)
+		}
+		seen[v] = true
+		out = append(out, v)
+	}
+	return out, nil
+}
