@@ -85,6 +85,21 @@ func (f *Fake) captureBlocksSync(dev int, s cudart.Stream) *failure {
 	return nil
 }
 
+// captureForbidsUnsafe refuses call, a call CUDA deems unsafe during a
+// capture (cudaMalloc), while a global or thread-local capture is under
+// way on any device, with cudaErrorStreamCaptureUnsupported, and
+// invalidates that capture; a relaxed capture allows it. The fake cannot see
+// threads, so a thread-local capture forbids it on every thread.
+func (f *Fake) captureForbidsUnsafe(call calls.Call) *failure {
+	for cs, cp := range f.graph.captures {
+		if f.capturesLive(cs) && cp.mode != cudart.CaptureModeRelaxed {
+			cp.invalid = call.String() + " was called"
+			return fail(900, "stream 0x%x captures in %s; the capture is invalidated", uintptr(cs), cp.mode)
+		}
+	}
+	return nil
+}
+
 // captureBlocksDeviceSync refuses cudaDeviceSynchronize while a stream of
 // the device captures, with cudaErrorStreamCaptureUnsupported, and
 // invalidates the capture.

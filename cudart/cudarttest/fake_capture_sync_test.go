@@ -12,8 +12,8 @@ import (
 // TestFakeSynchronisingCallsDuringCapture: the calls that synchronise the
 // device refuse as cudaDeviceSynchronize does while a stream captures, and
 // a memset of managed memory, on the legacy stream, as a legacy stream
-// synchronisation does; each invalidates the capture, and the memory stays
-// allocated.
+// synchronisation does; cudaMalloc is refused in a global capture; each
+// invalidates the capture, and the memory stays allocated.
 func TestFakeSynchronisingCallsDuringCapture(t *testing.T) {
 	f := cudarttest.NewFakeT(t)
 	d, err := f.Malloc(0, 256)
@@ -35,6 +35,7 @@ func TestFakeSynchronisingCallsDuringCapture(t *testing.T) {
 		{"FreeHost", func() error { return f.FreeHost(h) }, cudart.ErrStreamCaptureUnsupported},
 		{"HostUnregister", func() error { return f.HostUnregister(0, reg) }, cudart.ErrStreamCaptureUnsupported},
 		{"Memset of managed memory", func() error { return f.Memset(0, m, 1, 256) }, cudart.ErrStreamCaptureImplicit},
+		{"Malloc, unsafe in a global capture", func() error { _, err := f.Malloc(0, 256); return err }, cudart.ErrStreamCaptureUnsupported},
 	} {
 		require.NoError(t, f.StreamBeginCapture(0, s, cudart.CaptureModeGlobal))
 		assert.ErrorIs(t, c.call(), c.want, c.name)

@@ -34,7 +34,8 @@ func (f *Fake) MemGetInfo(device int) (free, total uint64, err error) {
 
 // Malloc is cudaMalloc: 256-byte-aligned device memory, counted against the
 // device and backed only where written. Size 0 returns a zero pointer and no
-// error, as CUDA does.
+// error, as CUDA does. During a global or thread-local capture it is
+// refused, as CUDA refuses it, and the capture is invalidated.
 func (f *Fake) Malloc(device int, size uint64) (cudart.DevicePtr, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -135,6 +136,11 @@ func (f *Fake) anyLost() *failure {
 func (f *Fake) alloc(c calls.Call, k kind, device int, size uint64) (cudart.DevicePtr, *failure) {
 	if x := f.check(c, device); x != nil {
 		return 0, x
+	}
+	if c == calls.Malloc {
+		if x := f.captureForbidsUnsafe(c); x != nil {
+			return 0, x
+		}
 	}
 	if size == 0 {
 		return 0, nil

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/calls"
 	"github.com/cudapool/cudapool/internal/check/assert"
 	"github.com/cudapool/cudapool/internal/check/require"
 )
@@ -23,7 +24,7 @@ const perThreadStream cudart.Stream = 2
 // cudaErrorStreamCaptureImplicit for the legacy stream and
 // cudaErrorStreamCaptureUnsupported for the others, and the capture ends
 // with cudaErrorStreamCaptureInvalidated. cudaFree and cudaFreeHost, which
-// synchronise, are refused as well.
+// synchronise, are refused as well, and cudaMalloc in a global capture.
 func (s *suite) testCaptureImplicit(t *testing.T) {
 	g := need[cudart.Graphs](t, s.rt, "Graphs")
 	ks := s.loadKernels(t)
@@ -97,5 +98,34 @@ func (s *suite) testCaptureImplicit(t *testing.T) {
 		for _, c := range frees {
 			t.Run(capturing.name+"/"+c.name, func(t *testing.T) { capture(t, c.name, c.call, nil) })
 		}
+	}
+	t.Run("MallocByMode", func(t *testing.T) { s.testMallocDuringCapture(t, g, st, created) })
+}
+
+// testMallocDuringCapture: cudaMalloc, unsafe during a capture, is refused
+// while a global capture is under way, and allowed in a relaxed one, whose
+// graph then ends as usual. What CUDA answers is reported.
+func (s *suite) testMallocDuringCapture(t *testing.T, g cudart.Graphs, st cudart.Streams, stream cudart.Stream) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for _, mode := range []cudart.CaptureMode{cudart.CaptureModeGlobal, cudart.CaptureModeRelaxed} {
+		require.NoError(t, g.StreamBeginCapture(s.dev, stream, mode))
+		p, err := s.rt.Malloc(s.dev, 256)
+		t.Logf("cudaMalloc during a capture in %s: %v", mode, err)
+		if p != 0 {
+			once(t, calls.Free, func() error { return s.rt.Free(s.dev, p) })
+		}
+		graph, end := g.StreamEndCapture(s.dev, stream)
+		t.Logf("then the capture ends with: %v", end)
+		if graph != 0 {
+			assert.NoError(t, g.GraphDestroy(s.dev, graph))
+		}
+		if mode == cudart.CaptureModeRelaxed {
+			assert.NoError(t, err, "cudaMalloc in a relaxed capture")
+			assert.NoError(t, end, "a relaxed capture ends as usual")
+		} else {
+			assert.Error(t, err, "cudaMalloc in a global capture")
+		}
+		require.NoError(t, st.StreamSynchronize(s.dev, stream), "the stream is usable")
 	}
 }
