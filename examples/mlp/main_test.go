@@ -30,7 +30,7 @@ func TestDefaultRunOnTheFake(t *testing.T) {
 		"one CUDA graph a request, batch 1, 8 clients:", "call by call, batch 32, 8 clients:",
 		"slots=1", "slots=2", "slots=4", "slots=8", "mutex pool", "cudaMallocAsync",
 		"wait p50  wait p99  service p50  service p99",
-		"ratios, slots over cudaMallocAsync", "launch-bound: 1 client, batch 1:", "slot, one graph / cudaMallocAsync, call by call:",
+		"ratios over cudaMallocAsync", "targets:", "memory nodes in the slots' and mutex pool's request graphs: 0 at most", "launch-bound: 1 client, batch 1:", "slot, one graph / cudaMallocAsync, call by call:",
 		"slots=8          batch 32  memory nodes 0", "8 handles:",
 		// The fake's cuBLAS sums in float64 and rounds once, as the
 		// reference does: its outputs are the reference's.

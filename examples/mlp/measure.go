@@ -94,7 +94,7 @@ func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err er
 		c.requests, c.clients, checked(c))
 	fmt.Fprintln(stdout, "wait: for a slot (slots) or the lock (mutex pool); cudaMallocAsync shares nothing to wait for. service: the rest of the latency")
 	for _, graphs := range c.launches {
-		for _, cf := range s.configurations(c.clients, c.slots) {
+		for _, cf := range s.configurations(c.clients, c.slots, true) {
 			if err := s.measureOne(cf, graphs); err != nil {
 				return fmt.Errorf("%s, %s: %w", cf.name, launchName(graphs), err)
 			}
@@ -121,8 +121,9 @@ func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err er
 // checked is the requests of each untimed check pass.
 func checked(c config) int { return max(c.clients, variants) }
 
-// configurations are the slot counts, then the baselines, for clients.
-func (s *session) configurations(clients int, slots []int) []configuration {
+// configurations are the slot counts, then the baselines (the mutex pool
+// if asked), for clients.
+func (s *session) configurations(clients int, slots []int, mutex bool) []configuration {
 	var out []configuration
 	batches := s.c.batches
 	for _, n := range slots {
@@ -130,7 +131,7 @@ func (s *session) configurations(clients int, slots []int) []configuration {
 			return newSlotsBackend(s.m, s.lib, n, batches, graphs)
 		}})
 	}
-	if len(slots) == len(s.c.slots) {
+	if mutex {
 		out = append(out, configuration{mutexName, 1, func(graphs bool) (backend, error) { return newMutexBackend(s.m, s.lib, batches, graphs) }})
 	}
 	return append(out, configuration{asyncName, clients, func(graphs bool) (backend, error) {
@@ -212,7 +213,7 @@ func (s *session) launchBound() ([]measured, error) {
 	rows := slices.Min(s.c.batches)
 	var out []measured
 	for _, graphs := range []bool{true, false} {
-		for _, cf := range s.configurations(1, []int{1}) {
+		for _, cf := range s.configurations(1, []int{1}, false) {
 			if graphs && cf.name == asyncName {
 				continue
 			}

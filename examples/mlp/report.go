@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -28,33 +29,8 @@ func (s *session) report(out io.Writer, bw float64, launchBound []measured) {
 			printTable(out, s.results[graphs][rows], params, bw)
 		}
 	}
-	fmt.Fprintln(out, "\nratios, slots over cudaMallocAsync (requests/s over requests/s; target: at least 1.00x everywhere):")
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "launch\tbatch\t")
-	for _, n := range s.c.slots {
-		fmt.Fprintf(tw, "slots=%d\t", n)
-	}
-	fmt.Fprintf(tw, "%s\t\n", mutexName)
-	for _, graphs := range s.c.launches {
-		for _, rows := range s.c.batches {
-			rs := s.results[graphs][rows]
-			base := find(rs, asyncName)
-			fmt.Fprintf(tw, "%s\t%d\t", launchName(graphs), rows)
-			for _, n := range s.c.slots {
-				fmt.Fprintf(tw, "%s\t", ratio(find(rs, fmt.Sprintf("slots=%d", n)), base))
-			}
-			fmt.Fprintf(tw, "%s\t\n", ratio(find(rs, mutexName), base))
-		}
-	}
-	tw.Flush()
+	s.printRatios(out)
 	rows := slices.Min(s.c.batches)
-	most := fmt.Sprintf("slots=%d", slices.Max(s.c.slots))
-	if bw > 0 && len(s.c.launches) > 0 {
-		if r := find(s.results[s.c.launches[0]][rows], most); r != nil {
-			fmt.Fprintf(out, "\nbandwidth bound, %s, batch %d, %s: %s/s of parameters, %.1f%% of the copy bandwidth (target: at least 70%% at 8 slots, batch 1)\n",
-				most, rows, launchName(s.c.launches[0]), humanize.IBytes(uint64(r.perSecond*params)), 100*r.perSecond*params/bw)
-		}
-	}
 	fmt.Fprintf(out, "\nlaunch-bound: 1 client, batch %d:\n", rows)
 	printTable(out, launchBound, params, bw)
 	graph, calls, async := find(launchBound, "slots=1, "+launchName(true)), find(launchBound, "slots=1, "+launchName(false)), find(launchBound, asyncName+", "+launchName(false))
@@ -75,12 +51,88 @@ func (s *session) report(out io.Writer, bw float64, launchBound []measured) {
 		fmt.Fprintln(out, "  (slots and mutex pool: the handle works in its workspace in the pool; cudaMallocAsync: the activations' and cuBLAS's own allocations)")
 	}
 	if len(s.setups) > 0 {
-		fmt.Fprintln(out, "\ndevice memory each configuration's setup took beside its pool's arena (cudaMemGetInfo; the cuBLAS handles' fixed charge, and for cudaMallocAsync the parameters' cudaMalloc):")
+		fmt.Fprintln(out, "\ndevice memory each configuration's setup took beside its pool's arena (cudaMemGetInfo: the cuBLAS handles' fixed charge, what the graphs' instantiation and first launch took, and for cudaMallocAsync the parameters' cudaMalloc):")
 		for _, st := range s.setups {
 			fmt.Fprintf(out, "  %-16s %d handles: %s\n", st.name, st.handles, signedBytes(st.outside))
 		}
 	}
 	fmt.Fprintf(out, "\noutputs against the CPU reference, outside the timed requests (tolerance %g relative or %g absolute): %v\n", relTol, absTol, &s.worst)
+	s.printTargets(out, bw, graph, async)
+}
+
+// printRatios prints each slot count's and the mutex pool's requests/s
+// over cudaMallocAsync's, at every batch size, for each pair of launch
+// modes.
+func (s *session) printRatios(out io.Writer) {
+	fmt.Fprintln(out, "\nratios over cudaMallocAsync (requests/s over requests/s; target: slots at least 1.00x everywhere):")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "launch\tcudaMallocAsync's launch\tbatch\t")
+	for _, n := range s.c.slots {
+		fmt.Fprintf(tw, "slots=%d\t", n)
+	}
+	fmt.Fprintf(tw, "%s\t\n", mutexName)
+	for _, graphs := range s.c.launches {
+		for _, baseGraphs := range s.c.launches {
+			for _, rows := range s.c.batches {
+				rs := s.results[graphs][rows]
+				base := find(s.results[baseGraphs][rows], asyncName)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t", launchName(graphs), launchName(baseGraphs), rows)
+				for _, n := range s.c.slots {
+					fmt.Fprintf(tw, "%s\t", ratio(find(rs, fmt.Sprintf("slots=%d", n)), base))
+				}
+				fmt.Fprintf(tw, "%s\t\n", ratio(find(rs, mutexName), base))
+			}
+		}
+	}
+	tw.Flush()
+}
+
+// printTargets sums up the figures issue's targets are about.
+func (s *session) printTargets(out io.Writer, bw float64, graph, async *measured) {
+	fmt.Fprintln(out, "\ntargets:")
+	fmt.Fprintf(out, "  outputs within tolerance: %.3g of it at worst (at most 1)\n", s.worst.ratio.ratio)
+	most := 0
+	for name, counts := range s.nodes {
+		if name == asyncName {
+			continue
+		}
+		for _, c := range counts {
+			most = max(most, c.Memory())
+		}
+	}
+	if len(s.nodes) > 0 {
+		fmt.Fprintf(out, "  memory nodes in the slots' and mutex pool's request graphs: %d at most (target 0)\n", most)
+	}
+	var outside int64
+	least, leastAt := math.Inf(1), ""
+	for _, graphs := range s.c.launches {
+		for _, rows := range s.c.batches {
+			base := find(s.results[graphs][rows], asyncName)
+			for _, n := range s.c.slots {
+				r := find(s.results[graphs][rows], fmt.Sprintf("slots=%d", n))
+				if r == nil {
+					continue
+				}
+				outside = max(outside, r.outside, -r.outside)
+				if base != nil && r.perSecond/base.perSecond < least {
+					least = r.perSecond / base.perSecond
+					leastAt = fmt.Sprintf("%s, %s, batch %d", r.name, launchName(graphs), rows)
+				}
+			}
+		}
+	}
+	fmt.Fprintf(out, "  device memory outside the pool during %d timed requests after warm-up, slots: %s at most, either way (target 0 B)\n", s.c.requests, signedBytes(outside))
+	if leastAt != "" {
+		fmt.Fprintf(out, "  slots over cudaMallocAsync, same launch mode: %.2fx at least, at %s (target at least 1.00x)\n", least, leastAt)
+	}
+	rows, most8 := slices.Min(s.c.batches), fmt.Sprintf("slots=%d", slices.Max(s.c.slots))
+	for _, graphs := range s.c.launches {
+		if r := find(s.results[graphs][rows], most8); r != nil && bw > 0 {
+			fmt.Fprintf(out, "  %s, batch %d, %s: parameters read at %.1f%% of the copy bandwidth (target at least 70%% at slots=8, batch 1)\n",
+				most8, rows, launchName(graphs), 100*r.perSecond*float64(s.m.paramBytes())/bw)
+		}
+	}
+	fmt.Fprintf(out, "  1 client, batch %d, a slot launching one graph over cudaMallocAsync launching call by call: %s (target above 1.00x)\n", rows, ratio(graph, async))
 }
 
 // order is the configurations' names in the order measured.
