@@ -39,13 +39,14 @@ type slotRefs struct {
 	in, out, x, y pool.Ref
 }
 
-// graphSet holds a backend's request graphs and the node counts of each
-// batch size's (the most memory nodes among its graphs).
-type graphSet struct {
+// graphNodes are the node counts of a backend's request graphs: by batch
+// size, those of the graph with the most memory nodes.
+type graphNodes struct {
 	counts map[int]cudart.GraphNodeCounts
 }
 
-func (g *graphSet) note(rows int, c cudart.GraphNodeCounts) {
+// note counts in the graph of rows rows that has counts c.
+func (g *graphNodes) note(rows int, c cudart.GraphNodeCounts) {
 	if g.counts == nil {
 		g.counts = map[int]cudart.GraphNodeCounts{}
 	}
@@ -54,13 +55,13 @@ func (g *graphSet) note(rows int, c cudart.GraphNodeCounts) {
 	}
 }
 
-func (g *graphSet) nodes() map[int]cudart.GraphNodeCounts { return g.counts }
+func (g *graphNodes) nodes() map[int]cudart.GraphNodeCounts { return g.counts }
 
 // slotsBackend serves from pool.Slots: a slot per request, with its own
 // stream, cuBLAS handle and workspace, and with graphs one CUDA graph per
 // slot and profile.
 type slotsBackend struct {
-	graphSet
+	graphNodes
 	m      *model
 	s      *pool.Slots
 	params pool.Ref
@@ -155,7 +156,7 @@ func (b *slotsBackend) captureAll(n int) error {
 			}
 			b.note(r.rows, counts)
 			if counts.Memory() != 0 {
-				err = fmt.Errorf("mlp: the graph of slot %d, %s, has %d memory nodes (%v), want 0", sl.Index(), r.name, counts.Memory(), counts)
+				err = fmt.Errorf("the graph of slot %d, %s, has %d memory nodes (%v), want 0", sl.Index(), r.name, counts.Memory(), counts)
 				break
 			}
 		}
@@ -239,7 +240,7 @@ const workspace = pool.DefaultBLASWorkspace
 // with its workspace in the pool, one request at a time behind a mutex,
 // with graphs one per profile.
 type mutexBackend struct {
-	graphSet
+	graphNodes
 	m      *model
 	p      *pool.Pool
 	st     cudart.Stream
@@ -351,7 +352,7 @@ func (b *mutexBackend) close() error {
 // put back at close), as a tuned server sets it. With graphs, each
 // client's graph records the allocations as memory nodes.
 type asyncBackend struct {
-	graphSet
+	graphNodes
 	m         *model
 	w         cudart.DevicePtr
 	clients   []asyncClient

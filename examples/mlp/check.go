@@ -15,7 +15,7 @@ const (
 )
 
 // errMismatch is an output out of tolerance of the CPU's.
-var errMismatch = errors.New("mlp: output differs from the CPU reference")
+var errMismatch = errors.New("output differs from the CPU reference")
 
 // deviation is how far one output is from the reference: its absolute and
 // relative difference, and their ratio to the tolerance (at most 1 passes).

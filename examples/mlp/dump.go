@@ -64,7 +64,7 @@ func (x *captured) read(out []byte) error {
 // manifest, into dir.
 func (s *session) dump(dir string) (err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("mlp: -dump: %w", err)
+		return fmt.Errorf("-dump: %w", err)
 	}
 	b, err := newSlotsBackend(s.m, s.lib, 1, s.c.batches, true)
 	if err != nil {
@@ -100,7 +100,7 @@ func (s *session) dump(dir string) (err error) {
 		w := s.loads[rows]
 		x := &captured{request: request{in: w.inputs[0], want: w.want[0], full: &s.worst}}
 		if _, err := b.serve(context.Background(), 0, rows, x); err != nil {
-			return fmt.Errorf("mlp: -dump, batch %d: %w", rows, err)
+			return fmt.Errorf("-dump, batch %d: %w", rows, err)
 		}
 		bf := batchFiles{
 			Batch:  rows,
@@ -113,7 +113,7 @@ func (s *session) dump(dir string) (err error) {
 	}
 	for name, v := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), floatBytes(v), 0o644); err != nil {
-			return fmt.Errorf("mlp: -dump: %w", err)
+			return fmt.Errorf("-dump: %w", err)
 		}
 	}
 	var j bytes.Buffer
@@ -124,7 +124,7 @@ func (s *session) dump(dir string) (err error) {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), j.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("mlp: -dump: %w", err)
+		return fmt.Errorf("-dump: %w", err)
 	}
 	return nil
 }
