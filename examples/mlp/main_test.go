@@ -31,7 +31,7 @@ func TestDefaultRunOnTheFake(t *testing.T) {
 		"slots=1", "slots=2", "slots=4", "slots=8", "mutex pool", "cudaMallocAsync",
 		"wait p50  wait p99  service p50  service p99",
 		"ratios over cudaMallocAsync", "targets:", "memory nodes in the slots' and mutex pool's request graphs: 0 at most", "launch-bound: 1 client, batch 1:", "slot, one graph / cudaMallocAsync, call by call:",
-		"slots=8          batch 32  memory nodes 0", "8 handles:",
+		"slots=8          batch 32  memory nodes 0", "cuBLAS handles 8:",
 		// The fake's cuBLAS sums in float64 and rounds once, as the
 		// reference does: its outputs are the reference's.
 		"worst absolute 0, worst relative 0;",

@@ -53,7 +53,7 @@ func (s *session) report(out io.Writer, bw float64, launchBound []measured) {
 	if len(s.setups) > 0 {
 		fmt.Fprintln(out, "\ndevice memory each configuration's setup took beside its pool's arena (cudaMemGetInfo: the cuBLAS handles' fixed charge, what the graphs' instantiation and first launch took, and for cudaMallocAsync the parameters' cudaMalloc):")
 		for _, st := range s.setups {
-			fmt.Fprintf(out, "  %-16s %d handles: %s\n", st.name, st.handles, signedBytes(st.outside))
+			fmt.Fprintf(out, "  %-16s cuBLAS handles %d: %s\n", st.name, st.handles, signedBytes(st.outside))
 		}
 	}
 	fmt.Fprintf(out, "\noutputs against the CPU reference, outside the timed requests (tolerance %g relative or %g absolute): %v\n", relTol, absTol, &s.worst)
