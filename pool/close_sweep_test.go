@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/pinned"
@@ -73,11 +74,17 @@ func poolCloseCase(name string, fake []cudarttest.Option, opts ...pool.Option) c
 }
 
 // slotsCloseCase is Slots with a stream of the caller, one slot held, one
-// released with work queued and one free.
-func slotsCloseCase(name string, opts ...pool.Option) closeCase {
+// released with work queued and one free; with cuBLAS handles when blas is
+// set.
+func slotsCloseCase(name string, blas bool, opts ...pool.Option) closeCase {
 	return closeCase{name: name, open: func(t *testing.T, f *cudarttest.Fake) (func() error, func() error) {
 		ss, destroy := userStreams(t, f, 1)
-		s, err := pool.NewSlots(f, 3, newServingLayout(t).layout(), append(opts, pool.WithStreams(ss...))...)
+		layout := newServingLayout(t).layout()
+		if blas {
+			layout.BLAS = must(cublas.Open(f))
+			layout.BLASWorkspace = cublas.MinWorkspace
+		}
+		s, err := pool.NewSlots(f, 3, layout, append(opts, pool.WithStreams(ss...))...)
 		require.NoError(t, err)
 		ctx := context.Background()
 		must(s.Acquire(ctx, "b1"))
@@ -96,8 +103,9 @@ func closeCases() []closeCase {
 			pool.WithHostPinning(pinned.MethodHostAlloc), pool.WithHostFlags(pinned.Mapped)),
 		poolCloseCase("pool/everything", twoDevices, pool.WithGrowableDevice(64*mib), pool.WithPeerAccess(1), pool.WithHostBytes(mib),
 			pool.WithHostFlags(pinned.Mapped), pool.WithManagedBytes(4*mib), pool.WithMallocHeap(16*mib)),
-		slotsCloseCase("slots"),
-		slotsCloseCase("slots/guarded-hostalloc", pool.WithGuards(256), pool.WithHostPinning(pinned.MethodHostAlloc)),
+		slotsCloseCase("slots", false),
+		slotsCloseCase("slots/guarded-hostalloc", false, pool.WithGuards(256), pool.WithHostPinning(pinned.MethodHostAlloc)),
+		slotsCloseCase("slots/cublas", true),
 	}
 }
 
