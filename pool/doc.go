@@ -56,7 +56,8 @@
 // (cudaDeviceSynchronize). Work on a stream the pool was not given, when it
 // was given some, and work on other devices are not waited for. Close waits
 // the same way, for the pool's device and the devices given
-// WithPeerAccess, before it frees, unmaps or unregisters anything. The
+// WithPeerAccess, before it frees, unmaps or unregisters anything; when the
+// wait for a stream fails, Close waits for the whole device instead. The
 // device work the pool queues itself (guard fills, poison) is waited for on
 // its own before memory under it is trimmed, unmapped or freed, even when
 // the wait for the caller's streams failed. A stream given with WithStreams
