@@ -21,9 +21,9 @@ type Error struct {
 // Error formats the call, the CUDA name and the message.
 func (e *Error) Error() string {
 	if e.Call == "" {
-		return fmt.Sprintf("cuda: %s (%d): %s", e.Name, int(e.Code), e.Message)
+		return fmt.Sprintf("cudart: %s (%d): %s", e.Name, int(e.Code), e.Message)
 	}
-	return fmt.Sprintf("cuda: %s: %s (%d): %s", e.Call, e.Name, int(e.Code), e.Message)
+	return fmt.Sprintf("cudart: %s: %s (%d): %s", e.Call, e.Name, int(e.Code), e.Message)
 }
 
 // Is matches any *Error with the same code, so that
@@ -194,7 +194,7 @@ type LoadError struct {
 
 // Error lists every candidate tried.
 func (e *LoadError) Error() string {
-	s := fmt.Sprintf("cudart: cannot load %s (%v); tried:", e.Library, e.Err)
+	s := fmt.Sprintf("%v: cannot load %s; tried:", e.Err, e.Library)
 	for _, t := range e.Tried {
 		s += "\n  " + t
 	}

@@ -90,7 +90,7 @@ func CountGraphNodes(g Graphs, device int, graph Graph) (GraphNodeCounts, error)
 	for i, n := range nodes {
 		t, err := g.GraphNodeType(device, n)
 		if err != nil {
-			return nil, fmt.Errorf("cudart: the type of node %d of %d of graph 0x%x: %w", i, len(nodes), uintptr(graph), err)
+			return nil, fmt.Errorf("%w (the type of node %d of %d of graph 0x%x)", err, i, len(nodes), uintptr(graph))
 		}
 		counts[t]++
 	}

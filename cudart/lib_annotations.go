@@ -91,7 +91,7 @@ func annotationClosed(fn string) error { return fmt.Errorf("%w: %s", ErrClosed, 
 
 // misuse is the error of annotation function fn refused by the registry.
 func misuse(fn string, err error) error {
-	return fmt.Errorf("cudart: %s: %w: %v", fn, ErrInvalidValue, err)
+	return fmt.Errorf("%w: %v", NewError(fn, ErrInvalidValue.Code), err)
 }
 
 // AnnotationsEnabled reports whether an NVTX tool attached and took the

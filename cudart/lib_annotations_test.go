@@ -313,7 +313,7 @@ func TestAnnotationsMisuse(t *testing.T) {
 				var err2 error
 				require.NotPanics(t, func() { err2 = c.call(l, h) })
 				require.ErrorIs(t, err2, ErrInvalidValue)
-				assert.True(t, strings.HasPrefix(err2.Error(), "cudart: "+c.fn+": cuda: cudaErrorInvalidValue (1): invalid argument: "), err2.Error())
+				assert.True(t, strings.HasPrefix(err2.Error(), "cudart: "+c.fn+": cudaErrorInvalidValue (1): invalid argument: "), err2.Error())
 				assert.Contains(t, err2.Error(), c.why)
 				if tool {
 					assert.Equal(t, before, toolLog(t, so), "the tool hears nothing of a refused call")

@@ -139,7 +139,7 @@ func TestFakeErrorsComeFromTheLibrary(t *testing.T) {
 	l := openFake(t)
 	_, err := l.Malloc(1, 64)
 	assert.ErrorIs(t, err, ErrInvalidDevice)
-	assert.EqualError(t, err, "cuda: cudaMalloc(64 B) on device 1: cudaErrorInvalidDevice (101): fake message 101")
+	assert.EqualError(t, err, "cudart: cudaMalloc(64 B) on device 1: cudaErrorInvalidDevice (101): fake message 101")
 
 	_, err = l.Malloc(math.MaxInt32+1, 64)
 	assert.ErrorIs(t, err, ErrInvalidDevice, "a device ordinal too big for C does not wrap to device 0")
@@ -149,14 +149,14 @@ func TestFakeErrorsComeFromTheLibrary(t *testing.T) {
 
 	_, err = l.MemCreate(0, 1<<20)
 	assert.ErrorIs(t, err, ErrInvalidValue)
-	assert.EqualError(t, err, "cuda: cuMemCreate(1.0 MiB, pinned on device 0): CUDA_ERROR_INVALID_VALUE (1): fake driver message")
+	assert.EqualError(t, err, "cudart: cuMemCreate(1.0 MiB, pinned on device 0): CUDA_ERROR_INVALID_VALUE (1): fake driver message")
 
 	_, err = l.DeviceName(1)
 	assert.ErrorIs(t, err, ErrInvalidDevice)
 	assert.Contains(t, err.Error(), "CUDA_ERROR_INVALID_DEVICE")
 
 	_, err = l.MemCreate(1, 2<<20)
-	assert.EqualError(t, err, "cuda: cuMemCreate(2.0 MiB, pinned on device 1): cudaErrorInvalidDevice (101): fake message 101",
+	assert.EqualError(t, err, "cudart: cuMemCreate(2.0 MiB, pinned on device 1): cudaErrorInvalidDevice (101): fake message 101",
 		"selecting the device is a runtime call, named by the runtime")
 }
 

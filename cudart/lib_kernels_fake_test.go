@@ -47,7 +47,7 @@ func TestFakeModuleJITLog(t *testing.T) {
 	l := openFake(t)
 	_, err := l.ModuleLoadData(0, testPTX+"\nINVALID;\n")
 	assert.ErrorIs(t, err, ErrInvalidPTX)
-	assert.EqualError(t, err, "cuda: cuModuleLoadDataEx(443 B of PTX, entries fill, mixed, empty) on device 0: CUDA_ERROR_INVALID_PTX (218): fake driver message; JIT log: fake JIT: line 7: INVALID is not an instruction")
+	assert.EqualError(t, err, "cudart: cuModuleLoadDataEx(443 B of PTX, entries fill, mixed, empty) on device 0: CUDA_ERROR_INVALID_PTX (218): fake driver message; JIT log: fake JIT: line 7: INVALID is not an instruction")
 }
 
 func TestFakeEventsAndGraphs(t *testing.T) {

@@ -66,7 +66,7 @@ func TestLibRefusesBadKernelCalls(t *testing.T) {
 		}, ErrInvalidValue, "cuLaunchKernel(fill, grid (1,1,1), block (1,1,1), 0 B shared, stream 0x0, [ptr(0x1000) uint32(1)]) on device 0: cudaErrorInvalidValue (1): invalid argument: kernel fill takes 3 arguments (of [8 4 4] bytes), got 2"},
 		{"wrong size", func(l *lib) error {
 			return l.LaunchKernel(0, 0x2000, Dim1(1), Dim1(1), 0, 0, ArgPtr(0x1000), ArgUint64(1), ArgUint32(1))
-		}, ErrInvalidValue, "argument 2 of 3 of kernel fill is uint64(1), 8 bytes; the parameter is 4 bytes"},
+		}, ErrInvalidValue, "argument 2 of 3 of kernel fill is uint64(1), 8 B; the parameter is 4 B"},
 		{"zero dimension", func(l *lib) error {
 			return l.LaunchKernel(0, 0x2000, Dim3{X: 4}, Dim1(1), 0, 0, ArgPtr(0x1000), ArgUint32(1), ArgUint32(1))
 		}, ErrInvalidValue, "grid (4,0,0) of fill: every dimension must be at least 1"},

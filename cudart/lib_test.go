@@ -194,7 +194,7 @@ func TestLibErrorIsHumanReadable(t *testing.T) {
 	rec.codes[calls.Malloc] = 2
 	_, err := newRecorderLib(rec, nil).Malloc(1, 4_300_000_000)
 	require.Error(t, err)
-	assert.Equal(t, "cuda: cudaMalloc(4.0 GiB) on device 1: cudaError2 (2): recorded runtime error", err.Error())
+	assert.Equal(t, "cudart: cudaMalloc(4.0 GiB) on device 1: cudaError2 (2): recorded runtime error", err.Error())
 }
 
 func TestLibClosed(t *testing.T) {
@@ -326,7 +326,7 @@ func TestLibPaths(t *testing.T) {
 func TestFailFallsBackToKnownNames(t *testing.T) {
 	l := newRecorderLib(&silentRecorder{recorder: newRecorder()}, nil)
 	err := l.fail(calls.Malloc, ret{code: 2, failed: calls.Malloc}, "(%d B)", 1)
-	assert.Equal(t, "cuda: cudaMalloc(1 B): cudaErrorMemoryAllocation (2): out of memory", err.Error())
+	assert.Equal(t, "cudart: cudaMalloc(1 B): cudaErrorMemoryAllocation (2): out of memory", err.Error())
 	assert.True(t, errors.Is(err, ErrMemoryAllocation))
 }
 

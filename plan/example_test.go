@@ -53,7 +53,7 @@ func ExampleWithCapacity() {
 	// Output:
 	// arena: 8192 error: <nil>
 	// proven: true best arena: 8192
-	// plan: no layout within 6.0 KiB: more bytes than that are alive at one step (lower bound 8.0 KiB, best arena found 8.0 KiB)
+	// plan: no layout fits the capacity (6.0 KiB): more bytes than that are alive at one step (lower bound 8.0 KiB, best arena found 8.0 KiB)
 }
 
 // A time limit bounds the exact search that lowers the arena toward the

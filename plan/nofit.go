@@ -31,8 +31,8 @@ func (e *NoFitError) Error() string {
 	case e.Proven:
 		why = "the search proved that none exists"
 	}
-	return fmt.Sprintf("plan: no layout within %s: %s (lower bound %s, best arena found %s)",
-		humanize.IBytes(e.Capacity), why, humanize.IBytes(e.LowerBound), humanize.IBytes(e.BestArena))
+	return fmt.Sprintf("%v (%s): %s (lower bound %s, best arena found %s)",
+		ErrNoFit, humanize.IBytes(e.Capacity), why, humanize.IBytes(e.LowerBound), humanize.IBytes(e.BestArena))
 }
 
 // Unwrap makes the error match ErrNoFit.

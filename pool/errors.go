@@ -81,8 +81,8 @@ func (e *ExhaustedError) Error() string {
 		// Rounding hid the difference: say it in bytes.
 		need, have = fmt.Sprintf("%s (%d B)", need, e.Need), fmt.Sprintf("%s (%d B)", have, e.Have)
 	}
-	return fmt.Sprintf("pool: %s arena exhausted: need %s, have %s; largest pending: %q %s",
-		e.Arena, need, have, e.LargestName, bytesize.Format(e.LargestBytes))
+	return fmt.Sprintf("%v (%s): need %s, have %s; largest pending: %q %s",
+		ErrExhausted, e.Arena, need, have, e.LargestName, bytesize.Format(e.LargestBytes))
 }
 
 // Is makes errors.Is(err, ErrExhausted) true.
@@ -91,7 +91,7 @@ func (e *ExhaustedError) Is(target error) bool { return target == ErrExhausted }
 // requestName is how errors name a request: its Name, or its size.
 func requestName(name string, size uint64) string {
 	if name == "" {
-		return fmt.Sprintf("unnamed %d-byte request", size)
+		return fmt.Sprintf("unnamed request of %d B", size)
 	}
 	return name
 }

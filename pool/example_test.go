@@ -95,7 +95,7 @@ func ExampleExhaustedError() {
 	fmt.Println(err)
 	// Output:
 	// true device
-	// pool: device arena exhausted: need 5.0 GiB, have 4.0 GiB; largest pending: "weights" 4.0 GiB
+	// pool: arena exhausted (device): need 5.0 GiB, have 4.0 GiB; largest pending: "weights" 4.0 GiB
 }
 
 // A growable arena reserves address space only and maps memory as buffers

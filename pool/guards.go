@@ -53,7 +53,7 @@ func WithGuards(n uint64) Option {
 // Corruption is one damaged guard.
 type Corruption struct {
 	Arena Arena
-	Name  string // the buffer's name, or "unnamed N-byte request"
+	Name  string // the buffer's name, or "unnamed request of N B"
 	Size  uint64 // the buffer's size
 	// Past is how far past the buffer's end the first changed byte is:
 	// 0 for the byte right after it.

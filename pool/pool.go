@@ -83,7 +83,7 @@ func New(rt cudart.Runtime, opts ...Option) (*Pool, error) {
 		return nil, errors.Join(err, undo.run())
 	}
 	devBytes := p.Stats().Device.Capacity
-	p.log.Info("cudapool: arenas reserved",
+	p.log.Info("pool: arenas reserved",
 		zap.Int("device", p.dev),
 		zap.Uint64("device_bytes", devBytes),
 		zap.Uint64("host_bytes", cfg.hostBytes),
@@ -217,7 +217,7 @@ func (p *Pool) Close() error {
 		return err
 	}
 	err := p.close()
-	p.log.Info("cudapool: closed", zap.Int("device", p.dev), zap.Error(err))
+	p.log.Info("pool: closed", zap.Int("device", p.dev), zap.Error(err))
 	return err
 }
 

@@ -143,7 +143,7 @@ func TestExhaustionPlacesNothingAndKeepsTheQueue(t *testing.T) {
 	assert.Equal(t, uint64(4*mib), ex.Have)
 	assert.Equal(t, uint64(mib+2*mib+1536*1024), ex.Need)
 	assert.Equal(t, "kv-cache", ex.LargestName)
-	assert.Equal(t, `pool: device arena exhausted: need 4.5 MiB, have 4.0 MiB; largest pending: "kv-cache" 2.0 MiB`, err.Error())
+	assert.Equal(t, `pool: arena exhausted (device): need 4.5 MiB, have 4.0 MiB; largest pending: "kv-cache" 2.0 MiB`, err.Error())
 
 	for _, q := range []*pool.Buffer{a, b, h} {
 		_, err := q.Ptr()
@@ -382,14 +382,14 @@ func TestLogs(t *testing.T) {
 	for _, e := range logs.All() {
 		msgs = append(msgs, e.Message)
 	}
-	assert.Equal(t, []string{"cudapool: arenas reserved", "cudapool: closed"}, msgs,
+	assert.Equal(t, []string{"pool: arenas reserved", "pool: closed"}, msgs,
 		"Info only at New and Close")
 
 	dcore, dlogs := observer.New(zapcore.DebugLevel)
 	q, _ := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithLogger(zap.New(dcore)))
 	_, err := q.WantDevice(10, pool.Name("x"))
 	require.NoError(t, err)
-	assert.Equal(t, 1, dlogs.FilterMessage("cudapool: request queued").Len())
+	assert.Equal(t, 1, dlogs.FilterMessage("pool: request queued").Len())
 }
 
 func TestExhaustionIsLogged(t *testing.T) {
@@ -401,7 +401,7 @@ func TestExhaustionIsLogged(t *testing.T) {
 	}
 	err := p.Satisfy()
 	require.True(t, errors.Is(err, pool.ErrExhausted))
-	assert.Equal(t, 1, logs.FilterMessage("cudapool: arena exhausted").Len())
+	assert.Equal(t, 1, logs.FilterMessage("pool: arena exhausted").Len())
 }
 
 func TestRequestSizeBoundaries(t *testing.T) {
@@ -433,5 +433,5 @@ func TestExhaustionSaysBytesWhenRoundingHidesTheDifference(t *testing.T) {
 	p, _ := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0))
 	_, err := p.WantDevice(mib + 1)
 	require.ErrorIs(t, err, pool.ErrExhausted)
-	assert.Equal(t, `pool: device arena exhausted: need 1.0 MiB (1048832 B), have 1.0 MiB (1048576 B); largest pending: "unnamed 1048577-byte request" 1.0 MiB`, err.Error())
+	assert.Equal(t, `pool: arena exhausted (device): need 1.0 MiB (1048832 B), have 1.0 MiB (1048576 B); largest pending: "unnamed request of 1048577 B" 1.0 MiB`, err.Error())
 }

@@ -73,7 +73,7 @@ func (pr *Profile) declare(kind Arena, size uint64, opts []WantOption) (Ref, err
 	case size == 0:
 		return Ref{}, fmt.Errorf("%w: %s in profile %q: size is zero", ErrInvalidRequest, what, pr.name)
 	case size > ^uint64(0)-(align.CUDA-1):
-		return Ref{}, fmt.Errorf("%w: %s in profile %q: size %d overflows once aligned to %d bytes", ErrInvalidRequest, what, pr.name, size, align.CUDA)
+		return Ref{}, fmt.Errorf("%w: %s in profile %q: size %d B overflows once aligned to %d B", ErrInvalidRequest, what, pr.name, size, align.CUDA)
 	case r.name != "" && pr.find(r.name) >= 0:
 		return Ref{}, fmt.Errorf("%w: %s in profile %q: the name is already declared", ErrInvalidRequest, what, pr.name)
 	case len(pr.bufs) == maxProfileBuffers:
@@ -179,7 +179,7 @@ func planProfile(pr *Profile, index int) (*planned, error) {
 		}
 		res, err := plan.Plan(reqs)
 		if errors.Is(err, plan.ErrOverflow) {
-			return nil, fmt.Errorf("%w: profile %q: its %s buffers need more than %d bytes", ErrInvalidRequest, pr.name, k, ^uint64(0))
+			return nil, fmt.Errorf("%w: profile %q: its %s buffers need more than %d B", ErrInvalidRequest, pr.name, k, ^uint64(0))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("pool: plan the %s buffers of profile %q: %w", k, pr.name, err)

@@ -25,7 +25,7 @@ func (p *Pool) ReleaseAll() error {
 	}
 	placed, err := p.release()
 	if p.debug && err == nil {
-		p.log.Debug("cudapool: released", zap.Int("device", p.dev), zap.Int("buffers", placed))
+		p.log.Debug("pool: released", zap.Int("device", p.dev), zap.Int("buffers", placed))
 	}
 	return err
 }

@@ -78,5 +78,5 @@ func (r request) label() string {
 	if r.name != "" {
 		return fmt.Sprintf("request %q", r.name)
 	}
-	return fmt.Sprintf("unnamed request of %d bytes", r.size)
+	return fmt.Sprintf("unnamed request of %d B", r.size)
 }

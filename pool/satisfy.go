@@ -45,7 +45,7 @@ func (p *Pool) Commit() error {
 					fmt.Sprintf("%s of %s", bytesize.Format(a.Used), bytesize.Format(a.Capacity))))
 			}
 		}
-		p.log.Debug("cudapool: committed", fields...)
+		p.log.Debug("pool: committed", fields...)
 	}
 	return nil
 }
@@ -95,6 +95,6 @@ func (p *Pool) satisfy(commit bool) error {
 
 func (p *Pool) logExhausted(err error) {
 	if errors.Is(err, ErrExhausted) {
-		p.log.Warn("cudapool: arena exhausted", zap.Error(err))
+		p.log.Warn("pool: arena exhausted", zap.Error(err))
 	}
 }

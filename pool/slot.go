@@ -92,7 +92,7 @@ func (sl Slot) Ptr(r Ref) (cudart.DevicePtr, error) {
 	} else if base := sl.s.regionPtr(arena); base != 0 {
 		return base.Add(off), nil
 	}
-	return 0, fmt.Errorf("%w: %s (%d bytes) has no device address; its arena is not mapped", ErrWrongArena, r.label(), size)
+	return 0, fmt.Errorf("%w: %s (%d B) has no device address; its arena is not mapped", ErrWrongArena, r.label(), size)
 }
 
 // Bytes is the view of host buffer r in this slot, len == r.Size(): where a

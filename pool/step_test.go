@@ -79,7 +79,7 @@ func TestAnnotationsFollowTheBuffers(t *testing.T) {
 			}
 			assert.Equal(t, []cudart.MemRegion{
 				{Addr: base.Add(a.Offset()), Size: 1000, Name: "a"},
-				{Addr: base.Add(b.Offset()), Size: 4096, Name: "unnamed 4096-byte request"},
+				{Addr: base.Add(b.Offset()), Size: 4096, Name: "unnamed request of 4096 B"},
 			}, regionsOf(t, f, base))
 
 			assert.NoError(t, f.Memset(0, pa, 1, 1000))

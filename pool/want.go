@@ -42,7 +42,7 @@ func (p *Pool) want(kind Arena, size uint64, opts []WantOption) (*Buffer, error)
 		return nil, err
 	}
 	if p.debug {
-		p.log.Debug("cudapool: request queued", zap.Stringer("arena", kind), zap.String("name", r.name), zap.String("size", bytesize.Format(size)))
+		p.log.Debug("pool: request queued", zap.Stringer("arena", kind), zap.String("name", r.name), zap.String("size", bytesize.Format(size)))
 	}
 	return b, nil
 }
@@ -90,7 +90,7 @@ func (p *Pool) refusal(kind Arena, r *request) error {
 	case r.size == 0:
 		return fmt.Errorf("%w: %s: size is zero", ErrInvalidRequest, what)
 	case r.size > ^uint64(0)-(align.CUDA-1):
-		return fmt.Errorf("%w: %s: size %d overflows once aligned to %d bytes", ErrInvalidRequest, what, r.size, align.CUDA)
+		return fmt.Errorf("%w: %s: size %d B overflows once aligned to %d B", ErrInvalidRequest, what, r.size, align.CUDA)
 	case p.committed:
 		return fmt.Errorf("%w: %s", ErrCommitted, what)
 	case s == nil:

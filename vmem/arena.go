@@ -33,7 +33,7 @@ type Arena struct {
 // device memory, so maxBytes may exceed what the device has.
 func NewArena(vm cudart.VirtualMemory, device int, maxBytes uint64, opts ...Option) (*Arena, error) {
 	if maxBytes == 0 {
-		return nil, fmt.Errorf("%w: arena of 0 bytes", ErrInvalidSize)
+		return nil, fmt.Errorf("%w: arena of 0 B", ErrInvalidSize)
 	}
 	p, err := newPhys(vm, device, opts)
 	if err != nil {
@@ -41,7 +41,7 @@ func NewArena(vm cudart.VirtualMemory, device int, maxBytes uint64, opts ...Opti
 	}
 	reserved, ok := roundUp(maxBytes, p.gran)
 	if !ok {
-		return nil, fmt.Errorf("%w: arena of %d bytes overflows once rounded up to the granularity %s", ErrInvalidSize, maxBytes, bytesize.Format(p.gran))
+		return nil, fmt.Errorf("%w: arena of %d B overflows once rounded up to the granularity %s", ErrInvalidSize, maxBytes, bytesize.Format(p.gran))
 	}
 	reset := devreset.Start(vm, device)
 	base, err := vm.MemAddressReserve(reserved, p.gran, 0)

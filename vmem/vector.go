@@ -93,7 +93,7 @@ func (v *Vector) Reserve(n uint64) error {
 	}
 	target, ok := roundUp(n, v.p.gran)
 	if !ok {
-		return fmt.Errorf("%w: reserve of %d bytes overflows once rounded up to the granularity %s", ErrInvalidSize, n, bytesize.Format(v.p.gran))
+		return fmt.Errorf("%w: reserve of %d B overflows once rounded up to the granularity %s", ErrInvalidSize, n, bytesize.Format(v.p.gran))
 	}
 	_ = v.p.later.retry()
 	var u undoLog
@@ -127,7 +127,7 @@ func (v *Vector) Grow(n uint64) error {
 	}
 	target, ok := roundUp(n, v.p.chunk)
 	if !ok {
-		return fmt.Errorf("%w: growth to %d bytes overflows once rounded up to the chunk %s", ErrInvalidSize, n, bytesize.Format(v.p.chunk))
+		return fmt.Errorf("%w: growth to %d B overflows once rounded up to the chunk %s", ErrInvalidSize, n, bytesize.Format(v.p.chunk))
 	}
 	_ = v.p.later.retry()
 	var u undoLog

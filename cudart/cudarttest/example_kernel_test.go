@@ -53,5 +53,5 @@ func ExampleFake_RegisterKernel() {
 	_ = f.ModuleUnload(0, m)
 	// Output:
 	// [0 0 0 0 1 0 0 0 2 0 0 0 3 0 0 0]
-	// cuda: cuLaunchKernel(iota, grid (1,1,1), block (4,1,1), 0 B shared, stream 0x0, [ptr(0x200000000000)]) on device 0: kernel iota takes 2 arguments (of [8 4] bytes), got 1: cudaErrorInvalidValue (1): invalid argument
+	// cudart: cuLaunchKernel(iota, grid (1,1,1), block (4,1,1), 0 B shared, stream 0x0, [ptr(0x200000000000)]) on device 0: kernel iota takes 2 arguments (of [8 4] bytes), got 1: cudaErrorInvalidValue (1): invalid argument
 }

@@ -48,9 +48,9 @@ func ExampleFake_FailCall() {
 	fmt.Println(f.Free(0, p), f.Calls())
 	// Output:
 	// true 0
-	// cuda: cudaMalloc(1.0 MiB): injected by FailCall("cudaMalloc"): cudaErrorMemoryAllocation (2): out of memory
+	// cudart: cudaMalloc(1.0 MiB): injected by FailCall("cudaMalloc"): cudaErrorMemoryAllocation (2): out of memory
 	// <nil>
-	// cuda: cudaDeviceSynchronize(device 0): injected by FailNth(2): cudaErrorIllegalAddress (700): an illegal memory access was encountered
+	// cudart: cudaDeviceSynchronize(device 0): injected by FailNth(2): cudaErrorIllegalAddress (700): an illegal memory access was encountered
 	// <nil> [cudaMalloc cudaMalloc cudaDeviceSynchronize cudaFree]
 }
 

@@ -163,7 +163,7 @@ func annotErr(fn string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("cudart: %s: %w: %v", fn, cudart.ErrInvalidValue, err)
+	return fmt.Errorf("%w: %v", cudart.NewError(fn, cudart.ErrInvalidValue.Code), err)
 }
 
 // memcheck fails an access to [a, a+n) that lies in a registered heap but in

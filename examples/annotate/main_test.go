@@ -16,7 +16,7 @@ func TestEveryOrderOnTheFake(t *testing.T) {
 			want := "every call succeeded"
 			if overflow {
 				args = append(args, "-overflow")
-				want = `overflow caught: cuda: cudaDeviceSynchronize(device 0): cuLaunchKernel queued on stream 0x0 faulted when it ran (kernel fill writes 4097 bytes`
+				want = `overflow caught: cudart: cudaDeviceSynchronize(device 0): cuLaunchKernel queued on stream 0x0 faulted when it ran (kernel fill writes 4097 bytes`
 			}
 			var out, errOut bytes.Buffer
 			require.Equal(t, 0, run(args, &out, &errOut), "%v: %s%s", args, out.String(), errOut.String())

@@ -56,7 +56,7 @@ func TestCSVCapacity(t *testing.T) {
 			if tt.fits {
 				assert.Equal(t, uint64(3*256), got.ArenaBytes)
 			} else {
-				assert.Contains(t, errOut, "no layout within 512 B")
+				assert.Contains(t, errOut, "no layout fits the capacity (512 B)")
 			}
 		})
 	}

@@ -21,7 +21,7 @@ func TestSoakOnTheFake(t *testing.T) {
 	assert.Contains(t, s, "pool.New: pool: reserve 81 GiB device arena on device 0")
 	assert.Contains(t, s, "cudaErrorMemoryAllocation")
 	assert.Contains(t, s, "after: unchanged")
-	assert.Contains(t, s, `Satisfy: pool: device arena exhausted: need 80 MiB, have 64 MiB; largest pending: "weights" 40 MiB`)
+	assert.Contains(t, s, `Satisfy: pool: arena exhausted (device): need 80 MiB, have 64 MiB; largest pending: "weights" 40 MiB`)
 	assert.Contains(t, s, "cycles: 2000 x 32 buffers on a fixed 256 MiB device arena")
 	assert.Contains(t, s, "free device memory: largest drift 0 B")
 	assert.Contains(t, s, "PASS")

@@ -28,7 +28,7 @@ func CheckLaunch[A Arg](entry Entry, grid, block [3]uint32, args []A) error {
 	}
 	for i, a := range args {
 		if a.Size() != entry.Params[i] {
-			return fmt.Errorf("argument %d of %d of kernel %s is %s, %d bytes; the parameter is %d bytes", i+1, len(args), entry.Name, a, a.Size(), entry.Params[i])
+			return fmt.Errorf("argument %d of %d of kernel %s is %s, %d B; the parameter is %d B", i+1, len(args), entry.Name, a, a.Size(), entry.Params[i])
 		}
 	}
 	return nil
