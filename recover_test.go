@@ -2,6 +2,7 @@ package cudapool_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"os"
@@ -111,12 +112,14 @@ func TestRecoveryAfterAReset(t *testing.T) {
 			t.Logf("%s pool made: device arena %s, host arena %s pinned by %s", k.name, bytesize.Format(st.Device.Capacity), bytesize.Format(st.Host.Capacity), st.HostPinning)
 			old = append(old, p)
 		}
+		afterReset := slotsBeforeReset(t, rt)
 		during, _, err := rt.MemGetInfo(0)
 		require.NoError(t, err)
 		t.Logf("free device memory: %d B before the pools, %d B with them", before, during)
 
 		require.NoError(t, rt.DeviceReset(0))
 		t.Logf("cudaDeviceReset: ok (resets counted: %d)", rt.DeviceResets(0))
+		afterReset()
 		for i, p := range old {
 			err := p.Close()
 			require.ErrorIs(t, err, pool.ErrDeviceReset)
@@ -134,6 +137,30 @@ func TestRecoveryAfterAReset(t *testing.T) {
 			recoveredCycle(t, rt, k.opts)
 		}
 	})
+}
+
+// slotsBeforeReset makes two slots and holds one, and returns what checks
+// them once the device was reset: Acquire and the held slot's Ptr say so,
+// Release asks the dead stream nothing, and Close says so once, then nil.
+func slotsBeforeReset(t *testing.T, rt cudart.Full) (afterReset func()) {
+	req := pool.NewProfile("request")
+	x, err := req.Device(1<<20, pool.Name("x"))
+	require.NoError(t, err)
+	s, err := pool.NewSlots(rt, 2, pool.SlotLayout{Profiles: []*pool.Profile{req}}, pool.WithHostBytes(0))
+	require.NoError(t, err)
+	held, err := s.Acquire(context.Background(), "request")
+	require.NoError(t, err)
+	return func() {
+		_, err := s.Acquire(context.Background(), "request")
+		require.ErrorIs(t, err, pool.ErrDeviceReset)
+		_, err = held.Ptr(x)
+		require.ErrorIs(t, err, pool.ErrDeviceReset)
+		require.NoError(t, s.Release(held), "Release asks the reset's dead stream nothing")
+		err = s.Close()
+		require.ErrorIs(t, err, pool.ErrDeviceReset)
+		t.Logf("slots made before: Acquire and Ptr say the device was reset; Release: ok; Close: %v", err)
+		require.NoError(t, s.Close(), "a second Close")
+	}
 }
 
 // recoverOptions are the pool's options before and after the reset: both
@@ -164,6 +191,7 @@ func faultAndReset(t *testing.T, rt cudart.Full) {
 	b, err := p.WantDevice(4096, pool.Name("before"))
 	require.NoError(t, err)
 	require.NoError(t, p.Commit())
+	afterReset := slotsBeforeReset(t, rt)
 	t.Logf("pool made: %s host arena pinned by %s", bytesize.Format(oldHost), p.Stats().HostPinning)
 
 	m, err := rt.ModuleLoadData(0, pokePTX)
@@ -183,6 +211,7 @@ func faultAndReset(t *testing.T, rt cudart.Full) {
 	t.Logf("cudaDeviceReset: ok (resets counted: %d)", rt.DeviceResets(0))
 	_, err = b.Ptr()
 	require.ErrorIs(t, err, pool.ErrDeviceReset)
+	afterReset()
 	err = p.Close()
 	require.ErrorIs(t, err, pool.ErrDeviceReset)
 	t.Logf("old pool's Close: %v", err)
