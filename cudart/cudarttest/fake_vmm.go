@@ -119,8 +119,11 @@ func (f *Fake) MemRelease(h cudart.PhysHandle) error {
 // MemAddressReserve is cuMemAddressReserve: size and alignment (0 for the
 // granularity) are multiples of the granularity. A hint is honoured exactly
 // when it is aligned, nothing lives in the hinted range and the range lies
-// in the 2^48 bytes above the fake's first address; otherwise the range
-// goes elsewhere, as CUDA's may.
+// in the 2^48 bytes above the fake's first address. A hinted range that
+// ends past them, where no GPU has addresses, is refused with
+// CUDA_ERROR_OUT_OF_MEMORY, as CUDA 13.0 refuses one ending at 2^64 (measured
+// on an H100); any other hint the range cannot take goes elsewhere, as
+// CUDA's may.
 func (f *Fake) MemAddressReserve(size, alignment uint64, hint cudart.DevicePtr) (cudart.DevicePtr, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -148,6 +151,9 @@ func (f *Fake) reserve(size, alignment, hint uint64) (cudart.DevicePtr, *failure
 		return 0, invalid("alignment %d is not a power of two", alignment)
 	}
 	alignment = max(alignment, f.opts.granularity)
+	if hint >= spaceTop || (hint >= spaceBase && size > spaceTop-hint) {
+		return 0, fail(2, "the hinted range [%#x, +%s) ends past the GPU's address space", hint, bytesize.Format(size))
+	}
 	r := &region{size: size, kind: kindReservation, seq: f.birth(), call: calls.CuMemAddressReserve}
 	if hint >= spaceBase && hint < spaceTop && size <= spaceTop-hint && align.Is(hint, alignment) && !f.overlaps(hint, size) {
 		r.base = hint

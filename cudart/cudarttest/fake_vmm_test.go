@@ -180,17 +180,20 @@ func TestReserveHint(t *testing.T) {
 }
 
 // TestReserveHintPastTheSpace: the fake honours a hint only inside the 2^48
-// bytes above its first address (2^45), so a hint near 2^64 wraps nothing
-// and every later address stays above 2^45.
+// bytes above its first address (2^45); a hinted range that ends past them
+// is refused, as CUDA refuses one ending at 2^64, so a hint near 2^64 wraps
+// nothing and every later address stays above 2^45.
 func TestReserveHintPastTheSpace(t *testing.T) {
 	const floor, top = 1 << 45, 1<<45 + 1<<48
 	f := cudarttest.NewFakeT(t)
 	for _, hint := range []uint64{math.MaxUint64 - 2*g + 1, math.MaxUint64 - 4*g + 1, top - g, top} {
-		p, err := f.MemAddressReserve(2*g, 0, cudart.DevicePtr(hint))
-		require.NoError(t, err)
-		assert.NotEqual(t, cudart.DevicePtr(hint), p, "hint %#x is past the space", hint)
-		require.NoError(t, f.MemAddressFree(p, 2*g))
+		_, err := f.MemAddressReserve(2*g, 0, cudart.DevicePtr(hint))
+		require.ErrorIs(t, err, cudart.ErrMemoryAllocation, "hint %#x is past the space", hint)
 	}
+	below, err := f.MemAddressReserve(2*g, 0, cudart.DevicePtr(g))
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, uint64(below), uint64(floor), "a hint below the space goes elsewhere")
+	require.NoError(t, f.MemAddressFree(below, 2*g))
 	p, err := f.MemAddressReserve(2*g, 0, cudart.DevicePtr(top-2*g))
 	require.NoError(t, err)
 	assert.Equal(t, cudart.DevicePtr(top-2*g), p, "a hint that ends where the space does is honoured")
