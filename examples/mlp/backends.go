@@ -452,7 +452,11 @@ func (b *asyncBackend) close() error {
 		errs = append(errs, b.m.rt.Free(dev, b.w))
 	}
 	b.clients, b.w = nil, 0
-	return errors.Join(append(errs, b.m.rt.SetMemPoolReleaseThreshold(dev, b.threshold))...)
+	// The pool gives back what it kept past its threshold at the next
+	// synchronisation: here, not in the next configuration's setup, whose
+	// device memory would seem to shrink by it.
+	errs = append(errs, b.m.rt.SetMemPoolReleaseThreshold(dev, b.threshold))
+	return errors.Join(append(errs, b.m.rt.DeviceSynchronize(dev))...)
 }
 
 // graphFor is the graph of graphs for rows, or 0 launching call by call

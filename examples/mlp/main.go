@@ -2,7 +2,7 @@
 // cuBLAS, and load-tests it against one pool behind a mutex and against
 // per-request cudaMallocAsync, in one run.
 //
-//	go run ./examples/mlp [-runtime=auto|cuda|fake] [-requests 10000] [-clients 8] [-slots 1,2,4,8] [-launch both] [-dump DIR]
+//	go run ./examples/mlp [-runtime=auto|cuda|fake] [-requests 10000] [-repeat 3] [-clients 8] [-slots 1,2,4,8] [-launch both] [-dump DIR]
 //
 // The model: 1024 → 4096 → 4096 → 1024, FP32. Each layer is a cuBLAS GEMM
 // (cublasGemmEx, FP32 accumulation, TF32 off) of its weights W_l as A (M =
@@ -29,12 +29,25 @@
 // allocated and freed in every request. Each is measured launching one
 // graph a request and call by call.
 //
-// For each configuration and batch size: an untimed pass whose outputs are
-// all compared with the CPU's reference (the warm-up), the timed requests
-// (each stages its whole input and checks 16 output elements), and another
-// full pass. The reference computes each GEMM in float64 and rounds it to
-// float32, then adds the bias in float32; every output must be within 1e-4
-// of it relative, or 1e-5 absolute, and the worst seen is printed.
+// Slots=N serve at most N requests at once, so each slot count is paired
+// with cudaMallocAsync from N clients (at most -clients): as many requests
+// in flight. The two are set up side by side and, at each batch size,
+// measured one after the other -repeat times; the ratio reported is the
+// median of the repetitions' ratios, with the lowest and the highest, so
+// that the noise shows where both are bound by the device. Slots are
+// loaded from -clients clients that wait for a slot in turn, which the
+// baseline's clients never do. The mutex pool and cudaMallocAsync from
+// -clients clients are measured once a batch size, for reference. The
+// run's time grows as -requests × -repeat; its report ends with how long
+// it took.
+//
+// For each timed run: an untimed pass whose outputs are all compared with
+// the CPU's reference (the warm-up; a request a client, 2 at least), the
+// timed requests (each stages its whole input and checks 16 output
+// elements), and another full pass. The reference computes each GEMM in
+// float64 and rounds it to float32, then adds the bias in float32; every
+// output must be within 1e-4 of it relative, or 1e-5 absolute, and the
+// worst seen is printed.
 //
 // Device memory: cudaMemGetInfo before and after each configuration's
 // setup (what it took beside its pool's arena: the cuBLAS handles' fixed
@@ -58,7 +71,7 @@
 // another framework can recompute the outputs.
 //
 // On the fake runtime the widths shrink by -scale (16 unless given) and the
-// requests to 12 a configuration; its timings are not a GPU's.
+// requests to 12 a run and -repeat to 1; its timings are not a GPU's.
 package main
 
 import (
@@ -78,7 +91,11 @@ cuBLAS GEMMs, bias and ReLU in a PTX kernel) served from pool.Slots, each
 slot with its own stream, cuBLAS handle and workspace and a CUDA graph per
 batch profile (1, 8, 32), load-tested against one pool behind a mutex and
 against per-request cudaMallocAsync with cuBLAS allocating its own
-workspace. It prints requests/s and the p50/p99 of the wait for a slot and
+workspace. Each slot count N is compared with cudaMallocAsync from N
+clients, as many requests in flight, the two measured one after the other
+-repeat times (the median ratio is reported, with its range); the run's
+time grows as -requests x -repeat, and the report ends with how long it
+took. It prints requests/s and the p50/p99 of the wait for a slot and
 of the service apart, the ratios, the graphs' memory nodes, the device
 memory taken outside the pool during the timed requests, the parameters'
 read rate against the device's copy bandwidth, and the worst deviation of
@@ -96,6 +113,7 @@ func main() {
 type config struct {
 	runtime       string
 	requests      int
+	repeat        int
 	clients       int
 	slots         []int
 	batches       []int
@@ -120,8 +138,9 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 	}
 	var c config
 	fs.StringVar(&c.runtime, "runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
-	fs.IntVar(&c.requests, "requests", 10000, "timed requests a configuration and batch size (12 on the fake unless given)")
-	fs.IntVar(&c.clients, "clients", 8, "concurrent clients of the load generator")
+	fs.IntVar(&c.requests, "requests", 10000, "timed requests a run, a run being one configuration at one batch size in one launch mode, once for each -repeat where paired (12 on the fake unless given)")
+	fs.IntVar(&c.repeat, "repeat", 3, "times each slot count and cudaMallocAsync with as many clients are measured, one after the other, at each batch size (1 on the fake unless given)")
+	fs.IntVar(&c.clients, "clients", 8, "concurrent clients of the slots, the mutex pool and the reference cudaMallocAsync")
 	slots := fs.String("slots", "1,2,4,8", "slot counts to measure, comma-separated")
 	batches := fs.String("batches", "1,8,32", "batch sizes, comma-separated: a profile each")
 	launch := fs.String("launch", "both", "graph (one CUDA graph launch a request), calls (each copy, GEMM and kernel launched) or both")
@@ -153,8 +172,8 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 	case len(c.launches) == 0:
 		fmt.Fprintf(stderr, "mlp: -launch %q: want graph, calls or both\n", *launch)
 		return 2
-	case c.requests < 1 || c.clients < 1 || c.clients > 1024:
-		fmt.Fprintln(stderr, "mlp: -requests must be at least 1, -clients 1 to 1024")
+	case c.requests < 1 || c.clients < 1 || c.clients > 1024 || c.repeat < 1 || c.repeat > 100:
+		fmt.Fprintln(stderr, "mlp: -requests must be at least 1, -clients 1 to 1024, -repeat 1 to 100")
 		return 2
 	case c.scale < 1 || c.scale > 16 || c.scale&(c.scale-1) != 0:
 		fmt.Fprintf(stderr, "mlp: -scale %d: want a power of 2, 1 to 16\n", c.scale)
@@ -178,6 +197,9 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 		if !given["requests"] {
 			c.requests = 12
+		}
+		if !given["repeat"] {
+			c.repeat = 1
 		}
 		if !given["scale"] {
 			c.scale = 16

@@ -27,11 +27,13 @@ func TestDefaultRunOnTheFake(t *testing.T) {
 	s := out.String()
 	for _, want := range []string{
 		"model 64 -> 256 -> 256 -> 64, FP32",
-		"one CUDA graph a request, batch 1, 8 clients:", "call by call, batch 32, 8 clients:",
-		"slots=1", "slots=2", "slots=4", "slots=8", "mutex pool", "cudaMallocAsync",
-		"wait p50  wait p99  service p50  service p99",
-		"ratios over cudaMallocAsync", "targets:", "memory nodes in the slots' and mutex pool's request graphs: 0 at most", "launch-bound: 1 client, batch 1:", "slot, one graph / cudaMallocAsync, call by call:",
-		"slots=8          batch 32  memory nodes 0", "cuBLAS handles 8:",
+		"one CUDA graph a request, batch 1:", "call by call, batch 32:",
+		"slots=1", "slots=2", "slots=4", "slots=8", "mutex pool",
+		"cudaMallocAsync, 1 client", "cudaMallocAsync, 2 clients", "cudaMallocAsync, 4 clients", "cudaMallocAsync, 8 clients",
+		"clients  runs  requests/s  range  wait p50  wait p99  service p50  service p99",
+		"slots=N over cudaMallocAsync with as many requests in flight", "slots=1 / 1 client  slots=2 / 2 clients  slots=4 / 4 clients  slots=8 / 8 clients",
+		"for reference, over cudaMallocAsync with 8 clients", "targets:", "memory nodes in the slots' and mutex pool's request graphs: 0 at most", "launch-bound: 1 client, batch 1:", "slot, one graph / cudaMallocAsync, call by call:",
+		"same launch mode (1 such pair):", "cuBLAS handles 8:", "the run took",
 		// The fake's cuBLAS sums in float64 and rounds once, as the
 		// reference does: its outputs are the reference's.
 		"worst absolute 0, worst relative 0;",
@@ -39,8 +41,9 @@ func TestDefaultRunOnTheFake(t *testing.T) {
 	} {
 		assert.Contains(t, s, want)
 	}
+	assert.Regexp(t, `slots=8 +batch 32  memory nodes 0`, s)
 	assert.NotContains(t, s, "dumped to")
-	assert.Contains(t, errOut.String(), "mlp: call by call, cudaMallocAsync, batch 32: 12 requests...", "progress on stderr")
+	assert.Contains(t, errOut.String(), "mlp: call by call, batch 32, slots=8 then cudaMallocAsync, 8 clients, run 1 of 1: 12 requests each...", "progress on stderr")
 }
 
 func TestConcurrentRequests(t *testing.T) {
@@ -147,13 +150,15 @@ func TestHelpPrintsAParagraphThenTheFlags(t *testing.T) {
 	h := errOut.String()
 	assert.True(t, strings.HasPrefix(h, "mlp: a multi-layer perceptron"))
 	assert.Less(t, strings.Index(h, "Flags:"), strings.Index(h, "-batches"))
+	assert.Less(t, strings.Index(h, "grows as -requests x -repeat"), strings.Index(h, "Flags:"), "how to keep a GPU run short")
+	assert.Contains(t, h, "-repeat")
 	assert.Empty(t, out.String())
 }
 
 func TestBadFlagsAreRefused(t *testing.T) {
 	for _, args := range [][]string{
 		{"-slots", "0"}, {"-slots", "2,2"}, {"-batches", "x"}, {"-launch", "never"}, {"-requests", "0"},
-		{"-clients", "2000"}, {"-scale", "3"}, {"-scale", "32"}, {"-copy", "1024"},
+		{"-clients", "2000"}, {"-repeat", "0"}, {"-repeat", "101"}, {"-scale", "3"}, {"-scale", "32"}, {"-copy", "1024"},
 	} {
 		var out, errOut bytes.Buffer
 		assert.Equal(t, 2, run(append([]string{"-runtime=fake"}, args...), &out, &errOut), "%v", args)

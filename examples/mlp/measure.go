@@ -14,11 +14,15 @@ import (
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 )
 
-// The baselines' names in the tables.
+// The baselines' names in the tables: cudaMallocAsync's with its clients
+// (asyncOf).
 const (
 	mutexName = "mutex pool"
 	asyncName = "cudaMallocAsync"
 )
+
+// asyncOf is the name of cudaMallocAsync with clients clients.
+func asyncOf(clients int) string { return asyncName + ", " + clientsOf(clients) }
 
 // configuration is one backend to measure.
 type configuration struct {
@@ -27,10 +31,16 @@ type configuration struct {
 	make    func(graphs bool) (backend, error)
 }
 
-// measured is one configuration at one batch size in one launch mode.
+// measured is one timed run of a configuration at one batch size in one
+// launch mode, or a series of them summed up (series.summary).
 type measured struct {
 	result
+	clients int
 	outside int64 // device bytes taken during the timed requests, outside any pool
+	// runs is how many timed runs a summary stands for, lo and hi the
+	// lowest and highest requests/s among them.
+	runs   int
+	lo, hi float64
 }
 
 // setup is what a configuration's setup took beside its pool's arena.
@@ -49,12 +59,26 @@ type session struct {
 	loads   map[int]*workload
 	worst   worst
 	stderr  io.Writer
-	results map[bool]map[int][]measured // [graphs][rows]
+	results map[bool]map[int][]*series // [graphs][rows], in the order measured
+	pairs   map[bool]map[int][]pairing // [graphs][rows], by slot count
 	setups  []setup
 	nodes   map[string]map[int]cudart.GraphNodeCounts // [configuration][rows], graphs only
 }
 
+// newSession is a run's state, with the CPU's reference of every batch
+// size.
+func newSession(lib *cublas.Library, m *model, c config, stderr io.Writer) *session {
+	s := &session{rt: m.rt, lib: lib, m: m, c: c, loads: map[int]*workload{}, stderr: stderr,
+		results: map[bool]map[int][]*series{true: {}, false: {}}, pairs: map[bool]map[int][]pairing{true: {}, false: {}}, nodes: map[string]map[int]cudart.GraphNodeCounts{}}
+	fmt.Fprintln(stderr, "mlp: computing the CPU reference...")
+	for _, rows := range c.batches {
+		s.loads[rows] = newWorkload(m, c.seed, rows)
+	}
+	return s
+}
+
 func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err error) {
+	start := time.Now()
 	// cublas.Open recognises the fake by its own type, not the wrapper's.
 	lib, err := cublas.Open(rt.Full)
 	if err != nil {
@@ -73,14 +97,9 @@ func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err er
 		return err
 	}
 	defer func() { err = errors.Join(err, m.close()) }()
-	s := &session{rt: rt.Full, lib: lib, m: m, c: c, loads: map[int]*workload{}, stderr: stderr,
-		results: map[bool]map[int][]measured{true: {}, false: {}}, nodes: map[string]map[int]cudart.GraphNodeCounts{}}
 	fmt.Fprintf(stdout, "cuBLAS %s; model %d -> %d -> %d -> %d, FP32, parameters %s (%d B) from seed %d; batches %v\n",
 		v, dims[0], dims[1], dims[2], dims[3], mib(m.paramBytes()), m.paramBytes(), c.seed, c.batches)
-	fmt.Fprintln(stderr, "mlp: computing the CPU reference...")
-	for _, rows := range c.batches {
-		s.loads[rows] = newWorkload(m, c.seed, rows)
-	}
+	s := newSession(lib, m, c, stderr)
 	if c.corruptParams {
 		// After the reference: the devices get a parameter the CPU did
 		// not use.
@@ -90,11 +109,24 @@ func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err er
 	if err != nil {
 		return fmt.Errorf("the copy bandwidth: %w", err)
 	}
-	fmt.Fprintf(stdout, "load: %d timed requests a configuration and batch from %d concurrent clients; before and after them %d untimed requests, every output compared with the CPU's\n",
-		c.requests, c.clients, checked(c))
+	fmt.Fprintf(stdout, "load: %d timed requests a run; slots and the mutex pool from %d concurrent clients, cudaMallocAsync from as many clients as the slots it is paired with (at most %d) and from %d for reference; before and after each run, untimed, a request a client (2 at least), every output compared with the CPU's\n",
+		c.requests, c.clients, c.clients, c.clients)
+	fmt.Fprintf(stdout, "pairs: slots=N, then cudaMallocAsync with N clients, %d times a batch and launch mode; the tables show each configuration's median run\n", c.repeat)
 	fmt.Fprintln(stdout, "wait: for a slot (slots) or the lock (mutex pool); cudaMallocAsync shares nothing to wait for. service: the rest of the latency")
 	for _, graphs := range c.launches {
-		for _, cf := range s.configurations(c.clients, c.slots, true) {
+		reference := false
+		for _, n := range c.slots {
+			k := min(n, c.clients)
+			if err := s.measurePair(n, k, graphs); err != nil {
+				return fmt.Errorf("slots=%d against %s, %s: %w", n, asyncOf(k), launchName(graphs), err)
+			}
+			reference = reference || k == c.clients
+		}
+		cfs := []configuration{s.mutexConf()}
+		if !reference {
+			cfs = append(cfs, s.asyncConf(c.clients))
+		}
+		for _, cf := range cfs {
 			if err := s.measureOne(cf, graphs); err != nil {
 				return fmt.Errorf("%s, %s: %w", cf.name, launchName(graphs), err)
 			}
@@ -105,6 +137,7 @@ func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err er
 		return fmt.Errorf("1 client, batch %d: %w", c.batches[0], err)
 	}
 	s.report(stdout, bw, launchBound)
+	fmt.Fprintf(stdout, "\nthe run took %v\n", round(time.Since(start)))
 	if c.dump != "" {
 		fmt.Fprintf(stderr, "mlp: writing %s...\n", c.dump)
 		if err := s.dump(c.dump); err != nil {
@@ -118,65 +151,132 @@ func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err er
 	return nil
 }
 
-// checked is the requests of each untimed check pass.
-func checked(c config) int { return max(c.clients, variants) }
-
-// configurations are the slot counts, then the baselines (the mutex pool
-// if asked), for clients.
-func (s *session) configurations(clients int, slots []int, mutex bool) []configuration {
-	var out []configuration
-	batches := s.c.batches
-	for _, n := range slots {
-		out = append(out, configuration{fmt.Sprintf("slots=%d", n), n, func(graphs bool) (backend, error) {
-			return newSlotsBackend(s.m, s.lib, n, batches, graphs)
-		}})
-	}
-	if mutex {
-		out = append(out, configuration{mutexName, 1, func(graphs bool) (backend, error) { return newMutexBackend(s.m, s.lib, batches, graphs) }})
-	}
-	return append(out, configuration{asyncName, clients, func(graphs bool) (backend, error) {
-		return newAsyncBackend(s.m, s.lib, clients, batches, graphs)
-	}})
+// A configuration's constructors: slots=n, the mutex pool, and
+// cudaMallocAsync with clients clients.
+func (s *session) slotsConf(n int) configuration {
+	return configuration{fmt.Sprintf("slots=%d", n), n, func(graphs bool) (backend, error) {
+		return newSlotsBackend(s.m, s.lib, n, s.c.batches, graphs)
+	}}
 }
 
-// measureOne sets cf up and measures it at every batch size.
-func (s *session) measureOne(cf configuration, graphs bool) (err error) {
+func (s *session) mutexConf() configuration {
+	return configuration{mutexName, 1, func(graphs bool) (backend, error) { return newMutexBackend(s.m, s.lib, s.c.batches, graphs) }}
+}
+
+func (s *session) asyncConf(clients int) configuration {
+	return configuration{asyncOf(clients), clients, func(graphs bool) (backend, error) {
+		return newAsyncBackend(s.m, s.lib, clients, s.c.batches, graphs)
+	}}
+}
+
+// open sets cf up, noting its graphs' nodes and, in the first launch mode,
+// the device memory its setup took beside its pool's arena.
+func (s *session) open(cf configuration, graphs bool) (backend, error) {
 	free0, err := s.free()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	b, err := cf.make(graphs)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() { err = errors.Join(err, b.close()) }()
 	free1, err := s.free()
 	if err != nil {
-		return err
+		return nil, errors.Join(err, b.close())
 	}
 	if graphs {
 		s.nodes[cf.name] = b.nodes()
 	}
-	// Read in the first launch mode only, before any cudaMallocAsync
-	// configuration has run: the memory its pool gives back later would
-	// show here.
 	if graphs == s.c.launches[0] {
 		s.setups = append(s.setups, setup{cf.name, cf.handles, int64(free0) - int64(free1) - int64(b.pooled())})
 	}
+	return b, nil
+}
+
+// add files run r of the configuration name, whose clients sent it.
+func (s *session) add(graphs bool, rows int, name string, clients int, r measured) {
+	all := s.results[graphs][rows]
+	i := slices.IndexFunc(all, func(se *series) bool { return se.name == name })
+	if i < 0 {
+		i = len(all)
+		s.results[graphs][rows] = append(all, &series{name: name, clients: clients})
+	}
+	se := s.results[graphs][rows][i]
+	se.runs = append(se.runs, r)
+}
+
+// table is one batch size's configurations in one launch mode, each as its
+// median run, in the order measured.
+func (s *session) table(graphs bool, rows int) []measured {
+	var out []measured
+	for _, se := range s.results[graphs][rows] {
+		out = append(out, se.summary())
+	}
+	return out
+}
+
+// measurePair sets slots=n and cudaMallocAsync with clients clients up,
+// side by side, and at every batch size measures the one then the other,
+// -repeat times: slots from -clients clients, never more than n requests
+// in flight; the baseline with clients requests in flight, each client
+// its own stream and handle.
+func (s *session) measurePair(n, clients int, graphs bool) (err error) {
+	sc, ac := s.slotsConf(n), s.asyncConf(clients)
+	sb, err := s.open(sc, graphs)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, sb.close()) }()
+	ab, err := s.open(ac, graphs)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, ab.close()) }()
+	for _, rows := range s.c.batches {
+		p := pairing{slots: n, clients: clients}
+		for rep := range s.c.repeat {
+			fmt.Fprintf(s.stderr, "mlp: %s, batch %d, %s then %s, run %d of %d: %d requests each...\n",
+				launchName(graphs), rows, sc.name, ac.name, rep+1, s.c.repeat, s.c.requests)
+			r, err := s.measureBatch(sb, s.c.clients, rows)
+			if err != nil {
+				return fmt.Errorf("%s, batch %d: %w", sc.name, rows, err)
+			}
+			base, err := s.measureBatch(ab, clients, rows)
+			if err != nil {
+				return fmt.Errorf("%s, batch %d: %w", ac.name, rows, err)
+			}
+			s.add(graphs, rows, sc.name, s.c.clients, r)
+			s.add(graphs, rows, ac.name, clients, base)
+			p.ratios = append(p.ratios, r.perSecond/base.perSecond)
+		}
+		s.pairs[graphs][rows] = append(s.pairs[graphs][rows], p)
+	}
+	return nil
+}
+
+// measureOne sets cf up and measures it once at every batch size, from
+// -clients clients.
+func (s *session) measureOne(cf configuration, graphs bool) (err error) {
+	b, err := s.open(cf, graphs)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, b.close()) }()
 	for _, rows := range s.c.batches {
 		fmt.Fprintf(s.stderr, "mlp: %s, %s, batch %d: %d requests...\n", launchName(graphs), cf.name, rows, s.c.requests)
 		r, err := s.measureBatch(b, s.c.clients, rows)
 		if err != nil {
 			return fmt.Errorf("batch %d: %w", rows, err)
 		}
-		r.name = cf.name
-		s.results[graphs][rows] = append(s.results[graphs][rows], r)
+		s.add(graphs, rows, cf.name, s.c.clients, r)
 	}
 	return nil
 }
 
 // measureBatch runs a full check pass (the warm-up), the timed requests
-// between two readings of the device's free memory, and a full check pass.
+// between two readings of the device's free memory, and a full check pass,
+// each from clients clients; the check passes send a request a client, 2
+// at least, so that every input variant is checked.
 func (s *session) measureBatch(b backend, clients, rows int) (measured, error) {
 	w := s.loads[rows]
 	pass := func(n int, full *worst) (result, error) {
@@ -185,7 +285,8 @@ func (s *session) measureBatch(b backend, clients, rows int) (measured, error) {
 			return b.serve(context.Background(), c, rows, x(c, i))
 		})
 	}
-	if _, err := pass(checked(s.c), &s.worst); err != nil {
+	checked := max(clients, variants)
+	if _, err := pass(checked, &s.worst); err != nil {
 		return measured{}, fmt.Errorf("check before: %w", err)
 	}
 	before, err := s.free()
@@ -200,10 +301,10 @@ func (s *session) measureBatch(b backend, clients, rows int) (measured, error) {
 	if err != nil {
 		return measured{}, err
 	}
-	if _, err := pass(checked(s.c), &s.worst); err != nil {
+	if _, err := pass(checked, &s.worst); err != nil {
 		return measured{}, fmt.Errorf("check after: %w", err)
 	}
-	return measured{r, int64(before) - int64(after)}, nil
+	return measured{result: r, clients: clients, outside: int64(before) - int64(after)}, nil
 }
 
 // launchBound measures 1 client at the smallest batch: a slot launching one
@@ -213,10 +314,11 @@ func (s *session) launchBound() ([]measured, error) {
 	rows := slices.Min(s.c.batches)
 	var out []measured
 	for _, graphs := range []bool{true, false} {
-		for _, cf := range s.configurations(1, []int{1}, false) {
-			if graphs && cf.name == asyncName {
-				continue
-			}
+		cfs := []configuration{s.slotsConf(1)}
+		if !graphs {
+			cfs = append(cfs, s.asyncConf(1))
+		}
+		for _, cf := range cfs {
 			fmt.Fprintf(s.stderr, "mlp: 1 client, batch %d, %s, %s: %d requests...\n", rows, cf.name, launchName(graphs), s.c.requests)
 			r, err := s.launchOne(cf, graphs, rows)
 			if err != nil {
