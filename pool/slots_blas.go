@@ -125,3 +125,39 @@ func (sl Slot) BLAS() (*cublas.Handle, error) {
 	}
 	return b.handles[sl.s.index], nil
 }
+
+// Workspace is the slot's device buffer r as a cuBLAS workspace, for a
+// handle of the caller's own (cublas.Handle.SetWorkspace): usable while the
+// slot is held. Once the slot is released, the handle refuses to queue GEMMs
+// in it (cublas.ErrInvalidWorkspace), as the next request may hold it. A
+// shared buffer is refused: requests at once would share it.
+func (sl Slot) Workspace(r Ref) (cublas.Workspace, error) {
+	arena, _, size, err := sl.find(r)
+	if err != nil {
+		return nil, err
+	}
+	if arena != Device || r.p == sl.s.owner.shared {
+		return nil, fmt.Errorf("%w: %s cannot be a workspace: it must be a device buffer of the request's profile", ErrInvalidRequest, r.label())
+	}
+	p, err := sl.Ptr(r)
+	if err != nil {
+		return nil, err
+	}
+	return heldWorkspace{sl: sl, ptr: p, n: size}, nil
+}
+
+// heldWorkspace is a buffer of a held slot, usable until its Release.
+type heldWorkspace struct {
+	sl  Slot
+	ptr cudart.DevicePtr
+	n   uint64
+}
+
+func (w heldWorkspace) Ptr() (cudart.DevicePtr, error) {
+	if err := w.sl.check(); err != nil {
+		return 0, err
+	}
+	return w.ptr, nil
+}
+func (w heldWorkspace) Size() uint64 { return w.n }
+func (w heldWorkspace) Device() int  { return w.sl.s.owner.dev }

@@ -212,3 +212,37 @@ func TestConcurrentRequestsGetTheirOwnResults(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A slot's buffer serves as the workspace of a handle of the caller's while
+// the slot is held, and is refused once it is released.
+func TestASlotsBufferAsAWorkspace(t *testing.T) {
+	rt := cudarttest.NewFakeT(t)
+	l := newGemmLayout(t, 4)
+	ws, err := l.req.Device(cublas.MinWorkspace, pool.Name("workspace"))
+	require.NoError(t, err)
+	s, err := pool.NewSlots(rt, 1, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, s.Close()) })
+	lib, err := cublas.Open(rt)
+	require.NoError(t, err)
+	h, err := lib.NewHandle(0, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, h.Close()) })
+
+	sl, err := s.Acquire(context.Background(), "request")
+	require.NoError(t, err)
+	_, err = sl.Workspace(l.a)
+	require.ErrorIs(t, err, pool.ErrInvalidRequest, "a shared buffer")
+	w, err := sl.Workspace(ws)
+	require.NoError(t, err)
+	require.NoError(t, h.SetWorkspace(w))
+	c, err := sl.Ptr(l.c)
+	require.NoError(t, err)
+	g := cublas.Gemm{M: 4, N: 4, K: 4, Alpha: 1, A: cublas.Matrix{Ptr: c, Type: cublas.Float32, LD: 4},
+		B: cublas.Matrix{Ptr: c, Type: cublas.Float32, LD: 4}, C: cublas.Matrix{Ptr: c, Type: cublas.Float32, LD: 4}}
+	require.NoError(t, rt.Memset(0, c, 0, 64))
+	require.NoError(t, h.Gemm(g))
+	require.NoError(t, rt.DeviceSynchronize(0))
+	require.NoError(t, s.Release(sl))
+	require.ErrorIs(t, h.Gemm(g), cublas.ErrInvalidWorkspace, "the slot went back")
+}
