@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/internal/checked"
@@ -136,7 +137,7 @@ type planned struct {
 	inUse        int
 	acquisitions uint64
 	waits        uint64
-	waited       int64 // nanoseconds
+	waited       atomic.Int64 // nanoseconds; added by the waiter once awake, without s.mu
 }
 
 // placedBuf is where one buffer of a profile is in a slot.

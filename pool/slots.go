@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
@@ -57,8 +58,15 @@ type Slots struct {
 	stride      [numArenas]uint64 // bytes of one slot's region in each arena
 	sharedBytes [numArenas]uint64 // bytes of the shared buffers in each arena
 
-	// closedFlag mirrors closed for the Slot methods, which take no lock.
+	// closedFlag mirrors closed for the Slot methods and for Release and a
+	// woken Acquire, which read it before any lock.
 	closedFlag atomic.Bool
+	// releasing counts the Release calls past their check of closedFlag
+	// and not yet done: Close waits for them, as their slot's stream may be
+	// asked about. Each is ended under mu.
+	releasing atomic.Int64
+	// born is the monotonic origin of the wait clock, read once.
+	born time.Time
 
 	// mu guards the fields below, each slot's held and counters, and each
 	// planned profile's counters. No CUDA call is made under it, so that
@@ -93,7 +101,8 @@ type slot struct {
 
 	acquisitions uint64
 	waits        uint64
-	waited       int64 // nanoseconds
+	waited       atomic.Int64 // nanoseconds; added by the waiter once awake, without s.mu
+	handedTo     *waiter      // the waiter it was handed to, recycled at its Release
 }
 
 // sharedAddr is where a shared buffer is: fixed, read once at NewSlots.
@@ -186,6 +195,7 @@ func NewSlots(rt cudart.Runtime, n int, layout SlotLayout, opts ...Option) (*Slo
 	}
 	s.draining = ring{buf: make([]*slot, n)}
 	s.settled = sync.NewCond(&s.mu)
+	s.born = time.Now()
 	s.kick, s.stop, s.stopped = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 	go s.drain()
 	done = true
@@ -455,8 +465,11 @@ func (s *Slots) Close() error {
 	}
 	s.waiters = s.waiters[:0]
 	// A Release or Acquire asking about a slot's stream puts it back
-	// before the stream may be destroyed.
-	for s.asking > 0 {
+	// before the stream may be destroyed. A Release that did not see
+	// closedFlag set is counted in releasing: closedFlag is stored before
+	// releasing is read here, and a Release adds to releasing before it
+	// reads closedFlag.
+	for s.asking > 0 || s.releasing.Load() > 0 {
 		s.settled.Wait()
 	}
 	s.mu.Unlock()

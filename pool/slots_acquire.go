@@ -165,28 +165,56 @@ func (s *Slots) unassign(sl *slot) {
 	sl.held = nil
 }
 
-// wait blocks until w is handed a slot, ctx is done or the Slots close.
+// wait blocks until w is handed a slot, ctx is done or the Slots close. A
+// slot handed over is already counted held and acquired by the giver, so
+// that a woken call takes s.mu again only if its wait ended otherwise too.
 func (s *Slots) wait(ctx context.Context, pr *planned, w *waiter) (*slot, error) {
-	start := time.Now()
+	start := time.Since(s.born)
 	var cancelled error
-	select {
-	case <-w.ch:
-	case <-ctx.Done():
-		cancelled = ctx.Err()
+	if done := ctx.Done(); done == nil {
+		<-w.ch
+	} else {
+		select {
+		case <-w.ch:
+		case <-done:
+			cancelled = ctx.Err()
+		}
 	}
+	if cancelled != nil {
+		return s.waitEnded(pr, w, cancelled)
+	}
+	// Received: w is the slot's until its Release, which recycles it, and
+	// no one writes it meanwhile.
+	if sl := w.slot; sl != nil && !s.closedFlag.Load() {
+		// The giver saw no reset of the device.
+		waited := int64(time.Since(s.born) - start)
+		sl.waited.Add(waited)
+		pr.waited.Add(waited)
+		return sl, nil
+	}
+	return s.waitEnded(pr, w, nil)
+}
+
+// waitEnded is wait's end when w got no slot, or one it cannot keep: its
+// context was done or the Slots closed as the slot was handed over. A
+// waiter handed nothing and no error was told of a reset of the device.
+func (s *Slots) waitEnded(pr *planned, w *waiter, cancelled error) (*slot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl, err := w.slot, w.err
-	if sl != nil && (cancelled != nil || s.closed || s.p.reset.Reset()) {
-		// Handed a slot as the wait ended otherwise: the slot is not this
-		// call's.
+	if sl != nil {
+		// Not this call's: undo the giver's count of it.
+		sl.handedTo = nil
+		sl.acquisitions--
+		sl.waits--
+		pr.acquisitions--
+		pr.waits--
 		s.unassign(sl)
 		if s.closed {
 			s.ready = append(s.ready, sl)
 		} else {
-			s.give(sl)
+			s.give(sl, s.p.reset.Reset())
 		}
-		sl = nil
 	}
 	switch {
 	case cancelled != nil:
@@ -194,32 +222,38 @@ func (s *Slots) wait(ctx context.Context, pr *planned, w *waiter) (*slot, error)
 			s.waiters = slices.DeleteFunc(s.waiters, func(x *waiter) bool { return x == w })
 		}
 		err = fmt.Errorf("pool: acquire a slot for profile %q: %w", pr.name, cancelled)
-	case sl == nil && err == nil && s.closed:
+	case err == nil && s.closed:
 		err = fmt.Errorf("%w: acquire a slot for profile %q", ErrClosed, pr.name)
-	case sl == nil && err == nil:
+	case err == nil:
 		err = s.resetError(pr)
 	}
-	s.recycle(w)
-	if err != nil {
-		return nil, err
+	select {
+	case <-w.ch:
+	default:
 	}
-	waited := time.Since(start).Nanoseconds()
-	sl.acquisitions++
-	pr.acquisitions++
-	sl.waits++
-	sl.waited += waited
-	pr.waits++
-	pr.waited += waited
-	return sl, nil
+	s.recycle(w)
+	return nil, err
 }
 
-// give hands a slot whose work has finished to the first waiter, or makes
-// it ready. The caller holds s.mu.
-func (s *Slots) give(sl *slot) {
+// give hands a slot whose work has finished to the first waiter, counted
+// held and acquired from then on, or makes it ready. Once the device was
+// reset, as the caller saw last, no Acquire returns a slot: the slot is
+// made ready and every waiter is told, as an Acquire called then would be.
+// The caller holds s.mu.
+func (s *Slots) give(sl *slot, reset bool) {
+	if reset {
+		for _, w := range s.waiters {
+			w.finish(nil, nil)
+		}
+		s.waiters = s.waiters[:0]
+	}
 	if len(s.waiters) > 0 {
 		w := s.waiters[0]
 		s.waiters = slices.Delete(s.waiters, 0, 1)
-		s.assign(sl, w.prof)
+		s.hold(sl, w.prof)
+		sl.waits++
+		w.prof.waits++
+		sl.handedTo = w
 		w.finish(sl, nil)
 		return
 	}
@@ -259,37 +293,38 @@ func (s *Slots) Release(sl Slot) error {
 	if d == nil || d.owner != s {
 		return fmt.Errorf("%w: release of %s", ErrForeignSlot, sl.label())
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if s.closedFlag.Load() {
+		return fmt.Errorf("%w: release of slot %d", ErrClosed, d.index)
+	}
+	s.releasing.Add(1)
+	if s.closedFlag.Load() {
+		s.endRelease(nil)
 		return fmt.Errorf("%w: release of slot %d", ErrClosed, d.index)
 	}
 	if !d.gen.CompareAndSwap(sl.gen, sl.gen+1) {
-		s.mu.Unlock()
+		s.endRelease(nil)
 		return fmt.Errorf("%w: slot %d", ErrSlotReleased, d.index)
 	}
-	s.unassign(d)
-	s.asking++
-	s.mu.Unlock()
 	return s.giveBack(d)
 }
 
 // giveBack asks whether released slot d's stream is idle, then hands d on
-// or queues it to drain. A panic in the runtime queues it to drain.
+// or queues it to drain, in Release's one locked section: until then d
+// counts in use. A panic in the runtime queues it to drain.
 func (s *Slots) giveBack(d *slot) (err error) {
-	idle := false
+	idle, reset := false, s.p.reset.Reset()
 	defer func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.doneAsking()
+		s.endRelease(d)
 		if idle {
-			s.give(d)
+			s.give(d, reset)
 			return
 		}
 		s.draining.push(d)
 		s.wakeIfWaiting()
 	}()
-	if s.p.reset.Reset() {
+	if reset {
 		// The reset destroyed the stream and ended its work.
 		idle = true
 		return nil
@@ -300,6 +335,25 @@ func (s *Slots) giveBack(d *slot) (err error) {
 		return fmt.Errorf("pool: ask whether slot %d's work has finished at release (the slot was given back, to be synchronised before reuse): %w", d.index, err)
 	}
 	return nil
+}
+
+// endRelease ends a Release counted in releasing, and frees released slot
+// d, if any, of its holder and of the waiter it was handed to. It locks
+// s.mu unless d is given, when the caller holds it.
+func (s *Slots) endRelease(d *slot) {
+	if d == nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	} else {
+		s.unassign(d)
+		if w := d.handedTo; w != nil {
+			d.handedTo = nil
+			s.recycle(w)
+		}
+	}
+	if s.releasing.Add(-1) == 0 && s.closed {
+		s.settled.Broadcast()
+	}
 }
 
 // drain runs until Close: while calls wait for a slot, it waits on the host
@@ -331,7 +385,8 @@ func (s *Slots) settleOne() bool {
 	s.asking++
 	s.mu.Unlock()
 	var err error
-	if !s.p.reset.Reset() {
+	reset := s.p.reset.Reset()
+	if !reset {
 		err = wrapf(s.sm.StreamSynchronize(s.dev, d.stream), "pool: wait for slot %d's released work", d.index)
 	}
 	s.mu.Lock()
@@ -346,7 +401,7 @@ func (s *Slots) settleOne() bool {
 		}
 		return true
 	}
-	s.give(d)
+	s.give(d, reset)
 	return true
 }
 
@@ -385,12 +440,9 @@ func (s *Slots) newWaiter() *waiter {
 	return &waiter{ch: make(chan struct{}, 1)}
 }
 
-// recycle empties w and keeps it for the next wait. The caller holds s.mu.
+// recycle empties w, whose channel is empty, and keeps it for the next
+// wait. The caller holds s.mu.
 func (s *Slots) recycle(w *waiter) {
-	select {
-	case <-w.ch:
-	default:
-	}
 	w.prof, w.slot, w.err, w.done = nil, nil, nil, false
 	s.spare = append(s.spare, w)
 }

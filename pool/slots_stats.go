@@ -78,12 +78,12 @@ func (s *Slots) Stats() SlotsStats {
 			DeviceRequested: p.requested[Device], HostRequested: p.requested[Host],
 			DeviceUnshared: p.unshared[Device], HostUnshared: p.unshared[Host],
 			Buffers: len(p.bufs), InUse: p.inUse,
-			Acquisitions: p.acquisitions, Waits: p.waits, WaitTime: time.Duration(p.waited),
+			Acquisitions: p.acquisitions, Waits: p.waits, WaitTime: time.Duration(p.waited.Load()),
 		}
 	}
 	for i := range s.slots {
 		sl := &s.slots[i]
-		ss := SlotStats{Index: i, InUse: sl.held != nil, Acquisitions: sl.acquisitions, Waits: sl.waits, WaitTime: time.Duration(sl.waited)}
+		ss := SlotStats{Index: i, InUse: sl.held != nil, Acquisitions: sl.acquisitions, Waits: sl.waits, WaitTime: time.Duration(sl.waited.Load())}
 		if sl.held != nil {
 			ss.Profile = sl.held.name
 			st.InUse++
