@@ -199,6 +199,14 @@ func (s *Slots) wait(ctx context.Context, pr *planned, w *waiter) (*slot, error)
 // context was done or the Slots closed as the slot was handed over. A
 // waiter handed nothing and no error was told of a reset of the device.
 func (s *Slots) waitEnded(pr *planned, w *waiter, cancelled error) (*slot, error) {
+	next, err := s.endWait(pr, w, cancelled)
+	next.wake()
+	return nil, err
+}
+
+// endWait is waitEnded's part under s.mu. It returns the waiter handed the
+// slot w could not keep, to be woken once s.mu is let go.
+func (s *Slots) endWait(pr *planned, w *waiter, cancelled error) (next *waiter, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl, err := w.slot, w.err
@@ -213,7 +221,7 @@ func (s *Slots) waitEnded(pr *planned, w *waiter, cancelled error) (*slot, error
 		if s.closed {
 			s.ready = append(s.ready, sl)
 		} else {
-			s.give(sl, s.p.reset.Reset())
+			next = s.give(sl, s.p.reset.Reset())
 		}
 	}
 	switch {
@@ -227,20 +235,23 @@ func (s *Slots) waitEnded(pr *planned, w *waiter, cancelled error) (*slot, error
 	case err == nil:
 		err = s.resetError(pr)
 	}
-	select {
-	case <-w.ch:
-	default:
+	if cancelled == nil || !w.done {
+		// Its channel is empty and stays so. A cancelled waiter handed
+		// something may yet be woken by its giver: it is left to the
+		// garbage collector.
+		s.recycle(w)
 	}
-	s.recycle(w)
-	return nil, err
+	return next, err
 }
 
 // give hands a slot whose work has finished to the first waiter, counted
-// held and acquired from then on, or makes it ready. Once the device was
+// held and acquired from then on, or makes it ready. It returns that
+// waiter, for the caller to wake once it has let go of s.mu, so that the
+// woken goroutine is not made runnable under the lock. Once the device was
 // reset, as the caller saw last, no Acquire returns a slot: the slot is
 // made ready and every waiter is told, as an Acquire called then would be.
 // The caller holds s.mu.
-func (s *Slots) give(sl *slot, reset bool) {
+func (s *Slots) give(sl *slot, reset bool) *waiter {
 	if reset {
 		for _, w := range s.waiters {
 			w.finish(nil, nil)
@@ -254,10 +265,11 @@ func (s *Slots) give(sl *slot, reset bool) {
 		sl.waits++
 		w.prof.waits++
 		sl.handedTo = w
-		w.finish(sl, nil)
-		return
+		w.hand(sl, nil)
+		return w
 	}
 	s.ready = append(s.ready, sl)
+	return nil
 }
 
 // wakeIfWaiting tells the drainer that a waiter needs a released slot. The
@@ -313,17 +325,7 @@ func (s *Slots) Release(sl Slot) error {
 // counts in use. A panic in the runtime queues it to drain.
 func (s *Slots) giveBack(d *slot) (err error) {
 	idle, reset := false, s.p.reset.Reset()
-	defer func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.endRelease(d)
-		if idle {
-			s.give(d, reset)
-			return
-		}
-		s.draining.push(d)
-		s.wakeIfWaiting()
-	}()
+	defer func() { s.released(d, idle, reset).wake() }()
 	if reset {
 		// The reset destroyed the stream and ended its work.
 		idle = true
@@ -334,6 +336,21 @@ func (s *Slots) giveBack(d *slot) (err error) {
 		idle = false
 		return fmt.Errorf("pool: ask whether slot %d's work has finished at release (the slot was given back, to be synchronised before reuse): %w", d.index, err)
 	}
+	return nil
+}
+
+// released is giveBack's part under s.mu: it hands d on if its stream is
+// idle, or queues it to drain. It returns the waiter handed d, to be woken
+// once s.mu is let go.
+func (s *Slots) released(d *slot, idle, reset bool) *waiter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.endRelease(d)
+	if idle {
+		return s.give(d, reset)
+	}
+	s.draining.push(d)
+	s.wakeIfWaiting()
 	return nil
 }
 
@@ -401,7 +418,8 @@ func (s *Slots) settleOne() bool {
 		}
 		return true
 	}
-	s.give(d, reset)
+	// Off every request's path: woken under the lock.
+	s.give(d, reset).wake()
 	return true
 }
 
@@ -423,10 +441,22 @@ type waiter struct {
 	err  error
 }
 
-// finish hands w its outcome. The caller holds Slots.mu.
+// finish hands w its outcome and wakes it. The caller holds Slots.mu.
 func (w *waiter) finish(sl *slot, err error) {
+	w.hand(sl, err)
+	w.wake()
+}
+
+// hand gives w its outcome, for a wake to come. The caller holds Slots.mu.
+func (w *waiter) hand(sl *slot, err error) {
 	w.slot, w.err, w.done = sl, err, true
-	w.ch <- struct{}{}
+}
+
+// wake tells w that it has its outcome, once; a nil w is no one to wake.
+func (w *waiter) wake() {
+	if w != nil {
+		w.ch <- struct{}{}
+	}
 }
 
 // newWaiter reuses a finished waiter when there is one. The caller holds
