@@ -11,22 +11,32 @@ CC ?= gcc
 # Packages whose tests run on a GPU host: name.test is built from each.
 GPU_TESTS := cudapool:. cudart:./cudart cublas:./cublas cudarttest:./cudart/cudarttest conformance:./cudart/cudarttest/conformance pool:./pool vmem:./vmem pinned:./pinned
 
-.PHONY: test race bench lint fuzz gpu nocgo quickstart clean
+.PHONY: test race cross bench lint fuzz gpu nocgo quickstart clean
 
-## test: what CI runs: gofmt, go vet, every test without cgo (as the GPU
-## binaries are built), the short tests under the race detector where cgo
-## (a C compiler) is available, and staticcheck (a tool in go.mod)
+## test: gofmt, go vet, every test without cgo (as the GPU binaries are
+## built), the short tests under the race detector where cgo (a C compiler)
+## is available, and staticcheck (a tool in go.mod); CI runs it, then cross
 test:
 	@out=$$("$$($(GO) env GOROOT)/bin/gofmt" -l .); test -z "$$out" || { echo "gofmt would change:"; echo "$$out"; exit 1; }
 	$(GO) vet ./...
 	CGO_ENABLED=0 $(GO) test ./...
-	@if [ "$$($(GO) env CGO_ENABLED)" = 1 ]; then echo "$(GO) test -race -short ./..."; $(GO) test -race -short ./...; \
+	@if [ "$$($(GO) env CGO_ENABLED)" = 1 ]; then echo "$(GO) test -race -short (all but $(RACE_LONG))"; \
+	$(GO) test -race -short $$($(GO) list ./... | grep -v -e '$(RACE_LONG)'); \
 	else echo "no C compiler (cgo off): the race detector's tests skipped"; fi
 	$(GO) tool staticcheck ./...
+
+# The conformance suite takes minutes under the race detector on 2 cores:
+# make race runs it, make test does not.
+RACE_LONG := /conformance$$
 
 ## race: every test under the race detector, long ones included (needs cgo)
 race:
 	$(GO) test -race ./...
+
+## cross: the README's program built with CGO_ENABLED=0 for every platform
+## the README names (CI runs it; minutes the first time)
+cross:
+	CUDAPOOL_CROSS=1 $(GO) test -count=1 -run '^TestReadmeGoBlocks$$' .
 
 ## bench: every benchmark with allocation counts
 bench:
