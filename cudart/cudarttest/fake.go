@@ -2,6 +2,7 @@ package cudarttest
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
@@ -17,6 +18,13 @@ type Fake struct {
 	// it, host memory, streams, physical handles, per-device state, the call
 	// log and the pending faults.
 	mu sync.Mutex
+
+	// resets counts, per device, the DeviceReset calls that succeeded, kept
+	// across them. It is written under mu and read without it, as CUDA's
+	// binding reads its count, so that DeviceResets, asked at every
+	// Acquire and Release of the pool's slots, costs what it costs on a
+	// GPU.
+	resets []atomic.Uint64
 
 	devs    []deviceState
 	regions []*region           // live device address ranges, sorted by base
@@ -64,7 +72,6 @@ type deviceState struct {
 	queue      []pending   // work queued on the device's streams, in issue order
 	sticky     *failure    // the fault every call returns until DeviceReset
 	asyncFault cudart.Code // FailAsync's code for the next work to run; 0 for none
-	resets     uint64      // DeviceReset calls that succeeded: kept across them
 	// lost is what every call that needs the device's context returns,
 	// DeviceReset included, once a reset followed a fatal fault: kept
 	// across resets, as only a new process recovers.
@@ -105,6 +112,7 @@ func NewFake(opts ...Option) *Fake {
 	f := &Fake{
 		opts:       o,
 		devs:       make([]deviceState, o.devices),
+		resets:     make([]atomic.Uint64, o.devices),
 		next:       spaceBase,
 		freed:      make(map[uint64]struct{}),
 		streams:    make(map[cudart.Stream]streamInfo),

@@ -73,7 +73,6 @@ func (f *Fake) reset(device int) *failure {
 	old := f.devs[device]
 	ds := &f.devs[device]
 	*ds = freshDevice()
-	ds.resets = old.resets + 1
 	for _, p := range f.phys {
 		if p.device == device {
 			ds.used += p.size
@@ -83,6 +82,7 @@ func (f *Fake) reset(device int) *failure {
 	if old.sticky != nil {
 		ds.lost = fail(46, "device %d is lost: it was reset after the fatal fault %s (%d), and CUDA leaves such a device unusable until the process ends", device, cudart.NewError("", old.sticky.code).Name, int(old.sticky.code))
 	}
+	f.resets[device].Add(1)
 	return nil
 }
 
@@ -110,10 +110,8 @@ func dropOwned[K comparable, V interface{ owner() int }](m map[K]V, device int) 
 // DeviceResets is how many times DeviceReset succeeded on device; 0 for a
 // device the fake does not have.
 func (f *Fake) DeviceResets(device int) uint64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.device(device) != nil {
+	if device < 0 || device >= len(f.resets) {
 		return 0
 	}
-	return f.devs[device].resets
+	return f.resets[device].Load()
 }
