@@ -102,7 +102,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
 	var c config
-	fs.StringVar(&c.runtime, "runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
+	fs.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
 	fs.IntVar(&c.reps, "reps", 50, "GEMMs a trial, between its two events (2 on the fake unless given)")
 	fs.IntVar(&c.trials, "trials", 7, "timed trials a shape; the median and the fastest are reported (3 on the fake unless given)")
 	fs.IntVar(&c.warmup, "warmup", 10, "untimed GEMMs a shape before its trials (1 on the fake unless given)")

@@ -82,7 +82,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	var c config
-	fs.StringVar(&c.runtime, "runtime", "auto", "CUDA runtime to use: "+cudarttest.Modes)
+	fs.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
 	fs.IntVar(&c.requests, "requests", 20000, "timed requests a configuration (100 on the fake unless given)")
 	fs.IntVar(&c.clients, "clients", 8, "concurrent clients of the load generator")
 	n := fs.Uint("n", 65536, "float32 elements a batch row (4096 on the fake unless given)")
