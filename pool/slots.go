@@ -61,10 +61,6 @@ type Slots struct {
 	// closedFlag mirrors closed for the Slot methods and for Release and a
 	// woken Acquire, which read it before any lock.
 	closedFlag atomic.Bool
-	// releasing counts the Release calls past their check of closedFlag
-	// and not yet done: Close waits for them, as their slot's stream may be
-	// asked about. Each is ended under mu.
-	releasing atomic.Int64
 	// born is the monotonic origin of the wait clock, read once.
 	born time.Time
 
@@ -103,6 +99,9 @@ type slot struct {
 	waits        uint64
 	waited       atomic.Int64 // nanoseconds; added by the waiter once awake, without s.mu
 	handedTo     *waiter      // the waiter it was handed to, recycled at its Release
+	// releasing is set from a Release's check that the Slots are open
+	// until, under Slots.mu, it is done: Close waits for it.
+	releasing atomic.Bool
 }
 
 // sharedAddr is where a shared buffer is: fixed, read once at NewSlots.
@@ -466,10 +465,10 @@ func (s *Slots) Close() error {
 	s.waiters = s.waiters[:0]
 	// A Release or Acquire asking about a slot's stream puts it back
 	// before the stream may be destroyed. A Release that did not see
-	// closedFlag set is counted in releasing: closedFlag is stored before
-	// releasing is read here, and a Release adds to releasing before it
+	// closedFlag set has set its slot's releasing: closedFlag is stored
+	// before releasing is read here, and a Release sets releasing before it
 	// reads closedFlag.
-	for s.asking > 0 || s.releasing.Load() > 0 {
+	for s.asking > 0 || s.releasingAny() {
 		s.settled.Wait()
 	}
 	s.mu.Unlock()
@@ -491,6 +490,17 @@ func (s *Slots) Close() error {
 		return err
 	}
 	return errors.Join(err, s.destroyStreams())
+}
+
+// releasingAny reports whether a Release is asking CUDA about a slot's
+// stream or about to. The caller holds s.mu.
+func (s *Slots) releasingAny() bool {
+	for i := range s.slots {
+		if s.slots[i].releasing.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // wrapf is err wrapped after what, or nil.

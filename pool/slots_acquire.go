@@ -308,16 +308,26 @@ func (s *Slots) Release(sl Slot) error {
 	if s.closedFlag.Load() {
 		return fmt.Errorf("%w: release of slot %d", ErrClosed, d.index)
 	}
-	s.releasing.Add(1)
-	if s.closedFlag.Load() {
-		s.endRelease(nil)
-		return fmt.Errorf("%w: release of slot %d", ErrClosed, d.index)
-	}
 	if !d.gen.CompareAndSwap(sl.gen, sl.gen+1) {
-		s.endRelease(nil)
 		return fmt.Errorf("%w: slot %d", ErrSlotReleased, d.index)
 	}
+	// On the slot's own flag rather than a count shared by every Release:
+	// Close stores closedFlag, then reads each slot's releasing.
+	d.releasing.Store(true)
+	if s.closedFlag.Load() {
+		s.abandonRelease(d)
+		return fmt.Errorf("%w: release of slot %d", ErrClosed, d.index)
+	}
 	return s.giveBack(d)
+}
+
+// abandonRelease ends the Release of d that saw the Slots close, leaving d
+// held, as a Release after Close does.
+func (s *Slots) abandonRelease(d *slot) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d.releasing.Store(false)
+	s.settled.Broadcast()
 }
 
 // giveBack asks whether released slot d's stream is idle, then hands d on
@@ -354,21 +364,17 @@ func (s *Slots) released(d *slot, idle, reset bool) *waiter {
 	return nil
 }
 
-// endRelease ends a Release counted in releasing, and frees released slot
-// d, if any, of its holder and of the waiter it was handed to. It locks
-// s.mu unless d is given, when the caller holds it.
+// endRelease ends the Release of d: it frees d of its holder and of the
+// waiter it was handed to, and tells a Close waiting for it. The caller
+// holds s.mu.
 func (s *Slots) endRelease(d *slot) {
-	if d == nil {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-	} else {
-		s.unassign(d)
-		if w := d.handedTo; w != nil {
-			d.handedTo = nil
-			s.recycle(w)
-		}
+	s.unassign(d)
+	if w := d.handedTo; w != nil {
+		d.handedTo = nil
+		s.recycle(w)
 	}
-	if s.releasing.Add(-1) == 0 && s.closed {
+	d.releasing.Store(false)
+	if s.closed {
 		s.settled.Broadcast()
 	}
 }
