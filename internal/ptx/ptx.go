@@ -119,7 +119,7 @@ var ptxTargetOptions = map[string]bool{"texmode_unified": true, "texmode_indepen
 // unknown .target, an .address_size other than 32 or 64, a block comment
 // that is not closed, braces that do not pair, an .entry without a name or
 // a body, a parameter list that does not parse, an array parameter whose
-// size does not fit 32 bits (no PTX at all to the JIT), and parameters
+// size does not fit 32 bits (a constant overflow to the JIT), and parameters
 // over the parameter space of the version and target (ParamSpace). It does
 // not judge the instructions: the JIT does. Its time is linear in the
 // length of ptx.
@@ -313,11 +313,7 @@ func ptxEntry(toks ptxToks, i int, h header, sizes *[]uint32) (Entry, int, error
 		from := len(*sizes)
 		space, err := ptxParams(toks.slice(i+1, i+end), sizes)
 		if err != nil {
-			code := InvalidPTX
-			if errors.Is(err, errArrayWraps) {
-				code = NotPTX
-			}
-			return Entry{}, 0, ptxErrorf(at, code, ".entry %s: %v", e.Name, err)
+			return Entry{}, 0, ptxErrorf(at, InvalidPTX, ".entry %s: %v", e.Name, err)
 		}
 		if space > h.paramSpace {
 			return Entry{}, 0, ptxErrorf(at, InvalidPTX, ".entry %s uses too much parameter space: %d B, %d B at most at .version %s, .target %s", e.Name, space, h.paramSpace, h.version, h.target)
