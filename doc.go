@@ -20,6 +20,9 @@
 //   - cudart: the CUDA runtime and driver binding, one table of calls loaded
 //     at run time, with no cgo: programs build without the CUDA toolkit and
 //     run on machines without CUDA.
+//   - cublas: cuBLAS GEMMs on pool memory, loaded the same way: handles bound
+//     to a stream and a workspace from the pool (per slot with
+//     SlotLayout.BLAS), computed on the CPU by the fake.
 //   - cudart/cudarttest: a fake CUDA runtime with real bytes behind it, as
 //     strict as CUDA, with fault injection and leak checks, so users test
 //     their own code without a GPU; it imports no testing package.
