@@ -32,7 +32,10 @@
 // without waiting: the slot serves the next request once the work queued
 // on its stream has finished, which one query of the stream tells. The
 // request path makes no allocation, free or host synchronisation, and no
-// CUDA call under the Slots' lock.
+// CUDA call under the Slots' lock. With SlotLayout.BLAS each slot also owns
+// a cuBLAS handle on its stream, working in a workspace of its own region
+// (Slot.BLAS), so that GEMMs allocate nothing and a request's graph holds
+// no memory node.
 //
 // Memory bugs inside the arenas are made visible three ways. When a memory
 // tool listens (cudart.Annotations: compute-sanitizer through NVTX, or the
