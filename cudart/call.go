@@ -8,6 +8,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/internal/cstr"
 )
 
 // This file and dl.go are the only ones in the package that use unsafe: here
@@ -166,19 +167,6 @@ func cmem(p uint64, n uint64) []byte {
 	return unsafe.Slice(*(**byte)(unsafe.Pointer(&u)), n)
 }
 
-// cstring copies the NUL-terminated C string at p; "" when p is 0.
-func cstring(p uintptr) string {
-	if p == 0 {
-		return ""
-	}
-	s := *(*unsafe.Pointer)(unsafe.Pointer(&p))
-	n := 0
-	for *(*byte)(unsafe.Add(s, n)) != 0 {
-		n++
-	}
-	return string(unsafe.Slice((*byte)(s), n))
-}
-
 // library is the loaded CUDA libraries: the address of every function in the
 // table, written by load and read-only after.
 type library struct {
@@ -218,16 +206,16 @@ func (b *library) text(code Code, which calls.Library) (name, msg string) {
 	if which == calls.RuntimeLibrary {
 		n, _, _ := purego.SyscallN(b.fns[calls.GetErrorName], uintptr(code))
 		m, _, _ := purego.SyscallN(b.fns[calls.GetErrorString], uintptr(code))
-		return cstring(n), cstring(m)
+		return cstr.Copy(n), cstr.Copy(m)
 	}
 	var o [2]uintptr
 	n, _, _ := purego.SyscallN(b.fns[calls.CuGetErrorName], uintptr(code), uintptr(unsafe.Pointer(&o[0])))
 	m, _, _ := purego.SyscallN(b.fns[calls.CuGetErrorString], uintptr(code), uintptr(unsafe.Pointer(&o[1])))
 	if int32(n) == 0 {
-		name = cstring(o[0])
+		name = cstr.Copy(o[0])
 	}
 	if int32(m) == 0 {
-		msg = cstring(o[1])
+		msg = cstr.Copy(o[1])
 	}
 	return name, msg
 }

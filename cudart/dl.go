@@ -11,6 +11,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/internal/cstr"
 )
 
 // rtldNoDelete is glibc's RTLD_NODELETE, which purego does not name.
@@ -149,7 +150,7 @@ func objectPath(fn uintptr, name string) string {
 	if r, _, _ := purego.SyscallN(dladdr, fn, uintptr(unsafe.Pointer(&info))); r == 0 || info[0] == 0 {
 		return name
 	}
-	return cstring(info[0])
+	return cstr.Copy(info[0])
 }
 
 // close unloads the libraries; the driver stays mapped (RTLD_NODELETE).

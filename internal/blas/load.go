@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/cudapool/cudapool/internal/cstr"
 )
 
 // Lib is libcublas, loaded: the address of every function of the table.
@@ -88,22 +89,9 @@ func (l *Lib) Invoke(device int, c Call, f *Frame) (Status, error) {
 func (l *Lib) Text(st Status) (name, msg string) {
 	n, _, _ := purego.SyscallN(l.fns[GetStatusName], u32(int32(st)))
 	m, _, _ := purego.SyscallN(l.fns[GetStatusString], u32(int32(st)))
-	name, msg = cstring(n), cstring(m)
+	name, msg = cstr.Copy(n), cstr.Copy(m)
 	if name == "" {
 		return KnownText(st)
 	}
 	return name, msg
-}
-
-// cstring copies the NUL-terminated C string at p; "" when p is 0.
-func cstring(p uintptr) string {
-	if p == 0 {
-		return ""
-	}
-	s := *(*unsafe.Pointer)(unsafe.Pointer(&p))
-	n := 0
-	for *(*byte)(unsafe.Add(s, n)) != 0 {
-		n++
-	}
-	return string(unsafe.Slice((*byte)(s), n))
 }
