@@ -2,10 +2,15 @@
 // problem in MiniMalloc's CSV format, and reports how much memory the plan
 // needs against the lower bound.
 //
+//	go run ./examples/plan
 //	go run ./examples/plan -in plan/testdata/traces/resnet101.json
 //	go run ./examples/plan -in plan/testdata/traces/alexnet.json -json
 //	go run ./examples/plan -in plan/testdata/traces/alexnet.json -svg out.svg
 //	go run ./examples/plan -in plan/testdata/minimalloc/A.1048576.csv -unit 256 -capacity 1048576 -json
+//
+// With no -in it plans a small trace embedded in the program (alexnet, a
+// copy of plan/testdata/traces/alexnet.json, so that the example runs when
+// copied alone into a module), and says so on stderr.
 //
 // The input's format follows its extension: .csv is read by plan.ReadCSV,
 // anything else by plan.ReadTrace. -unit multiplies every size, and the
@@ -25,6 +30,8 @@
 package main
 
 import (
+	"bytes"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -68,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
 	var o options
-	fs.StringVar(&o.in, "in", "", "input to plan: a trace (JSON, see plan.ReadTrace) or a CSV (see plan.ReadCSV); - for standard input (JSON)")
+	fs.StringVar(&o.in, "in", "", "input to plan: a trace (JSON, see plan.ReadTrace) or a CSV (see plan.ReadCSV); - for standard input (JSON); none for the embedded "+embeddedName)
 	fs.BoolVar(&o.asJSON, "json", false, "print the plan as one JSON object instead of a summary")
 	fs.StringVar(&o.svg, "svg", "", "also draw the plan into this SVG file")
 	fs.Uint64Var(&o.unit, "unit", 1, "multiply every size and the capacity by this many bytes")
@@ -80,10 +87,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case err != nil:
 		return exitUsage
 	}
-	if o.in == "" || fs.NArg() > 0 || o.unit == 0 || o.limit < 0 {
-		fmt.Fprintln(stderr, "usage: plan -in trace.json|problem.csv [-unit N] [-capacity BYTES] [-time-limit D] [-json] [-svg out.svg]")
+	if fs.NArg() > 0 || o.unit == 0 || o.limit < 0 {
+		fmt.Fprintln(stderr, "usage: plan [-in trace.json|problem.csv] [-unit N] [-capacity BYTES] [-time-limit D] [-json] [-svg out.svg]")
 		fs.PrintDefaults()
 		return exitUsage
+	}
+	if o.in == "" {
+		fmt.Fprintf(stderr, "plan: no -in given: planning the embedded %s (-in plans your own trace or CSV)\n", embeddedName)
 	}
 	if err := planInput(o, stdout); err != nil {
 		fmt.Fprintln(stderr, "plan:", err)
@@ -99,6 +109,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 // wrapping plan.ErrNoFit, after printing the best layout, when none fits
 // the capacity.
 func planInput(o options, stdout io.Writer) error {
+	name := o.in
+	if name == "" {
+		name = embeddedName
+	}
 	tr, err := readInput(o.in, o.unit)
 	if err != nil {
 		return err
@@ -118,10 +132,10 @@ func planInput(o options, stdout io.Writer) error {
 	res, planErr := plan.Plan(tr.Tensors, opts...)
 	took := time.Since(start)
 	if res == nil {
-		return fmt.Errorf("%s: %w", o.in, planErr)
+		return fmt.Errorf("%s: %w", name, planErr)
 	}
 	if err := plan.Validate(tr.Tensors, res.Offsets); err != nil {
-		return fmt.Errorf("%s: the plan is invalid: %w", o.in, err)
+		return fmt.Errorf("%s: the plan is invalid: %w", name, err)
 	}
 	if o.svg != "" {
 		if err := writeSVG(o.svg, tr, res); err != nil {
@@ -137,16 +151,29 @@ func planInput(o options, stdout io.Writer) error {
 		return err
 	}
 	if planErr != nil {
-		return fmt.Errorf("%s: %w", o.in, planErr)
+		return fmt.Errorf("%s: %w", name, planErr)
 	}
 	return nil
 }
 
+// embeddedName names the trace planned when no -in is given.
+const embeddedName = "alexnet.json (embedded)"
+
+// embeddedTrace is a copy of plan/testdata/traces/alexnet.json, small enough
+// to plan at once, so that the program does something with no flags.
+//
+//go:embed alexnet.json
+var embeddedTrace []byte
+
 // readInput reads a trace or, for a .csv file, a MiniMalloc problem, and
-// scales its sizes by unit.
+// scales its sizes by unit. An empty path reads the embedded trace.
 func readInput(path string, unit uint64) (*plan.Trace, error) {
 	var r io.Reader = os.Stdin
-	if path != "-" {
+	switch path {
+	case "":
+		path, r = embeddedName, bytes.NewReader(embeddedTrace)
+	case "-":
+	default:
 		f, err := os.Open(path)
 		if err != nil {
 			return nil, err
@@ -209,6 +236,7 @@ func writeJSON(w io.Writer, res *plan.Result, hasCapacity, fits bool) error {
 const about = `plan plans the buffers of a recorded inference trace (JSON) or of a problem
 in MiniMalloc's CSV format, and reports the arena the plan needs against the
 lower bound, as a summary, as JSON (-json) or as an SVG drawing (-svg);
--capacity asks for a layout within that many bytes. It exits 0 when a layout
+-capacity asks for a layout within that many bytes. With no -in it plans a
+small embedded trace (alexnet) and says so on stderr. It exits 0 when a layout
 is printed (and fits), 1 on bad input, 2 on a bad command line, 3 when
 nothing fits the capacity.`

@@ -256,8 +256,7 @@ func TestUsage(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no input", nil, exitUsage, "usage: plan -in trace.json|problem.csv"},
-		{"zero unit", []string{"-in", resnet, "-unit", "0"}, exitUsage, "usage:"},
+		{"zero unit", []string{"-in", resnet, "-unit", "0"}, exitUsage, "usage: plan [-in trace.json|problem.csv]"},
 		{"negative time limit", []string{"-in", resnet, "-time-limit", "-1s"}, exitUsage, "usage:"},
 		{"capacity overflows", []string{"-in", resnet, "-unit", "256", "-capacity", "18446744073709551615"}, exitFailure, "overflows 64 bits"},
 		{"unknown flag", []string{"-frobnicate"}, exitUsage, "flag provided but not defined"},
@@ -272,6 +271,29 @@ func TestUsage(t *testing.T) {
 			assert.Contains(t, errOut, tt.want)
 		})
 	}
+}
+
+// TestDefaultFlags: with no flags the command plans the embedded trace,
+// says so on stderr, and prints the same plan as -in on the file it copies,
+// which it must stay byte-for-byte equal to.
+func TestDefaultFlags(t *testing.T) {
+	const original = "../../plan/testdata/traces/alexnet.json"
+	want, err := os.ReadFile(original)
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(embeddedTrace), "alexnet.json is a copy of %s", original)
+
+	code, out, errOut := runCmd()
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "plan: no -in given: planning the embedded alexnet.json (embedded) (-in plans your own trace or CSV)\n", errOut)
+	assert.Contains(t, out, "model                   alexnet")
+	assert.Contains(t, out, "tensors                 15 over 23 ops")
+
+	code, out, errOut = runCmd("-json")
+	require.Equal(t, 0, code, errOut)
+	code, fromFile, errFile := runCmd("-in", original, "-json")
+	require.Equal(t, 0, code, errFile)
+	assert.Equal(t, fromFile, out)
+	assert.Empty(t, errFile, "-in says nothing on stderr")
 }
 
 func writeTrace(t *testing.T, content string) string {
