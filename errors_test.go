@@ -29,17 +29,14 @@ type errorText struct {
 	log, sentinel  bool
 }
 
-// errorTexts parses every non-test Go file of a library package (examples
-// are commands, which print their name before an error) and returns its
-// literal error messages, and the module's package names.
-func errorTexts(t *testing.T) ([]errorText, map[string]bool) {
+// libraryFiles parses, with mode, every non-test Go file of a library
+// package (examples are commands, which print their name before an error)
+// and hands each to visit with its path.
+func libraryFiles(t *testing.T, fset *token.FileSet, mode parser.Mode, visit func(path string, f *ast.File)) {
 	t.Helper()
 	if _, err := os.Stat("go.mod"); errors.Is(err, fs.ErrNotExist) {
 		t.Skip("go.mod is not here: run from the repository")
 	}
-	var texts []errorText
-	pkgs := map[string]bool{}
-	fset := token.NewFileSet()
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -50,10 +47,24 @@ func errorTexts(t *testing.T) ([]errorText, map[string]bool) {
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
+		f, err := parser.ParseFile(fset, path, nil, mode)
 		if err != nil {
 			return err
 		}
+		visit(path, f)
+		return nil
+	})
+	require.NoError(t, err)
+}
+
+// errorTexts returns the literal error messages of the library's sources,
+// and the module's package names.
+func errorTexts(t *testing.T) ([]errorText, map[string]bool) {
+	t.Helper()
+	var texts []errorText
+	pkgs := map[string]bool{}
+	fset := token.NewFileSet()
+	libraryFiles(t, fset, 0, func(path string, f *ast.File) {
 		pkg := f.Name.Name
 		pkgs[pkg] = true
 		sentinels := map[ast.Expr]bool{}
@@ -94,9 +105,7 @@ func errorTexts(t *testing.T) ([]errorText, map[string]bool) {
 			texts = append(texts, errorText{pos: fset.Position(lit.Pos()).String(), pkg: pkg, text: s, log: isLog, sentinel: sentinels[c]})
 			return true
 		})
-		return nil
 	})
-	require.NoError(t, err)
 	require.True(t, pkgs["pool"] && pkgs["cudart"], "the walk found the library")
 	return texts, pkgs
 }
