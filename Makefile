@@ -21,13 +21,14 @@ test:
 	$(GO) vet ./...
 	CGO_ENABLED=0 $(GO) test ./...
 	@if [ "$$($(GO) env CGO_ENABLED)" = 1 ]; then echo "$(GO) test -race -short (all but $(RACE_LONG))"; \
-	$(GO) test -race -short $$($(GO) list ./... | grep -v -e '$(RACE_LONG)'); \
+	$(GO) test -race -short $$($(GO) list ./... | grep -v -E '$(RACE_LONG)'); \
 	else echo "no C compiler (cgo off): the race detector's tests skipped"; fi
 	$(GO) tool staticcheck ./...
 
-# The conformance suite takes minutes under the race detector on 2 cores:
-# make race runs it, make test does not.
-RACE_LONG := /conformance$$
+# The conformance suite and the example programs take minutes under the race
+# detector on 2 cores (the suite's run, the examples' builds): make race runs
+# them, make test does not.
+RACE_LONG := /conformance$$|/examples/
 
 ## race: every test under the race detector, long ones included (needs cgo)
 race:
