@@ -1,4 +1,4 @@
-# cudapool: build, test and GPU packaging. `make test` is what CI runs.
+# cudapool: build, test and GPU packaging. CI runs `make test`, `make race-short` and `make cross`.
 GO ?= go
 GPU_DIR := .gpu
 # Stripped (one -ldflags: a second would replace the first): the binaries
@@ -11,23 +11,27 @@ CC ?= gcc
 # Packages whose tests run on a GPU host: name.test is built from each.
 GPU_TESTS := cudapool:. cudart:./cudart cublas:./cublas cudarttest:./cudart/cudarttest conformance:./cudart/cudarttest/conformance pool:./pool vmem:./vmem pinned:./pinned
 
-.PHONY: test race cross bench lint fuzz gpu nocgo quickstart clean
+.PHONY: test race-short race cross bench lint fuzz gpu nocgo quickstart clean
 
 ## test: gofmt, go vet, every test without cgo (as the GPU binaries are
-## built), the short tests under the race detector where cgo (a C compiler)
-## is available, and staticcheck (a tool in go.mod); CI runs it, then cross
+## built) and staticcheck (a tool in go.mod); CI runs it, then race-short
+## and cross
 test:
 	@out=$$("$$($(GO) env GOROOT)/bin/gofmt" -l .); test -z "$$out" || { echo "gofmt would change:"; echo "$$out"; exit 1; }
 	$(GO) vet ./...
 	CGO_ENABLED=0 $(GO) test ./...
+	$(GO) tool staticcheck ./...
+
+## race-short: the library's short tests under the race detector, where cgo
+## (a C compiler) is available; CI runs it after test
+race-short:
 	@if [ "$$($(GO) env CGO_ENABLED)" = 1 ]; then echo "$(GO) test -race -short (all but $(RACE_LONG))"; \
 	$(GO) test -race -short $$($(GO) list ./... | grep -v -E '$(RACE_LONG)'); \
 	else echo "no C compiler (cgo off): the race detector's tests skipped"; fi
-	$(GO) tool staticcheck ./...
 
 # The conformance suite and the example programs take minutes under the race
 # detector on 2 cores (the suite's run, the examples' builds): make race runs
-# them, make test does not.
+# them, race-short does not.
 RACE_LONG := /conformance$$|/examples/
 
 ## race: every test under the race detector, long ones included (needs cgo)
