@@ -112,14 +112,10 @@ func (h *Handle) GemmStridedBatched(g Gemm, batch int) error {
 }
 
 func (h *Handle) gemm(c blas.Call, g Gemm, batch int) error {
-	if h == nil {
-		return fmt.Errorf("%w: %s on a nil Handle", ErrClosed, c)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if err := h.live(c.String()); err != nil {
+	if err := h.lock(c.String()); err != nil {
 		return err
 	}
+	defer h.mu.Unlock()
 	if h.ws != nil {
 		if p, err := h.ws.Ptr(); err != nil || p != h.wsPtr {
 			return fmt.Errorf("%w: %s(%v) on device %d: the handle's workspace is no longer usable (%v); set another", ErrInvalidWorkspace, c, g, h.device, err)

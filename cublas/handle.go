@@ -73,9 +73,6 @@ func (l *Library) NewHandle(device int, s cudart.Stream) (*Handle, error) {
 	if err := h.SetMathMode(MathDefault); err != nil {
 		return nil, h.undo(err)
 	}
-	l.mu.Lock()
-	l.handles++
-	l.mu.Unlock()
 	return h, nil
 }
 
@@ -105,14 +102,10 @@ func (h *Handle) Stream() cudart.Stream {
 // SetStream binds the handle to s (cublasSetStream): later GEMMs are queued
 // on s. The workspace stays set.
 func (h *Handle) SetStream(s cudart.Stream) error {
-	if h == nil {
-		return fmt.Errorf("%w: nil Handle", ErrClosed)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if err := h.live("SetStream"); err != nil {
+	if err := h.lock("SetStream"); err != nil {
 		return err
 	}
+	defer h.mu.Unlock()
 	f := getFrame()
 	defer putFrame(f)
 	f.Handle, f.Stream = h.raw, uintptr(s)
@@ -136,14 +129,10 @@ func (h *Handle) SetStream(s cudart.Stream) error {
 // and asks its Ptr again before each GEMM: a workspace released by its pool
 // since is refused then, with ErrInvalidWorkspace, and nothing runs.
 func (h *Handle) SetWorkspace(ws Workspace) error {
-	if h == nil {
-		return fmt.Errorf("%w: nil Handle", ErrClosed)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if err := h.live("SetWorkspace"); err != nil {
+	if err := h.lock("SetWorkspace"); err != nil {
 		return err
 	}
+	defer h.mu.Unlock()
 	f := getFrame()
 	defer putFrame(f)
 	return h.setWorkspace(f, ws)
@@ -212,14 +201,10 @@ func (m MathMode) String() string {
 
 // SetMathMode sets the handle's math mode (cublasSetMathMode).
 func (h *Handle) SetMathMode(m MathMode) error {
-	if h == nil {
-		return fmt.Errorf("%w: nil Handle", ErrClosed)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if err := h.live("SetMathMode"); err != nil {
+	if err := h.lock("SetMathMode"); err != nil {
 		return err
 	}
+	defer h.mu.Unlock()
 	f := getFrame()
 	defer putFrame(f)
 	f.Handle, f.Int = h.raw, int32(m)
@@ -251,7 +236,7 @@ func (h *Handle) Close() error {
 		return nil
 	}
 	if n := h.l.resets(h.device); n != h.resets {
-		h.forget()
+		h.raw, h.ws = 0, nil
 		return fmt.Errorf("%w: device %d was reset since NewHandle, which destroyed the handle; it is forgotten", ErrDeviceReset, h.device)
 	}
 	f := getFrame()
@@ -261,26 +246,27 @@ func (h *Handle) Close() error {
 	if err := h.l.check(err, st, h.device, "cublasDestroy(0x%x)", h.raw); err != nil {
 		return err
 	}
-	h.forget()
-	return nil
-}
-
-// forget drops the handle, destroyed by Close or by a reset.
-func (h *Handle) forget() {
 	h.raw, h.ws = 0, nil
-	h.l.mu.Lock()
-	h.l.handles--
-	h.l.mu.Unlock()
+	return nil
 }
 
-// live refuses a call on a closed or nil handle, which cuBLAS would take as
-// undefined behaviour.
-func (h *Handle) live(method string) error {
-	if h.raw == 0 {
-		return fmt.Errorf("%w: Handle.%s on a closed handle", ErrClosed, method)
+// lock takes h.mu for method and refuses, unlocked again, a call on a nil
+// or closed handle, or one a device reset destroyed: cuBLAS would take any
+// of them as undefined behaviour.
+func (h *Handle) lock(method string) error {
+	if h == nil {
+		return fmt.Errorf("%w: Handle.%s on a nil Handle", ErrClosed, method)
 	}
-	if h.l.resets(h.device) != h.resets {
-		return fmt.Errorf("%w: Handle.%s: device %d was reset since NewHandle, which destroyed the handle; Close it and make another", ErrDeviceReset, method, h.device)
+	h.mu.Lock()
+	var err error
+	switch {
+	case h.raw == 0:
+		err = fmt.Errorf("%w: Handle.%s on a closed handle", ErrClosed, method)
+	case h.l.resets(h.device) != h.resets:
+		err = fmt.Errorf("%w: Handle.%s: device %d was reset since NewHandle, which destroyed the handle; Close it and make another", ErrDeviceReset, method, h.device)
 	}
-	return nil
+	if err != nil {
+		h.mu.Unlock()
+	}
+	return err
 }

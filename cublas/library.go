@@ -60,9 +60,6 @@ type Library struct {
 	dev  cudart.Device // tells device resets; nil for a runtime without
 	be   blas.Backend
 	path string
-
-	mu      sync.Mutex // guards handles
-	handles int        // live handles
 }
 
 // Open returns cuBLAS for rt. On the fake runtime of cudarttest it is the
