@@ -72,10 +72,15 @@ quickstart:
 	$(GO) run ./examples/quickstart
 
 ## gpu: test binaries and example programs for a GPU host, into .gpu/, with
-## the testdata they read beside them (testdata/plan/traces) and the
-## dependency list the fake's test checks where there is no go command
+## the testdata they read beside them (testdata/plan/traces), the
+## dependency list the fake's test checks where there is no go command, and
+## run.sh, which runs every test binary there on CUDA. On the GPU host run
+## `.gpu/run.sh LOGDIR` twice on a host of two or more GPUs: with
+## CUDA_VISIBLE_DEVICES=0 (one GPU) and with every GPU visible (the
+## two-GPU tests skip on one); CONTRIBUTING.md says when each is due.
 gpu:
 	mkdir -p $(GPU_DIR)/testdata/plan
+	cp scripts/gpu-run.sh $(GPU_DIR)/run.sh
 	rm -rf $(GPU_DIR)/testdata/plan/traces && cp -r plan/testdata/traces $(GPU_DIR)/testdata/plan/
 	$(GO) list -deps ./cudart/cudarttest > $(GPU_DIR)/testdata/cudarttest.deps
 	$(foreach t,$(GPU_TESTS),$(GPU_ENV) $(GO) test -c $(GPU_LDFLAGS) -o $(GPU_DIR)/$(word 1,$(subst :, ,$(t))).test $(word 2,$(subst :, ,$(t))) &&) true
