@@ -1,0 +1,176 @@
+package cudarttest
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/blas"
+	"github.com/cudapool/cudapool/internal/calls"
+)
+
+// gemmTypes are the type pairs cublasGemmEx takes with CUBLAS_COMPUTE_32F:
+// A and B alike, C alike or FP32.
+func gemmTypes(g blas.Gemm) bool {
+	if g.AType != g.BType || g.Compute != blas.Compute32F {
+		return false
+	}
+	switch g.AType {
+	case blas.R32F:
+		return g.CType == blas.R32F
+	case blas.R16F, blas.R16BF:
+		return g.CType == g.AType || g.CType == blas.R32F
+	}
+	return false
+}
+
+// blasGemm checks g as cublasGemmEx does, then queues it on h's stream.
+func (f *Fake) blasGemm(h *blasHandle, g blas.Gemm) blas.Status {
+	rowsA, rowsB := g.M, g.K
+	if g.TransA != blas.OpN {
+		rowsA = g.K
+	}
+	if g.TransB != blas.OpN {
+		rowsB = g.N
+	}
+	switch {
+	case g.TransA < 0 || g.TransA > 2 || g.TransB < 0 || g.TransB > 2:
+		return blas.StatusInvalidValue
+	case g.M < 0 || g.N < 0 || g.K < 0:
+		return blas.StatusInvalidValue
+	case g.LDA < max(1, rowsA) || g.LDB < max(1, rowsB) || g.LDC < max(1, g.M):
+		return blas.StatusInvalidValue
+	case !gemmTypes(g):
+		return blas.StatusNotSupported
+	case g.Batch < 0:
+		// cuBLAS 13.1 checks the batch count only when it launches.
+		return blas.StatusExecutionFailed
+	}
+	if g.M == 0 || g.N == 0 || g.Batch == 0 {
+		return blas.StatusSuccess
+	}
+	qdev, x := f.blasStream(h.device, h.stream)
+	if x == nil && qdev != h.device {
+		x = fail(400, "the handle's stream is of device %d, the handle of device %d", qdev, h.device)
+	}
+	if x != nil {
+		return blas.StatusExecutionFailed
+	}
+	s, tf32 := h.stream, h.mode&^16 == 3
+	k := &KernelContext{f: f, device: h.device, name: "cublasGemmEx"}
+	run := func() *failure {
+		*k = KernelContext{f: f, device: h.device, name: k.name}
+		for i := range int64(g.Batch) {
+			gemmOne(k, g, i, tf32)
+		}
+		return k.fault
+	}
+	// Captured with no workspace, cuBLAS takes one from the stream's
+	// memory pool around its kernel: the graph gets an allocation and a
+	// free node.
+	captured := h.ws == 0 && f.recordMemNode(s, cudart.GraphNodeMemAlloc)
+	if x := f.enqueue(qdev, s, calls.CuLaunchKernel, run); x != nil {
+		return blas.StatusExecutionFailed
+	}
+	if captured {
+		f.recordMemNode(s, cudart.GraphNodeMemFree)
+	}
+	return blas.StatusSuccess
+}
+
+// gemmOne computes the GEMM of batch i through k: C = alpha op(A) op(B) +
+// beta C, in float64, rounded once to C's type.
+func gemmOne(k *KernelContext, g blas.Gemm, i int64, tf32 bool) {
+	m, n, kk := int(g.M), int(g.N), int(g.K)
+	a := readOp(k, g.A+uintptr(i*g.StrideA*elemSize(g.AType)), g.AType, int(g.LDA), g.TransA != blas.OpN, m, kk, tf32)
+	b := readOp(k, g.B+uintptr(i*g.StrideB*elemSize(g.BType)), g.BType, int(g.LDB), g.TransB != blas.OpN, kk, n, tf32)
+	cp := g.C + uintptr(i*g.StrideC*elemSize(g.CType))
+	es := int(elemSize(g.CType))
+	col := make([]byte, m*es)
+	acc := make([]float64, m)
+	for j := range n {
+		clear(acc)
+		for l := range kk {
+			bl := float64(b[l+j*kk])
+			if bl == 0 {
+				continue
+			}
+			ac := a[l*m : (l+1)*m]
+			for r, av := range ac {
+				acc[r] += float64(av) * bl
+			}
+		}
+		p := cudart.DevicePtr(cp + uintptr(j*int(g.LDC)*es))
+		if g.Beta != 0 && !k.Read(p, col) {
+			return
+		}
+		for r := range m {
+			v := float64(g.Alpha) * acc[r]
+			if g.Beta != 0 {
+				v += float64(g.Beta) * float64(decode(col[r*es:], g.CType))
+			}
+			encode(col[r*es:], g.CType, float32(v))
+		}
+		if !k.Write(p, col) {
+			return
+		}
+	}
+}
+
+// readOp reads op(X), rows×cols, column-major and dense, from the matrix at
+// p with leading dimension ld, transposed when trans.
+func readOp(k *KernelContext, p uintptr, t int32, ld int, trans bool, rows, cols int, tf32 bool) []float32 {
+	out := make([]float32, rows*cols)
+	es := int(elemSize(t))
+	// X is stored rows×cols, or cols×rows when transposed: read its columns.
+	sr, sc := rows, cols
+	if trans {
+		sr, sc = cols, rows
+	}
+	buf := make([]byte, sr*es)
+	for c := range sc {
+		if !k.Read(cudart.DevicePtr(p+uintptr(c*ld*es)), buf) {
+			return out
+		}
+		for r := range sr {
+			v := decode(buf[r*es:], t)
+			if tf32 && t == blas.R32F {
+				v = blas.TF32(v)
+			}
+			if trans {
+				out[c+r*rows] = v
+			} else {
+				out[r+c*rows] = v
+			}
+		}
+	}
+	return out
+}
+
+func elemSize(t int32) int64 {
+	if t == blas.R32F {
+		return 4
+	}
+	return 2
+}
+
+func decode(b []byte, t int32) float32 {
+	switch t {
+	case blas.R16F:
+		return blas.F16To32(binary.LittleEndian.Uint16(b))
+	case blas.R16BF:
+		return blas.BF16To32(binary.LittleEndian.Uint16(b))
+	}
+	return math.Float32frombits(binary.LittleEndian.Uint32(b))
+}
+
+func encode(b []byte, t int32, v float32) {
+	switch t {
+	case blas.R16F:
+		binary.LittleEndian.PutUint16(b, blas.F16(v))
+	case blas.R16BF:
+		binary.LittleEndian.PutUint16(b, blas.BF16(v))
+	default:
+		binary.LittleEndian.PutUint32(b, math.Float32bits(v))
+	}
+}
