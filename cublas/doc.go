@@ -4,11 +4,12 @@
 //
 // Open loads libcublas at run time (13, then 12) through purego, as package
 // cudart loads the CUDA runtime: no cgo, no CUDA headers, and a "not found"
-// error that lists every path tried. On the fake runtime of cudarttest, Open
-// returns the fake's cuBLAS, which computes the same calls on the CPU, so a
-// test written once runs on the fake and on a GPU:
+// error that lists every path tried. On the fake runtime of cudarttest, or a
+// runtime that wraps it and says so with Unwrap (cudart.As), Open returns the
+// fake's cuBLAS, which computes the same calls on the CPU and loads no
+// library, so a test written once runs on the fake and on a GPU:
 //
-//	blas, err := cublas.Open(rt) // rt: cudart.Open() or a cudarttest fake
+//	blas, err := cublas.Open(rt) // rt: cudart.Open(), the fake, or one chosen
 //	h, err := blas.NewHandle(0, stream)
 //	err = h.SetWorkspace(ws)     // a *pool.Buffer of 32 MiB, say
 //	err = h.Gemm(cublas.Gemm{M: m, N: n, K: k, Alpha: 1, A: a, B: b, C: c})

@@ -53,7 +53,7 @@ type fakeBLAS interface {
 }
 
 // Library is cuBLAS for one runtime: libcublas for a cudart.Library, the
-// fake's CPU implementation for a cudarttest.Fake. Make handles with
+// fake's CPU implementation for a cudarttest.Fake or a wrapper of one. Make handles with
 // NewHandle. A Library is safe for concurrent use.
 type Library struct {
 	rt   cudart.Runtime
@@ -62,8 +62,10 @@ type Library struct {
 	path string
 }
 
-// Open returns cuBLAS for rt. On the fake runtime of cudarttest it is the
-// fake's, computed on the CPU; on any other it loads libcublas at run time,
+// Open returns cuBLAS for rt. On the fake runtime of cudarttest, bare or
+// inside a wrapper that names it (cudart.As), as the runtime a program
+// chooses does, it is the fake's, computed on the CPU, and no library is
+// loaded; on any other runtime it loads libcublas at run time,
 // through purego (no cgo), from the first of: the WithLibraryPath path,
 // $CUDAPOOL_CUBLAS, libcublas.so.13, libcublas.so.12, and the same in
 // /usr/local/cuda/lib64. If none loads, the error is a *LoadError wrapping
@@ -83,7 +85,7 @@ func Open(rt cudart.Runtime, opts ...Option) (*Library, error) {
 		return nil, fmt.Errorf("%w: nil runtime", ErrInvalidOption)
 	}
 	dev, ok := rt.(cudart.Device)
-	if f, isFake := rt.(fakeBLAS); isFake {
+	if f, isFake := cudart.As[fakeBLAS](rt); isFake {
 		return &Library{rt: rt, dev: dev, be: f.CUBLAS(), path: "fake"}, nil
 	}
 	if !ok {

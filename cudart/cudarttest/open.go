@@ -31,6 +31,15 @@ type Runtime struct {
 	lib  cudart.Library
 }
 
+// Unwrap is the runtime chosen, bare: bindings find the fake through it
+// (cudart.As).
+func (r *Runtime) Unwrap() cudart.Runtime {
+	if r == nil {
+		return nil
+	}
+	return r.Full
+}
+
 // Close unloads CUDA; it does nothing for the fake. It frees nothing: free
 // what was allocated first.
 func (r *Runtime) Close() error {

@@ -150,8 +150,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // measure times every shape, prints the table and, as asked, the machine
 // lines and the comparison.
 func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err error) {
-	// cublas.Open recognises the fake by its own type, not the wrapper's.
-	lib, err := cublas.Open(rt.Full)
+	lib, err := cublas.Open(rt)
 	if err != nil {
 		return err
 	}

@@ -79,8 +79,7 @@ func newSession(lib *cublas.Library, m *model, c config, stderr io.Writer) *sess
 
 func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err error) {
 	start := time.Now()
-	// cublas.Open recognises the fake by its own type, not the wrapper's.
-	lib, err := cublas.Open(rt.Full)
+	lib, err := cublas.Open(rt)
 	if err != nil {
 		return err
 	}
