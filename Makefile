@@ -60,7 +60,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCLI$$' -fuzztime $(FUZZTIME) ./examples/plan
 	$(GO) test -run '^$$' -fuzz '^FuzzPool$$' -fuzztime $(FUZZTIME) ./pool
 	$(GO) test -run '^$$' -fuzz '^FuzzSlots$$' -fuzztime $(FUZZTIME) ./pool
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/ptx
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./cudart/internal/ptx
 
 ## nocgo: the library builds and vets without cgo
 nocgo:

@@ -5,7 +5,6 @@ import (
 	"go/parser"
 	"go/token"
 	"maps"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -313,7 +312,7 @@ func TestDocumentedSentinelsAreWrapped(t *testing.T) {
 	var claims []claim
 	libraryFiles(t, fset, parser.ParseComments, func(path string, f *ast.File) {
 		key := f.Name.Name
-		if strings.HasPrefix(path, "internal"+string(filepath.Separator)) {
+		if internalPath(path) {
 			key = "internal/" + key
 		}
 		byPkg[key] = append(byPkg[key], f)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
 )
 
 // TestFramesFitEveryCall: a frame has room for the parameters of every call

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"runtime"
 
-	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
 )
 
 // load fails where purego has no dlopen (Windows): the binding loads CUDA on

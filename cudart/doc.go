@@ -8,8 +8,8 @@
 // rest of cudapool (planning, the fake runtime in cudarttest) works. Building
 // needs no CUDA headers and no C compiler.
 //
-// Every CUDA function the binding calls is one row of one table (the
-// module's internal/calls): its name, library, capability, the methods that
+// Every CUDA function the binding calls is one row of one table
+// (cudart/internal/calls): its name, library, capability, the methods that
 // make it, whether it needs the current device, its C parameters and result.
 // Open looks up each row, the methods name their row in errors, and
 // cudarttest's fake logs and fails calls by the same rows.

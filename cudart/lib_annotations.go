@@ -7,8 +7,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/cudapool/cudapool/internal/calls"
-	"github.com/cudapool/cudapool/internal/memregions"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
+	"github.com/cudapool/cudapool/cudart/internal/memregions"
 )
 
 var _ Annotations = (*lib)(nil)

@@ -3,8 +3,8 @@ package cudart
 import (
 	"encoding/binary"
 
+	"github.com/cudapool/cudapool/cudart/internal/calls"
 	"github.com/cudapool/cudapool/internal/bytesize"
-	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // MallocAsync is cudaMallocAsync on device and stream s.

@@ -3,7 +3,7 @@ package cudart
 import (
 	"math"
 
-	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
 )
 
 // ret is what one call into CUDA returned: the code, which call returned it

@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
 )
 
 // EventCreate is cudaEventCreate on device: an event with timing enabled.

@@ -1,6 +1,6 @@
 package cudart
 
-import "github.com/cudapool/cudapool/internal/calls"
+import "github.com/cudapool/cudapool/cudart/internal/calls"
 
 // StreamBeginCapture is cudaStreamBeginCapture of s in mode: work issued to
 // s is recorded into a graph, not run, until StreamEndCapture. The legacy

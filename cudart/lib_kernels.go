@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cudapool/cudapool/cudart/internal/calls"
+	"github.com/cudapool/cudapool/cudart/internal/ptx"
 	"github.com/cudapool/cudapool/internal/bytesize"
-	"github.com/cudapool/cudapool/internal/calls"
-	"github.com/cudapool/cudapool/internal/ptx"
 )
 
 // jitLogBytes is the size of the error log cuModuleLoadDataEx fills.

@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cudapool/cudapool/internal/calls"
-	"github.com/cudapool/cudapool/internal/ptx"
-	"github.com/cudapool/cudapool/internal/ptxcases"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
+	"github.com/cudapool/cudapool/cudart/internal/ptx"
+	"github.com/cudapool/cudapool/cudart/internal/ptxcases"
 )
 
 // TestGPUModuleJITLog: PTX the driver cannot compile is an error wrapping

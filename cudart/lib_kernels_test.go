@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cudapool/cudapool/internal/calls"
-	"github.com/cudapool/cudapool/internal/ptx"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
+	"github.com/cudapool/cudapool/cudart/internal/ptx"
 )
 
 func TestLaunchPassesArguments(t *testing.T) {

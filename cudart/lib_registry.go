@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/cudapool/cudapool/internal/ptx"
+	"github.com/cudapool/cudapool/cudart/internal/ptx"
 )
 
 // registry is what a Library remembers of the handles CUDA gave it, to refuse

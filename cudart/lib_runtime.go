@@ -3,8 +3,8 @@ package cudart
 import (
 	"fmt"
 
+	"github.com/cudapool/cudapool/cudart/internal/calls"
 	"github.com/cudapool/cudapool/internal/bytesize"
-	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // DeviceCount is cudaGetDeviceCount.

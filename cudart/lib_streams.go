@@ -1,8 +1,8 @@
 package cudart
 
 import (
+	"github.com/cudapool/cudapool/cudart/internal/calls"
 	"github.com/cudapool/cudapool/internal/bytesize"
-	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // StreamCreate is cudaStreamCreate on device.

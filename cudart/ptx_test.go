@@ -1,6 +1,6 @@
 package cudart
 
-import "github.com/cudapool/cudapool/internal/ptx"
+import "github.com/cudapool/cudapool/cudart/internal/ptx"
 
 // testPTX declares the kernels the binding's tests launch; fakecuda.c
 // runs fill.

@@ -5,8 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
 	"github.com/cudapool/cudapool/internal/bytesize"
-	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // Fake is an in-process CUDA runtime: see the package documentation. The

@@ -2,8 +2,8 @@ package cudarttest
 
 import (
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
 	"github.com/cudapool/cudapool/internal/blas"
-	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // The fake's cuBLAS follows cuBLAS 13.1 on CUDA 13.0, as measured on an

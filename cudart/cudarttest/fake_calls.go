@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
 )
 
 // answers reports whether the fake makes call c: every call of cudart's table

@@ -2,8 +2,8 @@ package cudarttest
 
 import (
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
 	"github.com/cudapool/cudapool/internal/bytesize"
-	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // Memcpy is cudaMemcpy. Device ends must lie wholly inside one live

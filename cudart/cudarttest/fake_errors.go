@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
 )
 
 // failure is a call's outcome before the call is described: the description

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
 )
 
 // FakeEventTick is what the fake's EventElapsedTime counts per call: the

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
 )
 
 // graphMem is the memory a capture allocated with cudaMallocAsync. CUDA

@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
 )
 
 // noNode is the node type of a captured step that adds no node to the

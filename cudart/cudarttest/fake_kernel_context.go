@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
 )
 
 // KernelContext is what a KernelFunc sees of its launch: the grid and block

@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
+	"github.com/cudapool/cudapool/cudart/internal/ptx"
 	"github.com/cudapool/cudapool/internal/bytesize"
-	"github.com/cudapool/cudapool/internal/calls"
-	"github.com/cudapool/cudapool/internal/ptx"
 )
 
 // KernelFunc is the Go implementation of a PTX kernel on the fake. It runs

@@ -3,8 +3,8 @@ package cudarttest
 import (
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
 	"github.com/cudapool/cudapool/internal/bytesize"
-	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // DeviceCount is cudaGetDeviceCount: the number of devices of WithDevices;

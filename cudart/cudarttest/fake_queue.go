@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
 )
 
 // pending is one piece of asynchronous work queued on a stream.

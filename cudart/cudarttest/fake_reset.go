@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/internal/calls"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
 )
 
 // DeviceReset is cudaDeviceReset: what the device's context holds goes, as

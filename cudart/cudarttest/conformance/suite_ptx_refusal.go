@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/internal/calls"
-	"github.com/cudapool/cudapool/internal/ptxcases"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
+	"github.com/cudapool/cudapool/cudart/internal/ptxcases"
 )
 
 // testPTXRefusal: ModuleLoadData refuses what the driver's JIT refuses
@@ -42,8 +42,8 @@ func (s *suite) testPTXRefusal(t *testing.T, k cudart.Kernels) {
 		}
 	}
 	// The edges of the parameter space, not yet measured on a GPU: what
-	// the runtime does is reported, not asserted (internal/ptx's tests hold
-	// the fake to its rule).
+	// the runtime does is reported, not asserted (cudart/internal/ptx's
+	// tests hold the fake to its rule).
 	for _, c := range ptxcases.Edges {
 		m, err := k.ModuleLoadData(s.dev, c.PTX)
 		t.Logf("%s: %v (the rule says %d)", c.Name, err, c.Code)

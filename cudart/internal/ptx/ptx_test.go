@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cudapool/cudapool/internal/ptxcases"
+	"github.com/cudapool/cudapool/cudart/internal/ptxcases"
 )
 
 // testPTX declares an entry with pointer and scalar parameters between

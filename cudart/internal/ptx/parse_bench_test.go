@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cudapool/cudapool/internal/ptxcases"
+	"github.com/cudapool/cudapool/cudart/internal/ptxcases"
 )
 
 // scaled are PTX texts that grow one feature n-fold, each loadable, for the
