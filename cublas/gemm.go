@@ -13,12 +13,12 @@ type DataType int32
 
 const (
 	// Float32 is IEEE single precision (CUDA_R_32F).
-	Float32 DataType = blas.R32F
+	Float32 DataType = 0
 	// Float16 is IEEE half precision (CUDA_R_16F).
-	Float16 DataType = blas.R16F
+	Float16 DataType = 2
 	// BFloat16 is bfloat16: float32's exponent, a 7-bit mantissa
 	// (CUDA_R_16BF).
-	BFloat16 DataType = blas.R16BF
+	BFloat16 DataType = 14
 )
 
 // Size is the bytes of one element: 4 or 2; 0 for a type cuBLAS does not
@@ -51,9 +51,9 @@ type Op int32
 
 const (
 	// NoTrans uses the matrix as it is (CUBLAS_OP_N).
-	NoTrans Op = blas.OpN
+	NoTrans Op = 0
 	// Trans uses its transpose (CUBLAS_OP_T).
-	Trans Op = blas.OpT
+	Trans Op = 1
 )
 
 // String is "N" or "T", as BLAS names them.

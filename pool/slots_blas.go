@@ -41,11 +41,14 @@ func (s *Slots) reserveBLAS(layout SlotLayout) error {
 	}
 	off, err := align.Up(s.stride[Device], align.CUDA)
 	end := off + n
-	if err != nil || end < off {
+	// The stride is placed as every buffer is, at 256-byte multiples: a
+	// workspace of any size then leaves room for the next slot.
+	stride, errEnd := align.Up(end, align.CUDA)
+	if err != nil || errEnd != nil || end < off {
 		return fmt.Errorf("%w: NewSlots: a slot's buffers and its %d B workspace overflow 2^64 B", ErrInvalidRequest, n)
 	}
 	s.blas = &slotBLAS{lib: layout.BLAS, off: off, bytes: n}
-	s.stride[Device] = end
+	s.stride[Device] = stride
 	return nil
 }
 

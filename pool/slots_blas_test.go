@@ -246,3 +246,31 @@ func TestASlotsBufferAsAWorkspace(t *testing.T) {
 	require.NoError(t, s.Release(sl))
 	require.ErrorIs(t, h.Gemm(g), cublas.ErrInvalidWorkspace, "the slot went back")
 }
+
+// A workspace of any size from cublas.MinWorkspace up fits: each slot's
+// region is placed at a 256-byte multiple, as every buffer is.
+func TestSlotsTakeAnyWorkspaceSize(t *testing.T) {
+	for _, n := range []uint64{5_000_000, cublas.MinWorkspace + 1, 32<<20 + 128, cublas.MinWorkspace} {
+		rt := cudarttest.NewFakeT(t)
+		l := newGemmLayout(t, 3)
+		lib, err := cublas.Open(rt)
+		require.NoError(t, err)
+		s, err := pool.NewSlots(rt, 3, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, BLAS: lib, BLASWorkspace: n})
+		require.NoError(t, err, "a workspace of %d B", n)
+		var held []pool.Slot
+		for range 3 {
+			sl, err := s.Acquire(context.Background(), "request")
+			require.NoError(t, err)
+			held = append(held, sl)
+			h, err := sl.BLAS()
+			require.NoError(t, err)
+			ws := h.Workspace()
+			require.NotNil(t, ws)
+			assert.Equal(t, n, ws.Size())
+		}
+		for _, sl := range held {
+			require.NoError(t, s.Release(sl))
+		}
+		require.NoError(t, s.Close())
+	}
+}
