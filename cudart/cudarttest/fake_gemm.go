@@ -5,8 +5,8 @@ import (
 	"math"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
 	"github.com/cudapool/cudapool/internal/blas"
-	"github.com/cudapool/cudapool/internal/calls"
 )
 
 // gemmTypes are the type pairs cublasGemmEx takes with CUBLAS_COMPUTE_32F:
