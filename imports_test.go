@@ -1,6 +1,13 @@
 package cudapool_test
 
 import (
+	"errors"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -28,4 +35,96 @@ func TestImportRegistersNothing(t *testing.T) {
 		}
 	}
 	require.Greater(t, users, 5, "go list lists the module's packages")
+}
+
+// loaderFiles are the files that may import unsafe or purego: the loader
+// (dl.go), the call ABI (call.go) and NVTX (nvtx.go) of cudart, and what the
+// cuBLAS binding and the C strings repeat of them. The list only shrinks: a
+// shared loader leaves three files.
+var loaderFiles = []string{
+	"cudart/call.go",
+	"cudart/dl.go",
+	"cudart/nvtx.go",
+	"internal/blas/calls.go",
+	"internal/blas/load.go",
+	"internal/cstr/cstr.go",
+}
+
+// TestOnlyTheLoaderImportsUnsafe: no file of the module, examples included,
+// imports unsafe or purego but loaderFiles, and each of those still does (a
+// file that no longer needs them leaves the list).
+func TestOnlyTheLoaderImportsUnsafe(t *testing.T) {
+	if _, err := os.Stat("go.mod"); errors.Is(err, fs.ErrNotExist) {
+		t.Skip("go.mod is not here: run from the repository")
+	}
+	var found []string
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if p == "unsafe" || p == "github.com/ebitengine/purego" || strings.HasPrefix(p, "github.com/ebitengine/purego/") {
+				found = append(found, filepath.ToSlash(path))
+				break
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	for _, f := range found {
+		assert.Contains(t, loaderFiles, f, "%s imports unsafe or purego: only the loader's files may", f)
+	}
+	for _, f := range loaderFiles {
+		assert.Contains(t, found, f, "%s imports neither unsafe nor purego: take it off loaderFiles", f)
+	}
+}
+
+// TestCoreImportsNoBinding: plan, vmem and pinned import no library binding
+// but cudart: nothing they link reaches purego, which loads CUDA's
+// libraries, except through cudart. pool joins them once a slot's cuBLAS
+// handle attaches through an interface; it imports cublas today.
+func TestCoreImportsNoBinding(t *testing.T) {
+	imports := map[string][]string{}
+	// One field a package: "package>import>import...".
+	for _, line := range golist.DepsT(t, "{{.ImportPath}}{{range .Imports}}>{{.}}{{end}}", golist.Module+"/...") {
+		p, rest, _ := strings.Cut(line, ">")
+		if rest != "" {
+			imports[p] = strings.Split(rest, ">")
+		}
+	}
+	// bindings reports the path from p to purego that does not go through
+	// cudart, or nil.
+	var bindings func(p string, seen map[string]bool) []string
+	bindings = func(p string, seen map[string]bool) []string {
+		if p == golist.Module+"/cudart" || seen[p] {
+			return nil
+		}
+		seen[p] = true
+		if p == "github.com/ebitengine/purego" {
+			return []string{p}
+		}
+		for _, q := range imports[p] {
+			if via := bindings(q, seen); via != nil {
+				return append([]string{p}, via...)
+			}
+		}
+		return nil
+	}
+	require.NotNil(t, bindings(golist.Module+"/cublas", map[string]bool{}), "cublas reaches purego outside cudart: the walk finds a binding")
+	for _, p := range []string{"plan", "vmem", "pinned"} {
+		via := bindings(golist.Module+"/"+p, map[string]bool{})
+		assert.Nil(t, via, "%s imports a binding: %s", p, strings.Join(via, " -> "))
+	}
 }
