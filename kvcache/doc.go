@@ -1,0 +1,57 @@
+// Package kvcache is a paged KV cache on a pool's device arena: the memory
+// of attention keys and values, which grows a token at a time to lengths no
+// one knows in advance, taken in fixed-size pages from one pre-reserved
+// buffer, as vLLM's PagedAttention does.
+//
+// It is a package of its own, not part of pool, because it is a different
+// kind of memory: pool plans buffers whose sizes are known before the first
+// request; kvcache hands out pages while requests run. It is built on pool
+// (one WantDevice for the pages) and needs nothing inside it, so pool
+// stays as it is and a program that does not serve language models never
+// links this.
+//
+// A Layout (layers, KV heads, head dimension, element type, tokens per
+// page) gives a page's bytes; New places the pages as one buffer of a pool,
+// sized in bytes, in pages, or as a fraction of the arena's room after the
+// model's buffers (WithFreeFraction). A Seq is one sequence: Create, Append
+// token ids (taking pages as needed), Fork (sharing every page, counted by
+// reference), Free. Appending to a partial page another sequence shares
+// copies it first, on the device, on the cache's stream (copy-on-write).
+//
+// Full pages are cached by prefix: each is known by its parent's hash and
+// its token ids, so a sequence whose prompt starts with tokens another
+// sequence appended reuses those pages (Append says how many tokens it
+// found). A page no sequence holds stays cached until the free pages run
+// out; then the least recently freed is taken first. Stats counts pages
+// used, cached and free, the hits and misses, and the utilization: the
+// bytes of tokens held against the bytes reserved; Var publishes them.
+//
+// Taking and returning a page is O(1) and allocates nothing: a stack of
+// free page ids and an intrusive doubly linked LRU list of cached ones, in
+// slices made by New.
+//
+// # Caveats
+//
+// A Cache is not safe for concurrent use. It and its Seqs belong to one
+// goroutine at a time, the scheduler's, as vLLM's block manager belongs to
+// its scheduler: a program that hands the cache to another goroutine does
+// so through a channel or a mutex, which the race detector checks. Only
+// the value Var returns may be read from any goroutine.
+//
+// The pages are a buffer of the pool: the Cache is unusable after the
+// pool's ReleaseAll or Close, and page addresses taken before must not be
+// used after.
+//
+// The cache keeps token ids and page ids; the keys and values are the
+// program's kernels' to write. A page is entered in the prefix index when
+// Append fills it with ids, before the kernel that computes its keys and
+// values has run: a sequence that reuses it must read it after that kernel,
+// which one stream for both (WithStream) guarantees. Likewise a page freed
+// and taken again may be written by the next kernel while an earlier one
+// still reads it on another stream: queue the work that reads a sequence's
+// pages before freeing it on the same stream, or wait for it.
+//
+// Prefix hits are confirmed against the page's token ids and its parent's
+// 64-bit hash: two different prefixes whose hashes collide would share
+// pages, with odds of about one in 2^64 for each pair.
+package kvcache

@@ -1,0 +1,52 @@
+package kvcache
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrInvalidLayout means a Layout has a count that is not positive, a type
+// that is not FP16, BF16 or FP32, or a page whose size overflows 64 bits.
+var ErrInvalidLayout = errors.New("kvcache: invalid layout")
+
+// ErrInvalidOption means an option given to New was refused: nil, out of
+// range, or in conflict with another.
+var ErrInvalidOption = errors.New("kvcache: invalid option")
+
+// ErrNoPages means an Append, Fork or admission needs more pages than are
+// free (cached pages no sequence holds count as free). It is matched by
+// every *NoPagesError.
+var ErrNoPages = errors.New("kvcache: not enough free pages")
+
+// ErrFreed means a Seq was used after Free: its handle no longer names a
+// sequence.
+var ErrFreed = errors.New("kvcache: sequence freed")
+
+// ErrInvalidSeq means a Seq was not made by this Cache (the zero Seq, or one
+// of another Cache).
+var ErrInvalidSeq = errors.New("kvcache: invalid sequence")
+
+// NoPagesError is a refusal for want of pages: what was asked, how many
+// pages it needs and how many are free. It matches ErrNoPages.
+type NoPagesError struct {
+	Op      string // what was refused: "Append", "Fork", "Admit"
+	Seq     int    // the sequence's id, or -1 for a new one
+	Needed  int    // pages the operation needs
+	Free    int    // pages free now, cached ones no sequence holds included
+	Reserve int    // pages kept free by the watermark, for Admit; 0 otherwise
+}
+
+// Error says what was asked and what is free.
+func (e *NoPagesError) Error() string {
+	who := "a new sequence"
+	if e.Seq >= 0 {
+		who = fmt.Sprintf("sequence %d", e.Seq)
+	}
+	if e.Reserve > 0 {
+		return fmt.Sprintf("kvcache: not enough free pages: %s for %s needs %d page(s); %d free, %d of them kept by the watermark", e.Op, who, e.Needed, e.Free, e.Reserve)
+	}
+	return fmt.Sprintf("kvcache: not enough free pages: %s for %s needs %d page(s); %d free", e.Op, who, e.Needed, e.Free)
+}
+
+// Is makes errors.Is(e, ErrNoPages) true.
+func (e *NoPagesError) Is(target error) bool { return target == ErrNoPages }

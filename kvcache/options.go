@@ -1,0 +1,114 @@
+package kvcache
+
+import (
+	"fmt"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/opt"
+)
+
+// Option configures New. Options are values made by the With functions of
+// this package; a nil one is refused with an error wrapping
+// ErrInvalidOption.
+type Option interface {
+	apply(*config) error
+}
+
+type option func(*config) error
+
+func (o option) apply(c *config) error { return o(c) }
+
+type config struct {
+	// The page arena's size: exactly one of the three is set, else fraction
+	// is the default.
+	bytes     uint64
+	pages     int
+	fraction  float64
+	watermark float64
+	stream    cudart.Stream
+}
+
+func defaults() config { return config{fraction: 0.9, watermark: 0.01} }
+
+func configure(opts []Option) (config, error) {
+	c := defaults()
+	sized := 0
+	err := opt.Apply(opts, ErrInvalidOption, func(o Option) error {
+		before := c
+		if err := o.apply(&c); err != nil {
+			return err
+		}
+		if c.bytes != before.bytes || c.pages != before.pages || c.fraction != before.fraction {
+			sized++
+		}
+		return nil
+	})
+	if err != nil {
+		return config{}, err
+	}
+	if sized > 1 {
+		return config{}, fmt.Errorf("%w: the page arena is sized twice (WithBytes, WithPages, WithFreeFraction: give one)", ErrInvalidOption)
+	}
+	return c, nil
+}
+
+// WithBytes sizes the page arena in bytes, rounded down to whole pages.
+func WithBytes(n uint64) Option {
+	return option(func(c *config) error {
+		if n == 0 {
+			return fmt.Errorf("%w: WithBytes(0)", ErrInvalidOption)
+		}
+		c.bytes, c.pages, c.fraction = n, 0, 0
+		return nil
+	})
+}
+
+// WithPages sizes the page arena as n pages.
+func WithPages(n int) Option {
+	return option(func(c *config) error {
+		if n <= 0 || n > maxPages {
+			return fmt.Errorf("%w: WithPages(%d): want 1 to %d", ErrInvalidOption, n, maxPages)
+		}
+		c.bytes, c.pages, c.fraction = 0, n, 0
+		return nil
+	})
+}
+
+// WithFreeFraction sizes the page arena as fraction f (0 < f <= 1) of the
+// device arena's room after the buffers already placed or queued in the pool
+// (the model's weights and activations): vLLM's gpu_memory_utilization,
+// applied to the pool's arena rather than the whole GPU. The default is 0.9.
+func WithFreeFraction(f float64) Option {
+	return option(func(c *config) error {
+		if !(f > 0 && f <= 1) {
+			return fmt.Errorf("%w: WithFreeFraction(%v): want 0 < f <= 1", ErrInvalidOption, f)
+		}
+		c.bytes, c.pages, c.fraction = 0, 0, f
+		return nil
+	})
+}
+
+// WithWatermark makes Admit keep fraction f (0 <= f < 1) of the pages free
+// for the running sequences to grow into, as vLLM's watermark does; the
+// default is 0.01. Append ignores it: a running sequence may take the last
+// page.
+func WithWatermark(f float64) Option {
+	return option(func(c *config) error {
+		if !(f >= 0 && f < 1) {
+			return fmt.Errorf("%w: WithWatermark(%v): want 0 <= f < 1", ErrInvalidOption, f)
+		}
+		c.watermark = f
+		return nil
+	})
+}
+
+// WithStream queues the cache's device copies (copy-on-write) on s, the
+// stream the program's kernels read the pages on, so that a copy runs after
+// the kernels queued before it and before those queued after. The default is
+// the legacy default stream.
+func WithStream(s cudart.Stream) Option {
+	return option(func(c *config) error {
+		c.stream = s
+		return nil
+	})
+}
