@@ -34,17 +34,7 @@ func (t DataType) Size() int {
 }
 
 // String names the type as CUDA does.
-func (t DataType) String() string {
-	switch t {
-	case Float32:
-		return "CUDA_R_32F"
-	case Float16:
-		return "CUDA_R_16F"
-	case BFloat16:
-		return "CUDA_R_16BF"
-	}
-	return fmt.Sprintf("cudaDataType(%d)", int32(t))
-}
+func (t DataType) String() string { return blas.TypeName(int32(t)) }
 
 // Op is what GEMM does to a matrix before multiplying (cublasOperation_t).
 type Op int32

@@ -177,14 +177,19 @@ func (f *Fake) memcheck(a, n uint64, verb string) *failure {
 	if r := f.containing(a); r != nil && r.kind == kindHostAlias {
 		a = uint64(r.host.start) + (a - r.base)
 	}
-	reg := &f.annot.reg
-	if f.annot.asOf != nil {
-		reg = f.annot.asOf
-	}
-	if m := reg.Check(a, n); m != nil {
+	if m := f.annotations().Check(a, n); m != nil {
 		return fail(700, "memcheck: %s of %s at %s: %v", verb, bytesize.Exact(n), cudart.DevicePtr(a), m)
 	}
 	return nil
+}
+
+// annotations is the registry accesses are checked against: as it was when
+// the work running now was queued, or as it is.
+func (f *Fake) annotations() *memregions.Registry {
+	if f.annot.asOf != nil {
+		return f.annot.asOf
+	}
+	return &f.annot.reg
 }
 
 // memcheckCopy is memcheck of both ends of a copy.

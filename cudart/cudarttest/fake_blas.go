@@ -38,12 +38,16 @@ type blasHandle struct {
 //
 // A GEMM is checked as cuBLAS checks it when it is called, then runs as a
 // kernel on the handle's stream: at the stream's next synchronisation point,
-// reading and writing device memory as a KernelFunc does, so that memory it
-// reads or writes outside live allocations (or outside registered regions,
-// WithMemcheck) faults the device, naming the nearest buffer. It accumulates
-// in float64 in a fixed order and rounds once to C's type: the result is
-// deterministic and within the tolerance the cublas package documents of
-// CUDA's. In MathTF32 mode, FP32 inputs are rounded to TF32 first, as tensor
+// reading and writing device memory as a KernelFunc does. Before it reads
+// anything it checks every byte each operand spans, in arithmetic that
+// cannot wrap: memory outside live allocations (or outside registered
+// regions, WithMemcheck) faults the device with cudaErrorIllegalAddress,
+// naming the call, its handle and stream, the operand (A, B or C) and the
+// buffer that operand starts in, and nothing of the GEMM is computed or
+// written. It accumulates in float64 in a fixed order, every product
+// included, so that NaN and Inf propagate as on a GPU, and rounds once to
+// C's type: the result is deterministic and within the tolerance the cublas
+// package documents of CUDA's. With beta 0, C is not read. In MathTF32 mode, FP32 inputs are rounded to TF32 first, as tensor
 // cores round them. Captured with no workspace set, a GEMM records a
 // memory-allocation node, its kernel and a memory-free node, as cuBLAS does.
 func (f *Fake) CUBLAS() blas.Backend { return fakeBLAS{f} }
@@ -100,7 +104,7 @@ func (b fakeBLAS) Invoke(device int, c blas.Call, fr *blas.Frame) (blas.Status, 
 		if c == blas.GemmEx {
 			g.Batch = 1
 		}
-		return f.blasGemm(h, g), nil
+		return f.blasGemm(c, fr.Handle, h, g), nil
 	}
 	return blas.StatusSuccess, nil
 }

@@ -24,8 +24,9 @@ func gemmTypes(g blas.Gemm) bool {
 	return false
 }
 
-// blasGemm checks g as cublasGemmEx does, then queues it on h's stream.
-func (f *Fake) blasGemm(h *blasHandle, g blas.Gemm) blas.Status {
+// blasGemm checks g as cublasGemmEx does, then queues it on h's stream:
+// call c of handle raw.
+func (f *Fake) blasGemm(c blas.Call, raw uintptr, h *blasHandle, g blas.Gemm) blas.Status {
 	rowsA, rowsB := g.M, g.K
 	if g.TransA != blas.OpN {
 		rowsA = g.K
@@ -57,11 +58,19 @@ func (f *Fake) blasGemm(h *blasHandle, g blas.Gemm) blas.Status {
 		return blas.StatusExecutionFailed
 	}
 	s, tf32 := h.stream, h.mode&^16 == 3
-	k := &KernelContext{f: f, device: h.device, name: "cublasGemmEx"}
 	run := func() *failure {
-		*k = KernelContext{f: f, device: h.device, name: k.name}
+		// Every operand is checked before anything is allocated or
+		// computed: a shape that fits cuBLAS's int may not fit memory.
+		for _, o := range gemmOperands(g) {
+			if why := f.checkOperand(h.device, o, int64(g.Batch)); why != "" {
+				return fail(700, "%s on handle 0x%x, stream 0x%x: %s", c, raw, uintptr(s), why)
+			}
+		}
+		k := &KernelContext{f: f, device: h.device, name: c.String()}
 		for i := range int64(g.Batch) {
-			gemmOne(k, g, i, tf32)
+			if !gemmOne(k, g, i, tf32) {
+				break
+			}
 		}
 		return k.fault
 	}
@@ -79,11 +88,22 @@ func (f *Fake) blasGemm(h *blasHandle, g blas.Gemm) blas.Status {
 }
 
 // gemmOne computes the GEMM of batch i through k: C = alpha op(A) op(B) +
-// beta C, in float64, rounded once to C's type.
-func gemmOne(k *KernelContext, g blas.Gemm, i int64, tf32 bool) {
+// beta C, in float64, rounded once to C's type. Every product is added,
+// zeros included, so that NaN and Inf propagate as IEEE arithmetic has them
+// (NaN·0 and Inf·0 are NaN), as cuBLAS's kernels do; C is not read when beta
+// is 0, as cuBLAS documents, so that NaN in C does not reach the result
+// then. It reports false, with k's fault set, if an access faulted, which
+// checkOperand has ruled out.
+func gemmOne(k *KernelContext, g blas.Gemm, i int64, tf32 bool) bool {
 	m, n, kk := int(g.M), int(g.N), int(g.K)
-	a := readOp(k, g.A+uintptr(i*g.StrideA*elemSize(g.AType)), g.AType, int(g.LDA), g.TransA != blas.OpN, m, kk, tf32)
-	b := readOp(k, g.B+uintptr(i*g.StrideB*elemSize(g.BType)), g.BType, int(g.LDB), g.TransB != blas.OpN, kk, n, tf32)
+	a, ok := readOp(k, g.A+uintptr(i*g.StrideA*elemSize(g.AType)), g.AType, int(g.LDA), g.TransA != blas.OpN, m, kk, tf32)
+	if !ok {
+		return false
+	}
+	b, ok := readOp(k, g.B+uintptr(i*g.StrideB*elemSize(g.BType)), g.BType, int(g.LDB), g.TransB != blas.OpN, kk, n, tf32)
+	if !ok {
+		return false
+	}
 	cp := g.C + uintptr(i*g.StrideC*elemSize(g.CType))
 	es := int(elemSize(g.CType))
 	col := make([]byte, m*es)
@@ -92,9 +112,6 @@ func gemmOne(k *KernelContext, g blas.Gemm, i int64, tf32 bool) {
 		clear(acc)
 		for l := range kk {
 			bl := float64(b[l+j*kk])
-			if bl == 0 {
-				continue
-			}
 			ac := a[l*m : (l+1)*m]
 			for r, av := range ac {
 				acc[r] += float64(av) * bl
@@ -102,7 +119,7 @@ func gemmOne(k *KernelContext, g blas.Gemm, i int64, tf32 bool) {
 		}
 		p := cudart.DevicePtr(cp + uintptr(j*int(g.LDC)*es))
 		if g.Beta != 0 && !k.Read(p, col) {
-			return
+			return false
 		}
 		for r := range m {
 			v := float64(g.Alpha) * acc[r]
@@ -112,14 +129,16 @@ func gemmOne(k *KernelContext, g blas.Gemm, i int64, tf32 bool) {
 			encode(col[r*es:], g.CType, float32(v))
 		}
 		if !k.Write(p, col) {
-			return
+			return false
 		}
 	}
+	return true
 }
 
 // readOp reads op(X), rows×cols, column-major and dense, from the matrix at
-// p with leading dimension ld, transposed when trans.
-func readOp(k *KernelContext, p uintptr, t int32, ld int, trans bool, rows, cols int, tf32 bool) []float32 {
+// p with leading dimension ld, transposed when trans. It reports false if a
+// read faulted.
+func readOp(k *KernelContext, p uintptr, t int32, ld int, trans bool, rows, cols int, tf32 bool) ([]float32, bool) {
 	out := make([]float32, rows*cols)
 	es := int(elemSize(t))
 	// X is stored rows×cols, or cols×rows when transposed: read its columns.
@@ -130,7 +149,7 @@ func readOp(k *KernelContext, p uintptr, t int32, ld int, trans bool, rows, cols
 	buf := make([]byte, sr*es)
 	for c := range sc {
 		if !k.Read(cudart.DevicePtr(p+uintptr(c*ld*es)), buf) {
-			return out
+			return nil, false
 		}
 		for r := range sr {
 			v := decode(buf[r*es:], t)
@@ -144,7 +163,7 @@ func readOp(k *KernelContext, p uintptr, t int32, ld int, trans bool, rows, cols
 			}
 		}
 	}
-	return out
+	return out, true
 }
 
 func elemSize(t int32) int64 {

@@ -98,6 +98,19 @@ const (
 	PropPatch   = 2  // PATCH_LEVEL
 )
 
+// TypeName is CUDA's name of data type t, e.g. "CUDA_R_32F".
+func TypeName(t int32) string {
+	switch t {
+	case R32F:
+		return "CUDA_R_32F"
+	case R16F:
+		return "CUDA_R_16F"
+	case R16BF:
+		return "CUDA_R_16BF"
+	}
+	return fmt.Sprintf("cudaDataType(%d)", t)
+}
+
 // maxArgs is the most parameters a function of the table has:
 // cublasGemmStridedBatchedEx's 23.
 const maxArgs = 23

@@ -257,6 +257,8 @@ func (s *suite) testBLAS(t *testing.T) {
 		})
 	})
 
+	t.Run("IEEE", func(t *testing.T) { s.testGemmIEEE(t, h, st, stream) })
+
 	t.Run("BadArguments", func(t *testing.T) {
 		p := s.malloc(t, 64*64*4)
 		f32 := func(ld int) cublas.Matrix { return cublas.Matrix{Ptr: p, Type: cublas.Float32, LD: ld} }

@@ -22,8 +22,8 @@ type Region struct {
 // End is the address one past the region's last byte.
 func (r Region) End() uint64 { return r.Addr + r.Size }
 
-// label names r in messages: its name and size, or its address and size.
-func (r Region) label() string {
+// Label names r in messages: its name and size, or its address and size.
+func (r Region) Label() string {
 	if r.Name != "" {
 		return fmt.Sprintf("%q (%s)", r.Name, bytesize.Exact(r.Size))
 	}
@@ -165,12 +165,12 @@ func (r *Registry) Add(id uint64, regions []Region) error {
 	for _, g := range regions {
 		switch {
 		case g.Size == 0:
-			return fmt.Errorf("region %s is empty", g.label())
+			return fmt.Errorf("region %s is empty", g.Label())
 		case g.Addr < h.base || g.End() < g.Addr || g.End() > h.end():
-			return fmt.Errorf("region %s [0x%x, +%s) is not inside heap %q [0x%x, +%s)", g.label(), g.Addr, bytesize.Format(g.Size), h.name, h.base, bytesize.Format(h.size))
+			return fmt.Errorf("region %s [0x%x, +%s) is not inside heap %q [0x%x, +%s)", g.Label(), g.Addr, bytesize.Format(g.Size), h.name, h.base, bytesize.Format(h.size))
 		}
 		if _, dup := h.index(g.Addr); dup {
-			return fmt.Errorf("region %s starts where registered region %s does", g.label(), h.regions[must(h.index(g.Addr))].label())
+			return fmt.Errorf("region %s starts where registered region %s does", g.Label(), h.regions[must(h.index(g.Addr))].Label())
 		}
 		if _, dup := seen[g.Addr]; dup {
 			return fmt.Errorf("two regions start at 0x%x", g.Addr)
@@ -261,9 +261,9 @@ func (m *Miss) Error() string {
 		return fmt.Sprintf("byte 0x%x is in heap %q, which has no registered buffer", m.Addr, m.Heap)
 	}
 	if m.After {
-		return fmt.Sprintf("byte 0x%x in heap %q is in no registered buffer: it is byte %d past the end of %s", m.Addr, m.Heap, m.Distance, m.Nearest.label())
+		return fmt.Sprintf("byte 0x%x in heap %q is in no registered buffer: it is byte %d past the end of %s", m.Addr, m.Heap, m.Distance, m.Nearest.Label())
 	}
-	return fmt.Sprintf("byte 0x%x in heap %q is in no registered buffer: it is %s before the start of %s", m.Addr, m.Heap, bytesize.Exact(m.Distance), m.Nearest.label())
+	return fmt.Sprintf("byte 0x%x in heap %q is in no registered buffer: it is %s before the start of %s", m.Addr, m.Heap, bytesize.Exact(m.Distance), m.Nearest.Label())
 }
 
 // Is makes errors.Is(m, ErrMiss) true.
@@ -326,4 +326,27 @@ func (h *heap) miss(u uint64) *Miss {
 		}
 	}
 	return m
+}
+
+// Containing returns the region that holds addr, the one starting last of
+// those that do, and whether there is one: the buffer an access that starts
+// at addr belongs to, for messages.
+func (r *Registry) Containing(addr uint64) (Region, bool) {
+	i, _ := slices.BinarySearchFunc(r.heaps, addr, func(h *heap, a uint64) int { return cmp.Compare(h.end(), a+1) })
+	if i == len(r.heaps) || r.heaps[i].base > addr {
+		return Region{}, false
+	}
+	h := r.heaps[i]
+	k, found := h.index(addr)
+	if found {
+		k++
+	}
+	// Regions before k start at or below addr; reach says whether any of
+	// regions[:j+1] ends past it.
+	for j := k - 1; j >= 0 && h.reach[j] > addr; j-- {
+		if h.regions[j].End() > addr {
+			return h.regions[j], true
+		}
+	}
+	return Region{}, false
 }

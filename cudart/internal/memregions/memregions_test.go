@@ -149,6 +149,48 @@ func TestCheckMatchesBytes(t *testing.T) {
 	}
 }
 
+// TestContainingMatchesRegions holds Containing to a scan of random
+// overlapping regions in two heaps: the region that holds the address and
+// starts last, or none, also before, between and past the heaps.
+func TestContainingMatchesRegions(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const size = 512
+	bases := []uint64{0x10000, 0x20000}
+	for range 300 {
+		var r Registry
+		var regions []Region
+		for _, base := range bases {
+			h, err := r.AddHeap(base, size, "h")
+			require.NoError(t, err)
+			var add []Region
+			starts := map[uint64]bool{}
+			for range rng.IntN(8) {
+				a := uint64(rng.IntN(size))
+				if starts[a] {
+					continue
+				}
+				starts[a] = true
+				add = append(add, Region{Addr: base + a, Size: uint64(1 + rng.IntN(int(size-a)))})
+			}
+			require.NoError(t, r.Add(h, add))
+			regions = append(regions, add...)
+		}
+		for range 40 {
+			a := bases[rng.IntN(2)] - 64 + uint64(rng.IntN(size+128))
+			var want Region
+			found := false
+			for _, g := range regions {
+				if g.Addr <= a && a < g.End() && (!found || g.Addr > want.Addr) {
+					want, found = g, true
+				}
+			}
+			got, ok := r.Containing(a)
+			require.Equal(t, found, ok, "0x%x over %v", a, regions)
+			assert.Equal(t, want, got, "0x%x over %v", a, regions)
+		}
+	}
+}
+
 // TestSnapshot: a snapshot keeps the regions it saw whatever the registry
 // does afterwards.
 func TestSnapshot(t *testing.T) {

@@ -1,0 +1,162 @@
+package cudarttest
+
+import (
+	"fmt"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/blas"
+	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/checked"
+)
+
+// gemmOperand is a matrix a GEMM reads or writes, as stored: cols columns
+// of rows elements, ld elements apart, and one such matrix every stride
+// elements for each batch.
+type gemmOperand struct {
+	name       string // "A", "B" or "C"
+	op         int32  // cublasOperation_t; C's is CUBLAS_OP_N
+	p          uint64
+	t          int32
+	rows, cols uint64
+	ld         uint64
+	stride     int64
+	verb       string // "read", or "write" for C
+}
+
+// gemmOperands are the operands g touches: A and B unless K is 0, and C.
+// g's shape is checked already, M and N not 0.
+func gemmOperands(g blas.Gemm) []gemmOperand {
+	m, n, k := uint64(g.M), uint64(g.N), uint64(g.K)
+	stored := func(op int32, rows, cols uint64) (uint64, uint64) {
+		if op != blas.OpN {
+			return cols, rows
+		}
+		return rows, cols
+	}
+	var out []gemmOperand
+	if k > 0 {
+		ra, ca := stored(g.TransA, m, k)
+		rb, cb := stored(g.TransB, k, n)
+		out = append(out,
+			gemmOperand{"A", g.TransA, uint64(g.A), g.AType, ra, ca, uint64(g.LDA), g.StrideA, "read"},
+			gemmOperand{"B", g.TransB, uint64(g.B), g.BType, rb, cb, uint64(g.LDB), g.StrideB, "read"})
+	}
+	return append(out, gemmOperand{"C", blas.OpN, uint64(g.C), g.CType, m, n, uint64(g.LDC), g.StrideC, "write"})
+}
+
+// describe names o in messages, e.g. "A (T, 16×64 stored, ld 16,
+// CUDA_R_32F)".
+func (o gemmOperand) describe() string {
+	return fmt.Sprintf("%s (%c, %d×%d stored, ld %d, %s)", o.name, "NTC"[o.op], o.rows, o.cols, o.ld, blas.TypeName(o.t))
+}
+
+// checkOperand checks every byte of o that a GEMM of batch matrices touches
+// against the device's memory, as a kernel's accesses are checked, before
+// anything is read: with arithmetic that cannot wrap, so that a shape
+// whose bytes do not fit in memory, or in 64 bits, is a fault and not an
+// allocation. It returns why the first access that faults does, or "".
+func (f *Fake) checkOperand(device int, o gemmOperand, batch int64) string {
+	es := uint64(elemSize(o.t))
+	colBytes := o.rows * es // below 2^33: rows fits cuBLAS's int
+	step := o.ld * es
+	last, ok1 := checked.Mul(o.cols-1, step)
+	span, ok2 := checked.Add(last, colBytes)
+	// stride is the distance between two matrices of the batch in
+	// elements, its sign apart; offset is the bytes from the first to
+	// matrix i, in either direction.
+	stride := uint64(o.stride)
+	if o.stride < 0 {
+		stride = -stride
+	}
+	offset := func(i uint64) (uint64, bool) {
+		n, ok := checked.Mul(stride, i)
+		if !ok {
+			return 0, false
+		}
+		return checked.Mul(n, es)
+	}
+	// The fast path: the range from the lowest matrix's first byte to the
+	// highest's last is all accessible.
+	if reach, ok := offset(uint64(batch - 1)); ok && ok1 && ok2 {
+		lo, hi := o.p, o.p
+		if o.stride < 0 {
+			lo -= reach
+		} else {
+			hi += reach
+		}
+		if end, ok := checked.Add(hi, span); ok && lo <= o.p && hi >= o.p && f.accessible(device, lo, end-lo, o.verb) == nil {
+			return ""
+		}
+	}
+	// Something faults: find the first matrix and column that does.
+	for i := range uint64(batch) {
+		what := o.describe()
+		if batch > 1 {
+			what += fmt.Sprintf(" of batch %d", i)
+		}
+		off, ok := offset(i)
+		base := o.p + off
+		if o.stride < 0 {
+			base = o.p - off
+		}
+		if !ok || (o.stride < 0 && off > o.p) || (o.stride >= 0 && base < o.p) {
+			return fmt.Sprintf("%s at 0x%x with a stride of %d elements starts outside the 64-bit address space", what, o.p, o.stride)
+		}
+		if end, ok := checked.Add(base, span); ok && ok1 && ok2 && f.accessible(device, base, end-base, o.verb) == nil {
+			continue
+		}
+		for c := range o.cols {
+			off, _ := checked.Mul(c, step) // below span, or below 2^33 · 2^31
+			p, ok := checked.Add(base, off)
+			if !ok {
+				return fmt.Sprintf("%s at %s: column %d, %s from it, starts past 2^64", what, cudart.DevicePtr(base), c, bytesize.Exact(off))
+			}
+			x := f.accessible(device, p, colBytes, o.verb)
+			if x == nil {
+				continue
+			}
+			at := fmt.Sprintf("%s at %s: column %d, [%s, +%s)", what, cudart.DevicePtr(base), c, cudart.DevicePtr(p), bytesize.Exact(colBytes))
+			if end, label, ok := f.bufferAt(base); ok {
+				if colEnd, ok := checked.Add(p, colBytes); !ok || colEnd > end {
+					if !ok {
+						return fmt.Sprintf("%s, runs past 2^64 and the end of %s, the buffer %s starts in", at, label, o.name)
+					}
+					return fmt.Sprintf("%s, ends %s past the end of %s, the buffer %s starts in", at, bytesize.Exact(colEnd-end), label, o.name)
+				}
+			}
+			return at + ": " + x.why
+		}
+	}
+	return ""
+}
+
+// accessible checks a kernel's access of n bytes at a on device, as
+// KernelContext.Read and Write do, copying nothing.
+func (f *Fake) accessible(device int, a, n uint64, verb string) *failure {
+	if x := f.memcheck(a, n, verb); x != nil {
+		return x
+	}
+	spans, x := f.resolve(f.scratch[:0], cudart.DevicePtr(a), n, device)
+	f.scratch = spans[:0]
+	return x
+}
+
+// bufferAt is the buffer that holds address a, for messages: with memcheck,
+// the annotated buffer (a pool's), else the allocation; its end and its
+// name. It reports false when a is in neither, or in an annotated heap but
+// in none of its buffers.
+func (f *Fake) bufferAt(a uint64) (end uint64, label string, ok bool) {
+	if f.opts.memcheck {
+		reg := f.annotations()
+		if r, ok := reg.Containing(a); ok {
+			return r.End(), r.Label(), true
+		}
+		if reg.Check(a, 1) != nil {
+			return 0, "", false
+		}
+	}
+	if r := f.containing(a); r != nil {
+		return r.end(), r.describe(), true
+	}
+	return 0, "", false
+}
