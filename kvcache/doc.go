@@ -26,6 +26,10 @@
 // used, cached and free, the hits and misses, and the utilization: the
 // bytes of tokens held against the bytes reserved; Var publishes them.
 //
+// Admit tells a scheduler whether a new prompt and n tokens after it fit,
+// keeping a watermark of pages free for the running sequences; a refusal
+// is a *NoPagesError with the pages needed and free, matching ErrNoPages.
+//
 // Taking and returning a page is O(1) and allocates nothing: a stack of
 // free page ids and an intrusive doubly linked LRU list of cached ones, in
 // slices made by New.
