@@ -132,7 +132,9 @@
 //
 // For tests of failure paths, FailNth, FailCall and FailCallNth inject CUDA
 // errors; an injected failure changes nothing. They refuse, with an error, a
-// name the fake never calls, listing those it does. Calls lists the CUDA calls
+// name the fake never calls, listing those it does. FailCall and FailCallNth
+// fail the fake's cuBLAS calls too (cublasCreate, cublasGemmEx, ...), with
+// the cublasStatus_t given as the code. Calls lists the CUDA calls
 // made so far, so that a test can count the calls of a lifecycle and then fail
 // each in turn. The names are those of the binding's one table of calls: the fake
 // makes the calls the binding makes, in the same order, DeviceName's

@@ -62,6 +62,9 @@ func (b fakeBLAS) Invoke(device int, c blas.Call, fr *blas.Frame) (blas.Status, 
 	f := b.f
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if x := f.enterBLAS(c); x != nil {
+		return blas.Status(x.code), nil
+	}
 	if !c.Device() {
 		return f.blasNoDevice(c, fr), nil
 	}

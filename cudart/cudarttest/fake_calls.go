@@ -6,19 +6,45 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/internal/calls"
+	"github.com/cudapool/cudapool/internal/blas"
 )
 
 // answers reports whether the fake makes call c: every call of cudart's table
 // but those the binding makes for itself (the text of error codes).
 func answers(c calls.Call) bool { return c.Capability() != calls.Binding }
 
-// lookupCall finds the calls.Call of a CUDA name the fake answers. An
+// target is what an injected fault fails: a call of cudart's table, or a
+// cuBLAS function of the cuBLAS binding's table.
+type target struct {
+	call  calls.Call
+	blas  bool
+	bcall blas.Call
+}
+
+// blasAnswers reports whether the fake's cuBLAS makes c: every function of
+// the binding's table but those giving the text of a status, which the
+// fake's cuBLAS reads from its own table (Text).
+func blasAnswers(c blas.Call) bool { return c != blas.GetStatusName && c != blas.GetStatusString }
+
+// blasName matches name against c's C name, with or without the "_v2" that
+// cublas_v2.h adds to cublasCreate and its kind: "cublasCreate" is
+// "cublasCreate_v2".
+func blasName(c blas.Call, name string) bool {
+	return name == c.String() || name == strings.TrimSuffix(c.String(), "_v2")
+}
+
+// lookupCall finds the call of a CUDA or cuBLAS name the fake answers. An
 // unknown name is a mistake in the test (a fault that would never fire), so
 // it is an error that lists the names the fake answers.
-func lookupCall(name string) (calls.Call, error) {
+func lookupCall(name string) (target, error) {
 	c, err := calls.Lookup(name)
 	if err == nil && answers(c) {
-		return c, nil
+		return target{call: c}, nil
+	}
+	for bc := range blas.Count {
+		if blasAnswers(bc) && blasName(bc, name) {
+			return target{blas: true, bcall: bc}, nil
+		}
 	}
 	var names []string
 	for _, c := range calls.All() {
@@ -26,14 +52,19 @@ func lookupCall(name string) (calls.Call, error) {
 			names = append(names, c.String())
 		}
 	}
-	return 0, fmt.Errorf("cudarttest: the fake makes no call %q; it makes %s", name, strings.Join(names, ", "))
+	for bc := range blas.Count {
+		if blasAnswers(bc) {
+			names = append(names, bc.String())
+		}
+	}
+	return target{}, fmt.Errorf("cudarttest: the fake makes no call %q; it makes %s", name, strings.Join(names, ", "))
 }
 
-// fault is an injected failure: the next calls matching call (any call when
-// anyCall) count down left, and the one that brings it to zero fails; every
-// fault fails each matching call.
+// fault is an injected failure: the next calls matching its target (any
+// call of the runtime when anyCall) count down left, and the one that brings
+// it to zero fails; every fault fails each matching call.
 type fault struct {
-	call    calls.Call
+	target
 	anyCall bool
 	left    int
 	every   bool
@@ -41,8 +72,9 @@ type fault struct {
 	why     string
 }
 
-// FailNth makes the nth call from now fail with code, whatever its name (n
-// counts from 1). The failed call changes nothing. An n below 1 is refused.
+// FailNth makes the nth call of the runtime from now fail with code,
+// whatever its name (n counts from 1): the calls Calls lists, which cuBLAS's
+// are not. The failed call changes nothing. An n below 1 is refused.
 func (f *Fake) FailNth(n int, code cudart.Code) error {
 	return f.addFault(fault{anyCall: true, left: n, code: code, why: fmt.Sprintf("injected by FailNth(%d)", n)})
 }
@@ -50,12 +82,18 @@ func (f *Fake) FailNth(n int, code cudart.Code) error {
 // FailCall makes every call of the CUDA function name (e.g. "cudaMalloc",
 // "cuMemMap") fail with code until ClearFaults. A name the fake never calls
 // is refused with an error that lists the names it does.
+//
+// The fake's cuBLAS (CUBLAS) takes faults too: name a cuBLAS function as
+// the binding's table does ("cublasGemmEx", "cublasCreate_v2") or as C
+// code calls it ("cublasCreate"), and give as code the cublasStatus_t it is
+// to return (13, CUBLAS_STATUS_EXECUTION_FAILED, say). A cuBLAS call that
+// fails so changes nothing, as cuBLAS's refusals do.
 func (f *Fake) FailCall(name string, code cudart.Code) error {
 	c, err := lookupCall(name)
 	if err != nil {
 		return err
 	}
-	return f.addFault(fault{call: c, every: true, code: code, why: fmt.Sprintf("injected by FailCall(%q)", name)})
+	return f.addFault(fault{target: c, every: true, code: code, why: fmt.Sprintf("injected by FailCall(%q)", name)})
 }
 
 // FailCallNth makes the nth call of the CUDA function name from now fail with
@@ -66,7 +104,7 @@ func (f *Fake) FailCallNth(name string, n int, code cudart.Code) error {
 	if err != nil {
 		return err
 	}
-	return f.addFault(fault{call: c, left: n, code: code, why: fmt.Sprintf("injected by FailCallNth(%q, %d)", name, n)})
+	return f.addFault(fault{target: c, left: n, code: code, why: fmt.Sprintf("injected by FailCallNth(%q, %d)", name, n)})
 }
 
 // ClearFaults removes every injected failure that has not fired yet.
@@ -111,13 +149,27 @@ func (f *Fake) ResetCalls() {
 func (f *Fake) enter(c calls.Call) *failure {
 	f.calls = append(f.calls, c)
 	f.seq++
+	return f.inject(func(x fault) bool { return x.anyCall || (!x.blas && x.call == c) })
+}
+
+// enterBLAS returns the injected failure cuBLAS call c must report, if any:
+// its code is the cublasStatus_t. The fake's cuBLAS calls it first, under
+// f.mu, before it changes anything. cuBLAS's calls are not the runtime's:
+// they are not logged, and FailNth does not count them.
+func (f *Fake) enterBLAS(c blas.Call) *failure {
+	return f.inject(func(x fault) bool { return x.blas && x.bcall == c })
+}
+
+// inject counts down the faults that match a call and returns the failure
+// of the first that fires.
+func (f *Fake) inject(match func(fault) bool) *failure {
 	if len(f.faults) == 0 {
 		return nil
 	}
 	var hit *failure
 	kept := f.faults[:0]
 	for _, x := range f.faults {
-		if !x.anyCall && x.call != c {
+		if !match(x) {
 			kept = append(kept, x)
 			continue
 		}

@@ -1,0 +1,138 @@
+package cublas_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/cublas"
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/pool"
+)
+
+// A failure injected into each cuBLAS call the binding makes comes back as
+// a *cublas.Error with that status, changes nothing the handle reports, and
+// leaks nothing: NewFakeT fails the test at cleanup otherwise.
+func TestInjectedCUBLASFailures(t *testing.T) {
+	const (
+		allocFailed     = 3  // CUBLAS_STATUS_ALLOC_FAILED
+		internalError   = 14 // CUBLAS_STATUS_INTERNAL_ERROR
+		executionFailed = 13 // CUBLAS_STATUS_EXECUTION_FAILED
+	)
+	type env struct {
+		rt   *cudarttest.Fake
+		blas *cublas.Library
+		s    cudart.Stream
+		ws   *pool.Buffer
+		mats cudart.DevicePtr
+	}
+	setupEnv := func(t *testing.T) env {
+		rt := cudarttest.NewFakeT(t)
+		p, err := pool.New(rt, pool.WithDeviceBytes(64<<20), pool.WithHostBytes(0))
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, p.Close()) })
+		ws, err := p.WantDevice(cublas.MinWorkspace, pool.Name("workspace"))
+		require.NoError(t, err)
+		mats, err := p.WantDevice(1024, pool.Name("matrices"))
+		require.NoError(t, err)
+		require.NoError(t, p.Commit())
+		pm, err := mats.Ptr()
+		require.NoError(t, err)
+		blas, err := cublas.Open(rt)
+		require.NoError(t, err)
+		s, err := rt.StreamCreate(0)
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, rt.StreamDestroy(0, s)) })
+		return env{rt, blas, s, ws, pm}
+	}
+	handle := func(t *testing.T, e env) *cublas.Handle {
+		h, err := e.blas.NewHandle(0, e.s)
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, h.Close()) })
+		return h
+	}
+	// run makes the calls of a case, calling fail right before the one
+	// that is to fail.
+	for _, tc := range []struct {
+		name   string
+		call   string // as FailCallNth takes it
+		status int
+		run    func(t *testing.T, e env, fail func()) error
+	}{
+		{"Create", "cublasCreate", allocFailed, func(t *testing.T, e env, fail func()) error {
+			fail()
+			h, err := e.blas.NewHandle(0, e.s)
+			require.Nil(t, h)
+			return err
+		}},
+		{"CreateV2", "cublasCreate_v2", allocFailed, func(t *testing.T, e env, fail func()) error {
+			fail()
+			_, err := e.blas.NewHandle(0, e.s)
+			return err
+		}},
+		{"SetStreamInNewHandle", "cublasSetStream", internalError, func(t *testing.T, e env, fail func()) error {
+			fail()
+			h, err := e.blas.NewHandle(0, e.s)
+			require.Nil(t, h)
+			require.Zero(t, e.rt.Live().BLASHandles, "NewHandle destroyed the handle it could not finish")
+			return err
+		}},
+		{"SetStream", "cublasSetStream", internalError, func(t *testing.T, e env, fail func()) error {
+			h := handle(t, e)
+			fail()
+			err := h.SetStream(0)
+			assert.Equal(t, e.s, h.Stream(), "the failed SetStream kept the stream")
+			return err
+		}},
+		{"SetWorkspace", "cublasSetWorkspace_v2", internalError, func(t *testing.T, e env, fail func()) error {
+			h := handle(t, e)
+			fail()
+			err := h.SetWorkspace(e.ws)
+			assert.Nil(t, h.Workspace(), "the failed SetWorkspace set nothing")
+			return err
+		}},
+		{"GemmEx", "cublasGemmEx", executionFailed, func(t *testing.T, e env, fail func()) error {
+			h := handle(t, e)
+			fail()
+			err := h.Gemm(cublas.Gemm{M: 4, N: 4, K: 4, Alpha: 1, A: f32(e.mats, 4), B: f32(e.mats, 4), C: f32(e.mats+256, 4)})
+			require.NoError(t, e.rt.StreamSynchronize(0, e.s), "the failed GEMM queued nothing that faults")
+			require.NoError(t, h.Gemm(cublas.Gemm{M: 4, N: 4, K: 4, Alpha: 1, A: f32(e.mats, 4), B: f32(e.mats, 4), C: f32(e.mats+256, 4)}), "the fault fired once")
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := setupEnv(t)
+			err := tc.run(t, e, func() { require.NoError(t, e.rt.FailCallNth(tc.call, 1, cudart.Code(tc.status))) })
+			var ce *cublas.Error
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, cublas.Status(tc.status), ce.Status)
+			assert.Contains(t, ce.Call, strings.TrimSuffix(tc.call, "_v2"), "the binding names the call as C code does")
+			t.Log(err)
+		})
+	}
+}
+
+// FailCall refuses a name neither the runtime nor its cuBLAS makes, listing
+// the cuBLAS names with the runtime's; the status calls, which the fake
+// answers from its own table, are not among them.
+func TestFailCallNamesCUBLASCalls(t *testing.T) {
+	rt := cudarttest.NewFakeT(t)
+	err := rt.FailCall("cublasSgemm", 13)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cublasGemmStridedBatchedEx")
+	assert.Contains(t, err.Error(), "cudaMalloc")
+	require.Error(t, rt.FailCall("cublasGetStatusName", 13))
+	require.NoError(t, rt.FailCall("cublasGetProperty", 7))
+	blas, err := cublas.Open(rt)
+	require.NoError(t, err)
+	_, err = blas.Version()
+	require.ErrorIs(t, err, cublas.ErrInvalidValue, "every call fails until ClearFaults")
+	_, err = blas.Version()
+	require.ErrorIs(t, err, cublas.ErrInvalidValue)
+	rt.ClearFaults()
+	_, err = blas.Version()
+	require.NoError(t, err)
+}
