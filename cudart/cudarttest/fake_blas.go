@@ -25,7 +25,8 @@ type blasState struct {
 }
 
 type blasHandle struct {
-	seq    int // the runtime calls made before it
+	seq    int    // the runtime calls made before it
+	origin origin // where it was made, on a fake that checks leaks
 	device int
 	stream cudart.Stream
 	ws     cudart.DevicePtr // 0 while cuBLAS uses its own
@@ -138,7 +139,11 @@ func (f *Fake) blasCreate(device int, fr *blas.Frame) blas.Status {
 	}
 	f.blas.next += 0x10
 	raw := 0xb_0000 + f.blas.next
-	f.blas.handles[raw] = &blasHandle{device: device, seq: f.seq}
+	h := &blasHandle{device: device, seq: f.seq}
+	if f.origins != nil {
+		h.origin = callerOrigin()
+	}
+	f.blas.handles[raw] = h
 	fr.Out = uint64(raw)
 	return blas.StatusSuccess
 }

@@ -143,9 +143,9 @@ func (f *Fake) CheckLeaks() error {
 	for i := range leaks {
 		leaks[i].origin = f.origins[leaks[i].seq].String()
 	}
-	// cuBLAS's calls are not the runtime's, so no origin is recorded for them.
+	// cuBLAS's calls are not the runtime's: a handle keeps its own origin.
 	for raw, h := range f.blas.handles {
-		leaks = append(leaks, leak{seq: h.seq, text: fmt.Sprintf("cuBLAS handle 0x%x on device %d from cublasCreate (after call #%d)", raw, h.device, h.seq)})
+		leaks = append(leaks, leak{seq: h.seq, text: fmt.Sprintf("cuBLAS handle 0x%x on device %d from cublasCreate (after call #%d)", raw, h.device, h.seq), origin: h.origin.String()})
 	}
 	for _, h := range f.annot.heaps {
 		base := uint64(h.base)
