@@ -142,6 +142,16 @@ func (p *Pool) annotate(l *ledger) error {
 		if !p.aliveNow(b) {
 			continue
 		}
+		if b.sub {
+			for _, r := range l.owned[b] {
+				off := uint64(r.Addr - base)
+				if w, ok := want[off]; ok {
+					r.Name, r.Size = w.Name+" | "+r.Name, max(r.Size, w.Size)
+				}
+				want[off] = r
+			}
+			continue
+		}
 		name := requestName(b.name, b.size)
 		r, ok := want[b.offset]
 		if ok {

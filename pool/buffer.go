@@ -24,6 +24,7 @@ type Buffer struct {
 	arena       Arena
 	placed      bool
 	hasLife     bool
+	sub         bool // SubAllocated: its owner annotates its parts
 }
 
 // Offset is the buffer's offset in its arena (a multiple of 256), or 0 before

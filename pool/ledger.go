@@ -17,9 +17,10 @@ type ledger struct {
 	capacity uint64 // mem.capacity(), read on every request
 	guard    uint64 // bytes of guard after each buffer's aligned end (WithGuards)
 
-	heap     cudart.MemHeap              // the arena's annotation heap; 0 without annotations
-	heapSize uint64                      // the bytes heap covers
-	regions  map[uint64]cudart.MemRegion // the regions registered in heap, by offset
+	heap     cudart.MemHeap                 // the arena's annotation heap; 0 without annotations
+	heapSize uint64                         // the bytes heap covers
+	regions  map[uint64]cudart.MemRegion    // the regions registered in heap, by offset
+	owned    map[*Buffer][]cudart.MemRegion // the parts of SubAllocated buffers their owners annotate
 
 	placed  []*Buffer
 	pending []*Buffer
@@ -132,6 +133,7 @@ func (l *ledger) reset() {
 	clear(l.pending)
 	l.pending = l.pending[:0]
 	l.used, l.requested, l.unshared = 0, 0, 0
+	clear(l.owned)
 }
 
 // pendingBytes is the bytes the queue asks for, at most 2^64-1: Satisfy

@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// WantOption configures one request: Name or Live. The pool applies a
+// WantOption configures one request: Name, Live or SubAllocated. The pool applies a
 // request's options before it takes its lock.
 type WantOption interface {
 	// applyWant takes and returns the request by value: a pointer passed
@@ -21,6 +21,7 @@ type request struct {
 	name        string
 	first, last int32
 	hasLife     bool
+	sub         bool // SubAllocated
 }
 
 // Name names a request for logs, errors and the layout.

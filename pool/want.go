@@ -71,7 +71,7 @@ func (p *Pool) queue(kind Arena, r *request) (*Buffer, error) {
 		return nil, p.refusal(kind, r)
 	}
 	b := p.nextBuffer()
-	*b = Buffer{p: p, arena: kind, size: r.size, name: r.name, gen: p.gen, first: r.first, last: r.last, hasLife: r.hasLife}
+	*b = Buffer{p: p, arena: kind, size: r.size, name: r.name, gen: p.gen, first: r.first, last: r.last, hasLife: r.hasLife, sub: r.sub}
 	s.pending = append(s.pending, b)
 	p.slabNext++
 	return b, nil

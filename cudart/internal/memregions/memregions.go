@@ -40,6 +40,21 @@ type heap struct {
 	// whether an address is covered is one binary search however the
 	// regions overlap.
 	reach []uint64
+	// gone is the regions unregistered last, oldest first, at most
+	// maxGone: what a miss names when its byte was in one, as a tool that
+	// tracks frees names the buffer a use after free was in.
+	gone []Region
+}
+
+// maxGone bounds a heap's memory of unregistered regions.
+const maxGone = 256
+
+// forget remembers regions as unregistered.
+func (h *heap) forget(regions ...Region) {
+	h.gone = append(h.gone, regions...)
+	if k := len(h.gone) - maxGone; k > 0 {
+		h.gone = slices.Delete(h.gone, 0, k)
+	}
 }
 
 func (h *heap) end() uint64 { return h.base + h.size }
@@ -94,7 +109,7 @@ func (r *Registry) own(i int) *heap {
 	r.thaw()
 	if h := r.heaps[i]; h.frozen {
 		c := *h
-		c.regions, c.reach, c.frozen = slices.Clone(h.regions), slices.Clone(h.reach), false
+		c.regions, c.reach, c.gone, c.frozen = slices.Clone(h.regions), slices.Clone(h.reach), slices.Clone(h.gone), false
 		r.heaps[i] = &c
 	}
 	return r.heaps[i]
@@ -150,6 +165,7 @@ func (r *Registry) ResetHeap(id uint64) error {
 		return err
 	}
 	h := r.own(i)
+	h.forget(h.regions...)
 	h.regions, h.reach = h.regions[:0], h.reach[:0]
 	return nil
 }
@@ -204,6 +220,11 @@ func (r *Registry) Remove(id uint64, addrs []uint64) error {
 		drop[a] = struct{}{}
 	}
 	h = r.own(i)
+	for _, g := range h.regions {
+		if _, ok := drop[g.Addr]; ok {
+			h.forget(g)
+		}
+	}
 	h.regions = slices.DeleteFunc(h.regions, func(g Region) bool { _, ok := drop[g.Addr]; return ok })
 	h.rebuild()
 	return nil
@@ -250,6 +271,10 @@ type Miss struct {
 	// for the byte right before its start.
 	After    bool
 	Distance uint64
+	// Was is the region unregistered last that held Addr, among the
+	// heap's last few hundred and not as large as the heap; its Size is 0
+	// when there is none.
+	Was Region
 }
 
 // ErrMiss is matched by every *Miss.
@@ -257,6 +282,14 @@ var ErrMiss = errors.New("access outside every registered buffer")
 
 // Error describes the miss.
 func (m *Miss) Error() string {
+	if m.Was.Size == 0 {
+		return m.where()
+	}
+	return fmt.Sprintf("%s; it was in %s at 0x%x, unregistered since", m.where(), m.Was.Label(), m.Was.Addr)
+}
+
+// where places the miss among the heap's regions.
+func (m *Miss) where() string {
 	if m.Nearest.Size == 0 {
 		return fmt.Sprintf("byte 0x%x is in heap %q, which has no registered buffer", m.Addr, m.Heap)
 	}
@@ -309,6 +342,14 @@ func (h *heap) uncovered(from, to uint64) (uint64, bool) {
 // miss describes uncovered byte u by the region nearest to it.
 func (h *heap) miss(u uint64) *Miss {
 	m := &Miss{Heap: h.name, Addr: u}
+	for i := len(h.gone) - 1; i >= 0; i-- {
+		// A region as large as the heap is its owner's upkeep, not a
+		// buffer (pool's "cudapool upkeep").
+		if g := h.gone[i]; g.Addr <= u && u < g.End() && g.Size < h.size {
+			m.Was = g
+			break
+		}
+	}
 	k, _ := h.index(u)
 	if k > 0 {
 		// Every region starting below u ends at or before it; the furthest

@@ -66,12 +66,41 @@ func TestLifecycle(t *testing.T) {
 	require.NoError(t, r.ResetHeap(h))
 	m = r.Check(0x1000, 1)
 	require.NotNil(t, m)
-	assert.Contains(t, m.Error(), "has no registered buffer")
+	assert.Equal(t, `byte 0x1000 is in heap "arena", which has no registered buffer; it was in "renamed" (256 B) at 0x1000, unregistered since`, m.Error())
+	m = r.Check(0x1300, 1)
+	require.NotNil(t, m)
+	assert.Contains(t, m.Error(), "has no registered buffer", "a byte no region held")
 	assert.Nil(t, r.Check(0x2000, 0x100), "outside every heap is not the registry's business")
 	require.NoError(t, r.RemoveHeap(h))
 	assert.Nil(t, r.Check(0x1000, 1))
 	_, err = r.AddHeap(0x1000, 0x1000, "again")
 	assert.NoError(t, err, "an unregistered heap's range is free again")
+}
+
+// TestMissNamesTheRegionUnregisteredLast: a byte no region holds now but
+// one held before is named by the last such region, as a use after free is.
+func TestMissNamesTheRegionUnregisteredLast(t *testing.T) {
+	var r Registry
+	h, err := r.AddHeap(0x1000, 0x1000, "arena")
+	require.NoError(t, err)
+	require.NoError(t, r.Add(h, []Region{{Addr: 0x1000, Size: 0x100, Name: "first"}, {Addr: 0x1100, Size: 0x100, Name: "next"}}))
+	require.NoError(t, r.Remove(h, []uint64{0x1000}))
+	snap := r.Snapshot()
+	require.NoError(t, r.Add(h, []Region{{Addr: 0x1080, Size: 0x10, Name: "second"}}))
+	require.NoError(t, r.Remove(h, []uint64{0x1080}))
+	m := r.Check(0x1080, 1)
+	require.NotNil(t, m)
+	assert.Equal(t, "second", m.Was.Name, "the last to hold the byte")
+	assert.Equal(t, "first", r.Check(0x1000, 1).Was.Name)
+	assert.Equal(t, "first", snap.Check(0x1080, 1).Was.Name, "a snapshot keeps its own past")
+	assert.Zero(t, r.Check(0x1200, 1).Was.Size, "no region ever held 0x1200")
+	assert.Equal(t, "next", r.Check(0x1200, 1).Nearest.Name)
+	for i := range maxGone {
+		a := uint64(0x1800 + i)
+		require.NoError(t, r.Add(h, []Region{{Addr: a, Size: 1}}))
+		require.NoError(t, r.Remove(h, []uint64{a}))
+	}
+	assert.Zero(t, r.Check(0x1000, 1).Was.Size, "only the last maxGone are remembered")
 }
 
 func TestMissBefore(t *testing.T) {
