@@ -60,6 +60,12 @@ type Cache struct {
 	hits, misses, copies, evictions uint64
 
 	pub published // for Var's readers
+
+	// The memory tool's view (annotate.go): whether one listens, and the
+	// sequences Scope narrowed it to.
+	annotated bool
+	scoped    bool
+	scope     []Seq
 }
 
 // New makes a Cache of layout l whose pages are one buffer of p's device
@@ -97,7 +103,7 @@ func New(rt cudart.Runtime, p *pool.Pool, l Layout, opts ...Option) (*Cache, err
 		return nil, err
 	}
 	tokenBytes, _ := l.TokenBytes()
-	buf, err := p.WantDevice(uint64(pages)*stride, pool.Name(fmt.Sprintf("kvcache pages (%d × %s)", pages, bytesize.Format(stride))))
+	buf, err := p.WantDevice(uint64(pages)*stride, pool.Name(fmt.Sprintf("kvcache pages (%d × %s)", pages, bytesize.Format(stride))), pool.SubAllocated())
 	if err != nil {
 		return nil, fmt.Errorf("kvcache: %d pages of %s: %w", pages, bytesize.Format(stride), err)
 	}
@@ -118,7 +124,8 @@ func New(rt cudart.Runtime, p *pool.Pool, l Layout, opts ...Option) (*Cache, err
 		toks: make([]int32, pages*l.PageTokens),
 		free: make([]int32, pages),
 		head: none, tail: none,
-		index: make(map[uint64]int32, pages),
+		index:     make(map[uint64]int32, pages),
+		annotated: toolListens(rt, p.Device()),
 	}
 	// Page 0 on top of the stack: the first pages taken are the lowest.
 	for i := range c.free {

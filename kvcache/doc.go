@@ -26,6 +26,14 @@
 // used, cached and free, the hits and misses, and the utilization: the
 // bytes of tokens held against the bytes reserved; Var publishes them.
 //
+// When a memory tool listens (compute-sanitizer through NVTX, or the fake
+// WithMemcheck), every page a sequence holds is a region named after the
+// page and its sequences, and nothing else of the page buffer is: a kernel
+// or copy that reads a page freed since, or never taken, is reported, and
+// on the fake the message names the page and the sequence that held it.
+// Scope narrows the regions to a batch's pages, so that a read of another
+// sequence's page is reported too.
+//
 // Admit tells a scheduler whether a new prompt and n tokens after it fit,
 // keeping a watermark of pages free for the running sequences; a refusal
 // is a *NoPagesError with the pages needed and free, matching ErrNoPages.

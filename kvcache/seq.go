@@ -99,7 +99,9 @@ func (s Seq) Pages(dst []int32) ([]int32, error) {
 //
 // Append changes nothing when it fails: an error wraps ErrNoPages (a
 // *NoPagesError) when the pages it needs are not free, ErrFreed or
-// ErrInvalidSeq for a bad handle, or the CUDA error of the copy.
+// ErrInvalidSeq for a bad handle, or the CUDA error of the copy. Only the
+// memory tool's refusal of the new pages' annotation (when one listens)
+// comes after the change.
 func (s Seq) Append(tokens []int32) (cached int, err error) {
 	st, err := s.state()
 	if err != nil {
@@ -133,7 +135,7 @@ func (s Seq) Append(tokens []int32) (cached int, err error) {
 	st.chain = chain
 	c.write(st, tokens[len(hits)*pt:])
 	c.publish()
-	return len(hits) * pt, nil
+	return len(hits) * pt, c.annotate()
 }
 
 // pagesFor is the new pages a sequence of n tokens takes to hold k more.
@@ -222,6 +224,10 @@ func (c *Cache) write(st *seqState, tokens []int32) {
 func (c *Cache) copyLast(st *seqState) error {
 	last := st.pages[len(st.pages)-1]
 	id, _ := c.take()
+	if err := c.annotate(last, id); err != nil {
+		c.put(id)
+		return err
+	}
 	src, dst := c.PagePtr(last), c.PagePtr(id)
 	err := c.streams.MemcpyAsync(c.dev, cudart.DeviceMem(dst, c.pageBytes), cudart.DeviceMem(src, c.pageBytes), cudart.DeviceToDevice, c.cfg.stream)
 	if err != nil {
@@ -247,7 +253,8 @@ func (c *Cache) pageTokens(id int32) []int32 {
 // page held once more: beam search and parallel sampling share the prompt
 // this way. The two part at their next Append, which copies a shared last
 // page that is not full. Fork takes no page, so it fails only for a bad
-// handle (ErrFreed, ErrInvalidSeq).
+// handle (ErrFreed, ErrInvalidSeq), or with the memory tool's refusal of
+// the annotation, after the fork.
 func (s Seq) Fork() (Seq, error) {
 	if _, err := s.state(); err != nil {
 		return Seq{}, err
@@ -262,14 +269,15 @@ func (s Seq) Fork() (Seq, error) {
 	fs.pages = append(fs.pages, st.pages...)
 	fs.n, fs.chain = st.n, st.chain
 	c.publish()
-	return f, nil
+	return f, c.annotate()
 }
 
 // Free gives back the sequence's pages: a page no other sequence holds is
 // free again, and stays cached for prefix reuse while it is full, until it
 // is taken (least recently freed first; a sequence's later pages before its
 // earlier ones, which more sequences share). Every copy of s is refused
-// after, with ErrFreed.
+// after, with ErrFreed. An error other than ErrFreed or ErrInvalidSeq is
+// the memory tool's refusal of the annotation, after the pages were freed.
 func (s Seq) Free() error {
 	st, err := s.state()
 	if err != nil {
@@ -282,5 +290,5 @@ func (s Seq) Free() error {
 	st.gen++
 	s.c.freeSeqs = append(s.c.freeSeqs, s.id)
 	s.c.publish()
-	return nil
+	return s.c.annotate()
 }
