@@ -12,6 +12,9 @@
 //     (pool.Live) share memory when they are never alive together. For
 //     servers, pool.NewSlots places one request's layout N times, a slot
 //     and a stream each, handed out by Acquire and returned by Release.
+//   - kvcache: a paged KV cache on a pool buffer: fixed-size pages taken
+//     by sequences as they grow, shared by prefix and by Fork (copy on
+//     write), evicted least recently used, each a region memory tools see.
 //   - plan: lifetime-aware offset planning as a pure function, no CUDA.
 //   - vmem: growable device memory and vectors on CUDA virtual memory, behind
 //     pool.WithGrowableDevice.

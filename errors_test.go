@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/kvcache"
 	"github.com/cudapool/cudapool/plan"
 	"github.com/cudapool/cudapool/pool"
 	"github.com/cudapool/cudapool/vmem"
@@ -160,6 +161,7 @@ func TestTypedErrorsSayTheirSentinel(t *testing.T) {
 	}{
 		{&pool.ExhaustedError{Arena: pool.Device, Need: 5 << 30, Have: 4 << 30, LargestName: "kv-cache", LargestBytes: 1 << 30}, pool.ErrExhausted, "pool: "},
 		{&pool.CorruptedError{Damaged: []pool.Corruption{{Arena: pool.Device, Name: "w", Size: 4097}}}, pool.ErrCorrupted, "pool: "},
+		{&kvcache.NoPagesError{Op: "Append", Seq: 3, Needed: 2, Free: 1}, kvcache.ErrNoPages, "kvcache: "},
 		{&vmem.ExhaustedError{Asked: 3 << 30, Max: 2 << 30}, vmem.ErrExhausted, "vmem: "},
 		{&plan.NoFitError{Capacity: 6 << 10, LowerBound: 8 << 10, BestArena: 8 << 10}, plan.ErrNoFit, "plan: "},
 		{&cudart.LoadError{Library: "libcudart", Err: cudart.ErrLibraryNotFound, Tried: []string{"libcudart.so.13"}}, cudart.ErrLibraryNotFound, "cudart: "},
