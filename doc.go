@@ -26,6 +26,9 @@
 //   - cublas: cuBLAS GEMMs on pool memory, loaded the same way: handles bound
 //     to a stream and a workspace from the pool (per slot with
 //     SlotLayout.BLAS), computed on the CPU by the fake.
+//   - choose: the runtime a program runs on, CUDA or the fake, from its
+//     -runtime flag or $CUDAPOOL_RUNTIME; every binding takes what it
+//     returns as the runtime it wraps (cudart.As).
 //   - cudart/cudarttest: a fake CUDA runtime with real bytes behind it, as
 //     strict as CUDA, with fault injection and leak checks, so users test
 //     their own code without a GPU; it imports no testing package.
@@ -35,7 +38,7 @@
 //
 // A minimal program:
 //
-//	rt, err := cudart.Open()          // in tests: rt := cudarttest.Open(t)
+//	rt, err := choose.Open("")        // CUDA or the fake; in tests: rt := cudarttest.Open(t)
 //	p, err := pool.New(rt, pool.WithDeviceBytes(1<<30), pool.WithHostBytes(256<<20))
 //	defer p.Close()
 //	in, err := p.WantHost(4<<20, pool.Name("input"))

@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -126,5 +127,47 @@ func TestCoreImportsNoBinding(t *testing.T) {
 	for _, p := range []string{"plan", "vmem", "pinned"} {
 		via := bindings(golist.Module+"/"+p, map[string]bool{})
 		assert.Nil(t, via, "%s imports a binding: %s", p, strings.Join(via, " -> "))
+	}
+}
+
+// testKit says whether a program importing the package at importPath
+// imports a test kit: testing or a package under it, testify, a package
+// named for tests as httptest and cudarttest are, or the conformance suite.
+func testKit(importPath string) bool {
+	name := path.Base(importPath)
+	return importPath == "testing" || strings.HasPrefix(importPath, "testing/") ||
+		strings.HasPrefix(importPath, "github.com/stretchr/testify") ||
+		strings.HasSuffix(name, "test") || name == "conformance"
+}
+
+// TestReadmeProgramImportsNoTestKit: the README's complete program, which
+// users copy into their own main, chooses its runtime and runs with no test
+// kit, as a main never imports net/http/httptest.
+func TestReadmeProgramImportsNoTestKit(t *testing.T) {
+	program := goBlocks(t, readme(t))[0]
+	f, err := parser.ParseFile(token.NewFileSet(), "hello.go", program, parser.ImportsOnly)
+	require.NoError(t, err)
+	require.NotEmpty(t, f.Imports)
+	for _, imp := range f.Imports {
+		p, err := strconv.Unquote(imp.Path.Value)
+		require.NoError(t, err)
+		assert.False(t, testKit(p), "the README's program imports %s", p)
+	}
+}
+
+func TestTestKitRule(t *testing.T) {
+	for p, want := range map[string]bool{
+		"testing":                            true,
+		"testing/fstest":                     true,
+		"net/http/httptest":                  true,
+		golist.Module + "/cudart/cudarttest": true,
+		golist.Module + "/cudart/cudarttest/conformance": true,
+		"github.com/stretchr/testify/require":            true,
+		golist.Module + "/choose":                        false,
+		golist.Module + "/cudart":                        false,
+		golist.Module + "/pool":                          false,
+		"log":                                            false,
+	} {
+		assert.Equal(t, want, testKit(p), p)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/choose"
 )
 
 // readmeMaxLines is the README's budget: a newcomer reads it in one sitting.
@@ -49,6 +49,20 @@ func TestReadmeIsShortAndStatesTheOldestGo(t *testing.T) {
 	assert.Contains(t, text, "go"+goVersion(t), "the README names the toolchain CI tests on")
 }
 
+// goBlocks is the text of every ```go block of the README, in order; the
+// first is a complete program.
+func goBlocks(t *testing.T, text string) []string {
+	t.Helper()
+	var blocks []string
+	for _, m := range regexp.MustCompile("(?ms)^```go\n(.*?)^```$").FindAllStringSubmatch(text, -1) {
+		blocks = append(blocks, m[1])
+	}
+	require.NotEmpty(t, blocks)
+	require.True(t, strings.HasPrefix(blocks[0], "// Command ") && strings.Contains(blocks[0], "\npackage main\n"),
+		"the first block is a complete program")
+	return blocks
+}
+
 // TestReadmeGoBlocks copies every ```go block of the README into a module
 // of its own, as a user would, and builds and vets them all; it runs the
 // first, a complete program, and the test block, on the fake; and it checks
@@ -65,13 +79,7 @@ func TestReadmeGoBlocks(t *testing.T) {
 	repo, err := os.Getwd()
 	require.NoError(t, err)
 
-	var blocks []string
-	for _, m := range regexp.MustCompile("(?ms)^```go\n(.*?)^```$").FindAllStringSubmatch(text, -1) {
-		blocks = append(blocks, m[1])
-	}
-	require.NotEmpty(t, blocks)
-	require.True(t, strings.HasPrefix(blocks[0], "// Command ") && strings.Contains(blocks[0], "\npackage main\n"),
-		"the first block is a complete program")
+	blocks := goBlocks(t, text)
 
 	mod := t.TempDir()
 	write := func(name, text string) {
@@ -112,7 +120,7 @@ func TestReadmeGoBlocks(t *testing.T) {
 		t.Helper()
 		cmd := exec.Command(goCmd, args...)
 		cmd.Dir = mod
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", cudarttest.EnvRuntime+"="+runtime)
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", choose.Env+"="+runtime)
 		cmd.Env = append(cmd.Env, env...)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
@@ -126,7 +134,7 @@ func TestReadmeGoBlocks(t *testing.T) {
 	// the fake.
 	runtime = "cuda"
 	out, err = run("run", "./blocka")
-	if rt, cudaErr := cudarttest.OpenMode("cuda"); cudaErr == nil {
+	if rt, cudaErr := choose.Open("cuda"); cudaErr == nil {
 		require.NoError(t, rt.Close())
 		require.NoError(t, err, "%s", out)
 		assert.Contains(t, out, "runtime: CUDA")

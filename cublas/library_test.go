@@ -9,18 +9,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/pool"
 )
 
 // openFake is the runtime a program chooses with CUDAPOOL_RUNTIME=fake: the
-// fake inside the chooser's wrapper, as the README's program gets it.
+// fake inside choose's wrapper, as the README's program gets it.
 func openFake(t *testing.T) cudart.Full {
 	t.Helper()
-	t.Setenv(cudarttest.EnvRuntime, "fake")
-	rt, err := cudarttest.OpenMode("")
+	t.Setenv(choose.Env, "fake")
+	rt, err := choose.Open("")
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, rt.Close()) })
 	return rt

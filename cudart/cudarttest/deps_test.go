@@ -26,16 +26,17 @@ func TestFakeLinksNoTestingPackages(t *testing.T) {
 	}
 }
 
-// userPackages are what a user's code and tests import: the pool, the fake
-// and the conformance suite.
+// userPackages are what a user's code and tests import: the pool, the
+// choice of runtime, the fake and the conformance suite.
 var userPackages = []string{
 	"github.com/cudapool/cudapool/pool",
+	"github.com/cudapool/cudapool/choose",
 	"github.com/cudapool/cudapool/cudart/cudarttest",
 	"github.com/cudapool/cudapool/cudart/cudarttest/conformance",
 }
 
 // TestUsersGainOnlyTheDesignsModules: a module whose code and tests import
-// pool, cudarttest and conformance gains, outside the standard library and
+// pool, choose, cudarttest and conformance gains, outside the standard library and
 // this module, only purego, zap (with multierr) and go-humanize: no testify,
 // no YAML parser, which its own go list -deps -test would otherwise show.
 func TestUsersGainOnlyTheDesignsModules(t *testing.T) {
@@ -56,11 +57,12 @@ func TestUsersGainOnlyTheDesignsModules(t *testing.T) {
 }
 
 // TestUsersTestsGainNoTestify: the packages users import into their tests
-// (cudarttest and conformance) keep testify and YAML out of their own tests
-// too, as out of their code; go list -deps -test lists what those tests
-// link.
+// (cudarttest and conformance) and programs into their mains (choose) keep
+// testify and YAML out of their own tests too, as out of their code; go
+// list -deps -test lists what those tests link.
 func TestUsersTestsGainNoTestify(t *testing.T) {
 	suites := []string{
+		"github.com/cudapool/cudapool/choose",
 		"github.com/cudapool/cudapool/cudart/cudarttest",
 		"github.com/cudapool/cudapool/cudart/cudarttest/conformance",
 	}

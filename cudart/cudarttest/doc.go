@@ -1,8 +1,9 @@
 // Package cudarttest is a fake CUDA runtime for testing code that uses
 // cudart, on machines with no GPU, in the manner of net/http/httptest. It
-// imports neither testing nor testify, so a program may link it too; the
-// conformance suite that every cudart.Runtime must pass, the fake included,
-// is package conformance.
+// imports neither testing nor testify, so a program may link it too: a
+// program chooses between CUDA and the fake with package choose, which
+// makes the fake here. The conformance suite that every cudart.Runtime must
+// pass, the fake included, is package conformance.
 //
 // Tests call NewFakeT (or Open, which gives CUDA where there is a GPU):
 // strict by default, it enforces the memory annotations (WithMemcheck;

@@ -121,8 +121,9 @@ func TestNewFakePanicsOnImpossibleOptions(t *testing.T) {
 		"cudarttest: invalid option: option 2 of 2 is nil":                                          {cudarttest.WithDevices(2), nil},
 	} {
 		assert.PanicsWithError(t, want, func() { cudarttest.NewFake(opts...) })
-		_, err := cudarttest.OpenMode("fake", opts...)
+		err := cudarttest.CheckOptions(opts...)
 		assert.ErrorIs(t, err, cudarttest.ErrInvalidOption, want)
+		assert.EqualError(t, err, want)
 	}
 }
 

@@ -50,10 +50,20 @@ func defaults() config {
 	}
 }
 
-// ErrInvalidOption means an option of NewFake, NewFakeT, Open or OpenMode
-// was refused: nil, or a value no GPU could have. The error wrapping it says
+// ErrInvalidOption means an option of NewFake, NewFakeT, Open or choose.Open
+// was refused: nil, or a value no GPU could have; or that the runtime Open or
+// choose.Open was asked for is none they know. The error wrapping it says
 // which.
 var ErrInvalidOption = errors.New("cudarttest: invalid option")
+
+// CheckOptions is nil where NewFake takes opts, else the error, wrapping
+// ErrInvalidOption, that NewFake would panic with: for a program that checks
+// its options before it knows whether it will make a fake, as choose.Open
+// does.
+func CheckOptions(opts ...Option) error {
+	_, err := configure(opts)
+	return err
+}
 
 // configure applies opts to the defaults and checks what they make together.
 func configure(opts []Option) (config, error) {

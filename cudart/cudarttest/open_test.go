@@ -8,6 +8,7 @@ import (
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/internal/check/assert"
 	"github.com/cudapool/cudapool/internal/check/require"
+	"github.com/cudapool/cudapool/internal/runtimeenv"
 )
 
 // recordTB is a cudarttest.TB that records what Open does with it and runs
@@ -32,11 +33,11 @@ func (r *recordTB) cleanup() {
 
 // cudaAvailable says whether CUDA loads here with a device.
 func cudaAvailable() bool {
-	rt, err := cudarttest.OpenMode("cuda")
+	lib, _, err := runtimeenv.CUDA()
 	if err != nil {
 		return false
 	}
-	_ = rt.Close()
+	_ = lib.Close()
 	return true
 }
 
@@ -107,18 +108,4 @@ func TestOpenFailsATestThatLeaks(t *testing.T) {
 	require.NotEmpty(t, rec.errs, "64 MiB left allocated is reported at cleanup")
 	t.Logf("reported: %v", rec.errs)
 	assert.NoError(t, alloc.Free(0, p))
-}
-
-func TestOpenModeForPrograms(t *testing.T) {
-	rt, err := cudarttest.OpenMode("fake", cudarttest.WithDevices(2))
-	require.NoError(t, err)
-	n, err := rt.DeviceCount()
-	require.NoError(t, err)
-	assert.Equal(t, 2, n, "options reach the fake")
-	assert.False(t, rt.CUDA)
-	assert.NoError(t, rt.Close())
-	_, err = rt.Malloc(0, 256)
-	assert.NoError(t, err, "closing the fake frees nothing and keeps it usable")
-	_, err = cudarttest.OpenMode("tpu")
-	assert.ErrorContains(t, err, "want auto (CUDA")
 }

@@ -34,6 +34,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/pool"
@@ -89,7 +90,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("annotate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
+	which := fs.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
 	order := fs.String("order", "pool-first", "order of the calls: pool-first, module-first or thread")
 	overflow := fs.Bool("overflow", false, "write one byte past the end of the last buffer")
 	if err := fs.Parse(args); err != nil {
@@ -105,14 +106,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// The thread is taken before any CUDA call, so that none has run on it.
 	th := newThread()
 	defer th.stop()
-	rt, err := cudarttest.OpenMode(*which, cudarttest.WithMemcheck())
+	rt, err := choose.Open(*which, cudarttest.WithMemcheck())
 	if err != nil {
 		fmt.Fprintf(stderr, "annotate: %v\n", err)
 		return 1
 	}
 	defer rt.Close()
 	fmt.Fprintf(stdout, "runtime: %s\norder: %s, overflow: %v\n", rt.Description, *order, *overflow)
-	s := &scenario{rt: rt.Full, th: th, overflow: *overflow}
+	s := &scenario{rt: rt, th: th, overflow: *overflow}
 	err = s.run(*order)
 	switch {
 	case err == nil:
@@ -176,7 +177,7 @@ type scenario struct {
 }
 
 func (s *scenario) run(order string) (err error) {
-	if f, ok := s.rt.(*cudarttest.Fake); ok {
+	if f, ok := cudart.As[*cudarttest.Fake](s.rt); ok {
 		f.RegisterKernel("fill", fakeFill)
 	}
 	defer func() {

@@ -26,7 +26,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 
-	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/choose"
 )
 
 func main() {
@@ -64,7 +64,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
 	var c config
-	fs.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
+	fs.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+choose.Modes)
 	fs.Func("size", "bytes per copy, e.g. 1GiB, 8MiB (default 1GiB on CUDA, 32MiB on the fake)", bytesFlag(&c.size))
 	fs.Func("pin-size", "bytes pinned and freed to time pinning, e.g. 4GiB (default 4GiB on CUDA, 64MiB on the fake)", bytesFlag(&c.pinSize))
 	fs.IntVar(&c.reps, "reps", 5, "repetitions of each measurement; the median is reported")
@@ -117,7 +117,7 @@ func bytesFlag(dst *uint64) func(string) error {
 // measureAll measures every source, reporting each phase on progress as it
 // starts, since a run takes a minute.
 func measureAll(c config, stdout, progress io.Writer) (err error) {
-	rt, err := cudarttest.OpenMode(c.runtime)
+	rt, err := choose.Open(c.runtime)
 	if err != nil {
 		return err
 	}

@@ -23,8 +23,8 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/cudapool/cudapool/align"
+	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -36,7 +36,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
+	which := fs.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
 	n := fs.Int("n", 10000, "buffers per round")
 	reps := fs.Int("reps", 5, "rounds per method; the median is reported")
 	switch err := fs.Parse(args); {
@@ -49,7 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bench: -n and -reps must be positive")
 		return 2
 	}
-	rt, err := cudarttest.OpenMode(*which)
+	rt, err := choose.Open(*which)
 	if err != nil {
 		fmt.Fprintf(stderr, "bench: %v\n", err)
 		return 1

@@ -21,8 +21,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/cudart/cudarttest"
 )
 
 func main() {
@@ -33,7 +33,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("callcost", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
+	which := fs.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
 	rounds := fs.Int("rounds", 10, "timed rounds per call; the median, fastest and slowest are reported")
 	calls := fs.Int("calls", 10000, "calls per round")
 	switch err := fs.Parse(args); {
@@ -46,7 +46,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "callcost: -rounds (%d) and -calls (%d) must be at least 1\n", *rounds, *calls)
 		return 2
 	}
-	full, err := cudarttest.OpenMode(*which)
+	full, err := choose.Open(*which)
 	if err != nil {
 		fmt.Fprintf(stderr, "callcost: %v\n", err)
 		return 1

@@ -28,8 +28,8 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/cudart/cudarttest"
 )
 
 const dev = 0
@@ -66,7 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("charge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
+	which := fs.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
 	async := fs.Bool("async", false, "measure cudaMallocAsync and cudaFreeAsync instead")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -74,13 +74,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	rt, err := cudarttest.OpenMode(*which)
+	rt, err := choose.Open(*which)
 	if err != nil {
 		fmt.Fprintf(stderr, "charge: %v\n", err)
 		return 1
 	}
 	defer rt.Close()
-	a := allocator{rt: rt.Full, async: *async}
+	a := allocator{rt: rt, async: *async}
 	if err := measure(rt, a, stdout); err != nil {
 		fmt.Fprintf(stderr, "charge: %v\n", err)
 		return 1
@@ -124,7 +124,7 @@ func (a allocator) freeAll(ptrs []cudart.DevicePtr) error {
 	return errors.Join(errs...)
 }
 
-func measure(rt *cudarttest.Runtime, a allocator, stdout io.Writer) (err error) {
+func measure(rt *choose.Runtime, a allocator, stdout io.Writer) (err error) {
 	first, err := a.malloc(1)
 	if err != nil {
 		return err

@@ -71,8 +71,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cublas"
-	"github.com/cudapool/cudapool/cudart/cudarttest"
 )
 
 func main() {
@@ -102,7 +102,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
 	var c config
-	fs.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
+	fs.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+choose.Modes)
 	fs.IntVar(&c.reps, "reps", 50, "GEMMs a trial, between its two events (2 on the fake unless given)")
 	fs.IntVar(&c.trials, "trials", 7, "timed trials a shape; the median and the fastest are reported (3 on the fake unless given)")
 	fs.IntVar(&c.warmup, "warmup", 10, "untimed GEMMs a shape before its trials (1 on the fake unless given)")
@@ -120,7 +120,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gemm: -reps (%d), -trials (%d) and -scale (%d) must be at least 1, -warmup (%d) at least 0\n", c.reps, c.trials, c.scale, c.warmup)
 		return 2
 	}
-	rt, err := cudarttest.OpenMode(c.runtime)
+	rt, err := choose.Open(c.runtime)
 	if err != nil {
 		fmt.Fprintf(stderr, "gemm: %v\n", err)
 		return 1
@@ -149,7 +149,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // measure times every shape, prints the table and, as asked, the machine
 // lines and the comparison.
-func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err error) {
+func measure(rt *choose.Runtime, c config, stdout, stderr io.Writer) (err error) {
 	lib, err := cublas.Open(rt)
 	if err != nil {
 		return err
@@ -161,7 +161,7 @@ func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err er
 	version := v.String()
 	fmt.Fprintf(stdout, "cuBLAS %s (%s)\n", version, lib.Path())
 	list := shapes(c.scale)
-	b, err := newBench(rt.Full, lib, list)
+	b, err := newBench(rt, lib, list)
 	if err != nil {
 		return err
 	}

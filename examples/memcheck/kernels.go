@@ -71,7 +71,7 @@ $L_copy_done:
 // CUDA runs the PTX. They touch memory through the KernelContext, so the
 // fake checks every access as it would a GPU's, memcheck included.
 func registerKernels(rt cudart.Full) {
-	f, ok := rt.(*cudarttest.Fake)
+	f, ok := cudart.As[*cudarttest.Fake](rt)
 	if !ok {
 		return
 	}

@@ -39,6 +39,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cudapool/cudapool/choose"
+	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 )
 
@@ -52,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("memcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
+	which := fs.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
 	detector := fs.String("detector", "all", "what catches the bugs: all, "+strings.Join(detectors, ", "))
 	only := fs.String("bug", "all", "the bug to make: all, "+strings.Join(bugNames(), ", "))
 	switch err := fs.Parse(args); {
@@ -69,7 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return usage("unexpected arguments %q", fs.Args())
 	}
 	if !slices.Contains([]string{"", "auto", "cuda", "fake"}, *which) {
-		return usage("unknown -runtime %q: want %s", *which, cudarttest.Modes)
+		return usage("unknown -runtime %q: want %s", *which, choose.Modes)
 	}
 	if *detector != "all" && !slices.Contains(detectors, *detector) {
 		return usage("unknown -detector %q: want all, %s", *detector, strings.Join(detectors, ", "))
@@ -84,7 +86,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *which == "cuda" && *detector == "memcheck" {
 		return usage("-detector memcheck needs the fake runtime; on CUDA use -detector none under compute-sanitizer")
 	}
-	rt, err := cudarttest.OpenMode(*which)
+	rt, err := choose.Open(*which)
 	if err != nil {
 		fmt.Fprintf(stderr, "memcheck: %v\n", err)
 		return 1
@@ -105,7 +107,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var missed []string
 	for _, b := range chosen {
 		for _, d := range dets {
-			on := rt.Full
+			var on cudart.Full = rt
 			if d == "memcheck" {
 				on = cudarttest.NewFake(cudarttest.WithMemcheck())
 			}

@@ -83,7 +83,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/choose"
 )
 
 const usage = `mlp: a multi-layer perceptron (1024 -> 4096 -> 4096 -> 1024, FP32,
@@ -137,7 +137,7 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 		fs.PrintDefaults()
 	}
 	var c config
-	fs.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
+	fs.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+choose.Modes)
 	fs.IntVar(&c.requests, "requests", 10000, "timed requests a run, a run being one configuration at one batch size in one launch mode, once for each -repeat where paired (12 on the fake unless given)")
 	fs.IntVar(&c.repeat, "repeat", 3, "times each slot count and cudaMallocAsync with as many clients are measured, one after the other, at each batch size (1 on the fake unless given)")
 	fs.IntVar(&c.clients, "clients", 8, "concurrent clients of the slots, the mutex pool and the reference cudaMallocAsync")
@@ -186,7 +186,7 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 	if tweak != nil {
 		tweak(&c)
 	}
-	rt, err := cudarttest.OpenMode(c.runtime)
+	rt, err := choose.Open(c.runtime)
 	if err != nil {
 		fmt.Fprintf(stderr, "mlp: %v\n", err)
 		return 1

@@ -9,9 +9,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/cudart/cudarttest"
 )
 
 // The baselines' names in the tables: cudaMallocAsync's with its clients
@@ -77,7 +77,7 @@ func newSession(lib *cublas.Library, m *model, c config, stderr io.Writer) *sess
 	return s
 }
 
-func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err error) {
+func measure(rt *choose.Runtime, c config, stdout, stderr io.Writer) (err error) {
 	start := time.Now()
 	lib, err := cublas.Open(rt)
 	if err != nil {
@@ -91,7 +91,7 @@ func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err er
 	for i, d := range fullDims {
 		dims[i] = d / c.scale
 	}
-	m, err := newModel(rt.Full, dims, c.seed)
+	m, err := newModel(rt, dims, c.seed)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err er
 		// not use.
 		m.params[m.offW[1]] += 0.5
 	}
-	bw, err := copyBandwidth(rt.Full, c.copyBytes)
+	bw, err := copyBandwidth(rt, c.copyBytes)
 	if err != nil {
 		return fmt.Errorf("the copy bandwidth: %w", err)
 	}

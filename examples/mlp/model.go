@@ -326,7 +326,7 @@ func (m *model) reference(in []float32, rows int) []float32 {
 // registerKernel gives the fake a Go implementation of the PTX entry; real
 // CUDA runs the PTX.
 func registerKernel(rt cudart.Full) {
-	f, ok := rt.(*cudarttest.Fake)
+	f, ok := cudart.As[*cudarttest.Fake](rt)
 	if !ok {
 		return
 	}

@@ -90,7 +90,7 @@ func add(x, y float32) float32       { return x + y }
 // registerKernels gives the fake a Go implementation of each PTX entry; real
 // CUDA runs the PTX.
 func registerKernels(rt cudart.Full) {
-	f, ok := rt.(*cudarttest.Fake)
+	f, ok := cudart.As[*cudarttest.Fake](rt)
 	if !ok {
 		return
 	}

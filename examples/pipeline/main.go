@@ -20,7 +20,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/choose"
 )
 
 func main() {
@@ -31,7 +31,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pipeline", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
+	which := fs.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
 	n := fs.Uint("n", 1<<20, "float32 elements in each buffer")
 	replays := fs.Int("replays", 0, "graph launches timed in each of 5 rounds for the replay figure (default 50 on CUDA, 5 on the fake)")
 	switch err := fs.Parse(args); {
@@ -44,7 +44,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "pipeline: -n must be 1 to 268435456 and -replays at least 1 (0: the default)")
 		return 2
 	}
-	rt, err := cudarttest.OpenMode(*which)
+	rt, err := choose.Open(*which)
 	if err != nil {
 		fmt.Fprintf(stderr, "pipeline: %v\n", err)
 		return 1
@@ -63,7 +63,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	default:
 		*replays = 5
 	}
-	if err := pipeline(rt.Full, uint32(*n), *replays, r); err != nil {
+	if err := pipeline(rt, uint32(*n), *replays, r); err != nil {
 		fmt.Fprintf(stderr, "pipeline: %v\n", err)
 		return 1
 	}

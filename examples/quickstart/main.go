@@ -21,8 +21,8 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -34,14 +34,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
+	which := fs.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
 	switch err := fs.Parse(args); {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case err != nil:
 		return 2
 	}
-	rt, err := cudarttest.OpenMode(*which)
+	rt, err := choose.Open(*which)
 	if err != nil {
 		fmt.Fprintf(stderr, "quickstart: %v\n", err)
 		return 1

@@ -36,7 +36,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 
-	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -82,7 +82,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	var c config
-	fs.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
+	fs.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+choose.Modes)
 	fs.IntVar(&c.requests, "requests", 20000, "timed requests a configuration (100 on the fake unless given)")
 	fs.IntVar(&c.clients, "clients", 8, "concurrent clients of the load generator")
 	n := fs.Uint("n", 65536, "float32 elements a batch row (4096 on the fake unless given)")
@@ -128,7 +128,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	c.n = uint32(*n)
-	rt, err := cudarttest.OpenMode(c.runtime)
+	rt, err := choose.Open(c.runtime)
 	if err != nil {
 		fmt.Fprintf(stderr, "serve: %v\n", err)
 		return 1
@@ -175,7 +175,7 @@ var publish sync.Once
 
 // measure runs every configuration in process and through HTTP, as asked,
 // and prints a table for each launch mode and the ratios.
-func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err error) {
+func measure(rt *choose.Runtime, c config, stdout, stderr io.Writer) (err error) {
 	publish.Do(func() {
 		// A server with one Slots publishes them with
 		// expvar.Publish("slots", slots.Var()); this one swaps them.
@@ -186,7 +186,7 @@ func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err er
 			return nil
 		}))
 	})
-	m, err := newModel(rt.Full, c.n, c.layers)
+	m, err := newModel(rt, c.n, c.layers)
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func measure(rt *cudarttest.Runtime, c config, stdout, stderr io.Writer) (err er
 		withMemory = false
 	}
 	if c.inProcess && c.handoffs > 0 {
-		if err := handoffs(rt.Full, c.handoffs, stdout, stderr); err != nil {
+		if err := handoffs(rt, c.handoffs, stdout, stderr); err != nil {
 			return fmt.Errorf("hand-off: %w", err)
 		}
 	}

@@ -34,8 +34,8 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -57,7 +57,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
+	which := fs.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
 	var c config
 	fs.IntVar(&c.cycles, "cycles", 0, "ReleaseAll/Satisfy cycles (default 100000 on CUDA, 20000 on the fake)")
 	fs.IntVar(&c.buffers, "buffers", 64, "requests per cycle, of mixed sizes, a quarter of them host buffers")
@@ -85,7 +85,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "soak: -trim needs -growable")
 		return 2
 	}
-	rt, err := cudarttest.OpenMode(*which)
+	rt, err := choose.Open(*which)
 	if err != nil {
 		fmt.Fprintf(stderr, "soak: %v\n", err)
 		return 1

@@ -35,7 +35,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 
-	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/choose"
 )
 
 func main() {
@@ -68,7 +68,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vector", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "", "CUDA runtime to use: "+cudarttest.Modes)
+	which := fs.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
 	c := config{from: 2 << 20, max: 32 << 30, step: 1 << 30, margin: 64 << 20}
 	fs.Var((*sizeFlag)(&c.from), "from", "size the doubling starts from")
 	fs.Var((*sizeFlag)(&c.max), "max", "size the doubling grows to, at most (clamped to what is free)")
@@ -97,7 +97,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "vector: -from, -step and -reps must be positive, and -max at least -from")
 		return 2
 	}
-	rt, err := cudarttest.OpenMode(*which)
+	rt, err := choose.Open(*which)
 	if err != nil {
 		fmt.Fprintf(stderr, "vector: %v\n", err)
 		return 1
