@@ -1,0 +1,98 @@
+package pool
+
+import "slices"
+
+// waiter is one Acquire waiting for a slot.
+type waiter struct {
+	prof *planned      // what the slot is for
+	ch   chan struct{} // receives once, when done is set
+	done bool          // handed a slot or an error; guarded by Slots.mu
+	slot *slot
+	err  error
+}
+
+// finish hands w its outcome and wakes it. The caller holds Slots.mu.
+func (w *waiter) finish(sl *slot, err error) {
+	w.hand(sl, err)
+	w.wake()
+}
+
+// hand gives w its outcome, for a wake to come. The caller holds Slots.mu.
+func (w *waiter) hand(sl *slot, err error) {
+	w.slot, w.err, w.done = sl, err, true
+}
+
+// wake tells w that it has its outcome, once; a nil w is no one to wake.
+func (w *waiter) wake() {
+	if w != nil {
+		w.ch <- struct{}{}
+	}
+}
+
+// newWaiter reuses a finished waiter when there is one. The caller holds
+// s.mu.
+func (s *Slots) newWaiter() *waiter {
+	if n := len(s.spare); n > 0 {
+		w := s.spare[n-1]
+		s.spare = s.spare[:n-1]
+		return w
+	}
+	return &waiter{ch: make(chan struct{}, 1)}
+}
+
+// recycle empties w, whose channel is empty, and keeps it for the next
+// wait. The caller holds s.mu.
+func (s *Slots) recycle(w *waiter) {
+	w.prof, w.slot, w.err, w.done = nil, nil, nil, false
+	s.spare = append(s.spare, w)
+}
+
+// queue adds a waiter for pr, and wakes the drainer if a released slot may
+// serve it. The caller holds s.mu.
+func (s *Slots) queue(pr *planned) *waiter {
+	w := s.newWaiter()
+	w.prof = pr
+	s.waiters = append(s.waiters, w)
+	s.wakeIfWaiting()
+	return w
+}
+
+// give hands a slot whose work has finished to the first waiter, counted
+// held and acquired from then on, or makes it ready. It returns that
+// waiter, for the caller to wake once it has let go of s.mu, so that the
+// woken goroutine is not made runnable under the lock. Once the device was
+// reset, as the caller saw last, no Acquire returns a slot: the slot is
+// made ready and every waiter is told, as an Acquire called then would be.
+// The caller holds s.mu.
+func (s *Slots) give(sl *slot, reset bool) *waiter {
+	if reset {
+		for _, w := range s.waiters {
+			w.finish(nil, nil)
+		}
+		s.waiters = s.waiters[:0]
+	}
+	if len(s.waiters) > 0 {
+		w := s.waiters[0]
+		s.waiters = slices.Delete(s.waiters, 0, 1)
+		s.hold(sl, w.prof)
+		sl.waits++
+		w.prof.waits++
+		sl.handedTo = w
+		w.hand(sl, nil)
+		return w
+	}
+	s.ready = append(s.ready, sl)
+	return nil
+}
+
+// wakeIfWaiting tells the drainer that a waiter needs a released slot. The
+// caller holds s.mu.
+func (s *Slots) wakeIfWaiting() {
+	if len(s.waiters) == 0 || s.draining.n == 0 {
+		return
+	}
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
