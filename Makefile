@@ -9,7 +9,7 @@ GPU_ENV := CGO_ENABLED=0
 EXAMPLES := $(filter-out internal,$(notdir $(wildcard examples/*)))
 CC ?= gcc
 # Packages whose tests run on a GPU host: name.test is built from each.
-GPU_TESTS := cudapool:. choose:./choose cudart:./cudart cublas:./cublas cudarttest:./cudart/cudarttest conformance:./cudart/cudarttest/conformance pool:./pool vmem:./vmem pinned:./pinned
+GPU_TESTS := cudapool:. choose:./choose cudart:./cudart cublas:./cublas cudarttest:./cudart/cudarttest conformance:./cudart/cudarttest/conformance pool:./pool vmem:./vmem pinned:./pinned kvcache:./kvcache
 
 .PHONY: test race-short race cross bench lint fuzz gpu nocgo quickstart clean
 

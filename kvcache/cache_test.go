@@ -16,10 +16,17 @@ import (
 // 16 dims in FP16.
 var small = Layout{Layers: 2, KVHeads: 2, HeadDim: 16, DType: FP16, PageTokens: 4}
 
-// newCache is a Cache of small's pages on a fresh fake and pool.
-func newCache(t testing.TB, opts ...Option) (*Cache, *cudarttest.Fake, *pool.Pool) {
+// newCache is a Cache of small's pages on a fresh pool of the runtime
+// cudarttest.Open gives: CUDA on a GPU host, else the fake.
+func newCache(t testing.TB, opts ...Option) (*Cache, cudart.Full, *pool.Pool) {
 	t.Helper()
-	rt := cudarttest.NewFakeT(t)
+	return newCacheOn(t, cudarttest.Open(t), opts...)
+}
+
+// newCacheOn is newCache on rt, for the tests that need the fake's own
+// features (fault injection, the memory tool's names).
+func newCacheOn(t testing.TB, rt cudart.Full, opts ...Option) (*Cache, cudart.Full, *pool.Pool) {
+	t.Helper()
 	p, err := pool.New(rt, pool.WithDeviceBytes(64<<20), pool.WithHostBytes(0))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
@@ -93,7 +100,7 @@ func TestNewSizesTheArena(t *testing.T) {
 		{"more than the arena", []Option{WithPages(64<<10 + 1)}, 0, pool.ErrExhausted},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			rt := cudarttest.NewFakeT(t)
+			rt := cudarttest.Open(t)
 			p, err := pool.New(rt, pool.WithDeviceBytes(64<<20), pool.WithHostBytes(0))
 			require.NoError(t, err)
 			defer func() { require.NoError(t, p.Close()) }()
@@ -115,7 +122,7 @@ func TestNewSizesTheArena(t *testing.T) {
 }
 
 func TestNewRefusesACommittedPool(t *testing.T) {
-	rt := cudarttest.NewFakeT(t)
+	rt := cudarttest.Open(t)
 	p, err := pool.New(rt, pool.WithDeviceBytes(1<<20), pool.WithHostBytes(0))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, p.Close()) }()
@@ -262,7 +269,8 @@ func TestForkSharesPagesAndCopiesAPartialOneOnWrite(t *testing.T) {
 }
 
 func TestCopyOnWriteFailureChangesNothing(t *testing.T) {
-	c, rt, _ := newCache(t, WithPages(4))
+	rt := cudarttest.NewFakeT(t)
+	c, _, _ := newCacheOn(t, rt, WithPages(4))
 	a := c.Create()
 	_, err := a.Append(toks(0, 2))
 	require.NoError(t, err)
