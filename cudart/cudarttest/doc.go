@@ -25,8 +25,11 @@
 // behaviour is undefined, so that bugs show up as errors rather than as
 // corruption: copies are bounds-checked against the allocation that contains
 // them, a guard gap separates allocations, the copy kind must match the
-// operands, host-to-host copies must not overlap, addresses are never reused
-// (a double free always fails), and virtual memory must be made accessible
+// operands, host-to-host copies must not overlap, addresses are not reused
+// until the fake's address space, up to 2^64, has been handed out once (a
+// double free fails until then; after, freed ranges are reused, as CUDA
+// reuses them, and nothing is granted past 2^64), and virtual memory must be
+// made accessible
 // before it is read or written. Every error is a *cudart.Error, matched with
 // errors.Is against the cudart sentinels; the Call field names the call, its
 // arguments in human sizes and, for the fake's own checks, what was wrong.

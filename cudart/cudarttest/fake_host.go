@@ -80,6 +80,13 @@ func (f *Fake) hostAlloc(c calls.Call, device int, size uint64, flags cudart.Hos
 	if size == 0 {
 		return nil, nil
 	}
+	var alias uint64
+	if flags&cudart.HostAllocMapped != 0 {
+		var x *failure
+		if alias, x = f.place(size, align.CUDA); x != nil {
+			return nil, x
+		}
+	}
 	if x := f.pin(size); x != nil {
 		return nil, x
 	}
@@ -89,7 +96,7 @@ func (f *Fake) hostAlloc(c calls.Call, device int, size uint64, flags cudart.Hos
 	}
 	h := &hostRange{start: addrOf(m), b: m[:size:size], mapping: m, allocFlags: flags, device: device, seq: f.birth(), call: c}
 	if flags&cudart.HostAllocMapped != 0 {
-		f.mapIntoDevice(h, device)
+		f.mapIntoDevice(h, device, alias)
 	}
 	f.insertHost(h)
 	return h.b, nil
@@ -104,11 +111,12 @@ func (f *Fake) pin(size uint64) *failure {
 	return nil
 }
 
-// mapIntoDevice gives h a device address range that aliases its bytes.
-func (f *Fake) mapIntoDevice(h *hostRange, device int) {
+// mapIntoDevice gives h the device address range at base, from place, that
+// aliases its bytes.
+func (f *Fake) mapIntoDevice(h *hostRange, device int, base uint64) {
 	size := uint64(len(h.b))
 	h.alias = &region{
-		base:   f.place(size, align.CUDA),
+		base:   base,
 		size:   size,
 		kind:   kindHostAlias,
 		device: device,

@@ -172,8 +172,13 @@ func (f *Fake) newRegion(c calls.Call, k kind, device int, size uint64) (cudart.
 			return 0, x
 		}
 	}
+	base, x := f.place(size, align.CUDA)
+	if x != nil {
+		f.uncharge(device, charge, slot)
+		return 0, x
+	}
 	r := &region{
-		base:   f.place(size, align.CUDA),
+		base:   base,
 		size:   size,
 		kind:   k,
 		device: device,
@@ -227,10 +232,14 @@ var freeHint = [...]string{
 func (f *Fake) release(r *region) {
 	f.remove(r)
 	f.freed[r.base] = struct{}{}
-	if r.charge > 0 {
-		f.devs[r.device].used -= r.charge
-	}
-	if r.slot != nil && r.slot.release() {
-		f.devs[r.device].used -= r.slot.pool.unit
+	f.uncharge(r.device, r.charge, r.slot)
+}
+
+// uncharge gives device back what newRegion charged it: charge bytes, and
+// slot's chunk when slot was its last use.
+func (f *Fake) uncharge(device int, charge uint64, slot *chunkSlot) {
+	f.devs[device].used -= charge
+	if slot != nil && slot.release() {
+		f.devs[device].used -= slot.pool.unit
 	}
 }

@@ -1,6 +1,7 @@
 package cudarttest
 
 import (
+	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/internal/calls"
 	"github.com/cudapool/cudapool/internal/bytesize"
@@ -41,12 +42,19 @@ func (f *Fake) hostRegister(device int, b []byte, flags cudart.HostRegisterFlags
 	if h := f.overlapsHost(a, uintptr(len(b))); h != nil {
 		return fail(712, "overlaps %s", h.describe())
 	}
+	var alias uint64
+	if flags&cudart.HostRegisterMapped != 0 {
+		var x *failure
+		if alias, x = f.place(uint64(len(b)), align.CUDA); x != nil {
+			return x
+		}
+	}
 	if x := f.pin(uint64(len(b))); x != nil {
 		return x
 	}
 	h := &hostRange{start: a, b: b, registered: true, regFlags: flags, device: device, seq: f.birth(), call: calls.HostRegister}
 	if flags&cudart.HostRegisterMapped != 0 {
-		f.mapIntoDevice(h, device)
+		f.mapIntoDevice(h, device, alias)
 	}
 	f.insertHost(h)
 	return nil

@@ -2,6 +2,7 @@ package cudarttest
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 
@@ -18,8 +19,12 @@ const (
 	spaceBase uint64 = 0x2000_0000_0000
 	// spaceTop bounds the ranges a reservation's hint may name: the 2^48
 	// bytes of virtual address space of current GPUs above spaceBase. A
-	// hint past it is not honoured, so the next address never wraps.
+	// hint past it is not honoured.
 	spaceTop uint64 = spaceBase + maxReservation
+	// placeTop bounds every range placed, with room for the guard gap
+	// after it: past spaceTop the fake's space goes up to 2^64, for a fake
+	// with more memory than a GPU (WithDeviceMemory), but never past it.
+	placeTop uint64 = math.MaxUint64 - 2*guardGap + 1
 	// guardGap is left free after every range, so that an overrun by a few
 	// bytes lands on no allocation and fails.
 	guardGap uint64 = 64 << 10
@@ -75,16 +80,45 @@ var kindNames = [...]string{
 	kindReservation: "virtual address reservation",
 }
 
-// place picks the address of a new range of size bytes aligned to a: above
-// everything placed so far, past a guard gap. Addresses are never reused, so
-// a stale pointer never reaches a newer allocation.
-func (f *Fake) place(size, a uint64) uint64 {
-	base, err := align.Up(f.next, a)
-	if err != nil {
-		panic(fmt.Sprintf("cudarttest: fake device address space exhausted: %v", err))
+// place picks the address of a new range of size bytes aligned to a, in the
+// 256 TiB of a GPU's address space (up to spaceTop) while it holds the
+// range, else above it, up to placeTop, which only a fake with more memory
+// than a GPU reaches (WithDeviceMemory). In each, while there is room above
+// everything placed so far, the range goes there, past a guard gap, so that
+// a stale pointer reaches no newer allocation for as long as possible. Once
+// that room is spent, it goes in the lowest gap between live ranges that
+// holds it with a guard gap either side, as CUDA reuses freed address
+// ranges. Nothing placed ends past placeTop, so nothing wraps past 2^64;
+// where no gap holds the range, the failure is cudaErrorMemoryAllocation.
+func (f *Fake) place(size, a uint64) (uint64, *failure) {
+	for _, top := range [...]uint64{spaceTop, placeTop} {
+		// A range reused below f.next may lie above it too.
+		if base, ok := fit(f.next, size, a, top); ok && !f.overlaps(base, size+guardGap) {
+			f.next = base + size + guardGap
+			return base, nil
+		}
+		lo := spaceBase
+		for _, r := range f.regions {
+			if base, ok := fit(lo, size, a, min(top, r.base-guardGap)); ok {
+				return base, nil
+			}
+			lo = max(lo, r.end()+guardGap)
+		}
+		if base, ok := fit(lo, size, a, top); ok {
+			return base, nil
+		}
 	}
-	f.next = base + size + guardGap
-	return base
+	return 0, fail(2, "no free range of the fake's device address space, [%#x, %#x), holds %s aligned to %s", spaceBase, placeTop, bytesize.Exact(size), bytesize.Format(a))
+}
+
+// fit is the lowest address from lo, aligned to a, from which size bytes
+// end at or below hi, if there is one.
+func fit(lo, size, a, hi uint64) (uint64, bool) {
+	base, err := align.Up(lo, a)
+	if err != nil || base > hi || size > hi-base {
+		return 0, false
+	}
+	return base, true
 }
 
 // insert adds r to the regions, kept sorted by address.

@@ -154,13 +154,16 @@ func (f *Fake) reserve(size, alignment, hint uint64) (cudart.DevicePtr, *failure
 	if hint >= spaceTop || (hint >= spaceBase && size > spaceTop-hint) {
 		return 0, fail(2, "the hinted range [%#x, +%s) ends past the GPU's address space", hint, bytesize.Format(size))
 	}
-	r := &region{size: size, kind: kindReservation, seq: f.birth(), call: calls.CuMemAddressReserve}
+	base := hint
 	if hint >= spaceBase && hint < spaceTop && size <= spaceTop-hint && align.Is(hint, alignment) && !f.overlaps(hint, size) {
-		r.base = hint
 		f.next = max(f.next, hint+size+guardGap)
 	} else {
-		r.base = f.place(size, alignment)
+		var x *failure
+		if base, x = f.place(size, alignment); x != nil {
+			return 0, x
+		}
 	}
+	r := &region{base: base, size: size, kind: kindReservation, seq: f.birth(), call: calls.CuMemAddressReserve}
 	f.insert(r)
 	return cudart.DevicePtr(r.base), nil
 }

@@ -40,6 +40,7 @@ func (s *suite) testVirtualMemory(t *testing.T) {
 	t.Run("CopyAcrossMappings", v.testCopyAcrossMappings)
 	t.Run("ReserveHint", v.testReserveHint)
 	t.Run("ReserveHintNearTop", v.testReserveHintNearTop)
+	t.Run("ReserveFreeLoop", v.testReserveFreeLoop)
 	t.Run("PeerAccess", v.testPeerAccess)
 }
 
@@ -164,6 +165,26 @@ func (v *vmm) testReserveHint(t *testing.T) {
 	overlap := next < va.Add(2*g) && va < next.Add(g)
 	assert.False(t, overlap, "reservation %s overlaps the earlier one at %s", next, va)
 	assert.True(t, align.Is(uint64(next), g), "reservation %s is aligned to the granularity", next)
+}
+
+// testReserveFreeLoop: address space that is freed is given again. 5,000
+// reservations of 64 GiB, each freed before the next, take 320 TiB in all,
+// more than a GPU's address space: each is granted, aligned, below 2^64,
+// and can be freed. CUDA does not promise which address comes back, so the
+// suite asserts none.
+func (v *vmm) testReserveFreeLoop(t *testing.T) {
+	const size, n = 64 << 30, 5000
+	seen := map[cudart.DevicePtr]bool{}
+	for i := range n {
+		p, err := v.vm.MemAddressReserve(size, 0, 0)
+		require.NoError(t, err, "reservation %d of %d", i+1, n)
+		require.NotZero(t, p)
+		require.True(t, uint64(p) <= math.MaxUint64-size, "reservation %d at %s ends past 2^64", i+1, p)
+		require.True(t, align.Is(uint64(p), v.g), "reservation %d at %s is aligned to the granularity", i+1, p)
+		require.NoError(t, v.vm.MemAddressFree(p, size), "freeing reservation %d at %s", i+1, p)
+		seen[p] = true
+	}
+	t.Logf("%d reservations of 64 GiB, freed each time, came at %d addresses", n, len(seen))
 }
 
 // testReserveHintNearTop: a hint whose range ends at 2^64, or just below it,
