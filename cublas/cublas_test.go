@@ -92,7 +92,9 @@ func TestWorkspaceChecks(t *testing.T) {
 	require.NoError(t, err)
 	g := cublas.Gemm{M: 4, N: 4, K: 4, Alpha: 1, A: f32(pm, 4), B: f32(pm, 4), C: f32(pm+256, 4)}
 	require.NoError(t, h.Gemm(g))
-	require.Same(t, ws, h.Workspace())
+	got, err := h.Workspace()
+	require.NoError(t, err)
+	require.Same(t, ws, got)
 	require.NoError(t, rt.DeviceSynchronize(0))
 
 	require.NoError(t, p.ReleaseAll())
@@ -147,7 +149,22 @@ func TestClosedAndNilHandles(t *testing.T) {
 	var nilHandle *cublas.Handle
 	require.NoError(t, nilHandle.Close())
 	require.ErrorIs(t, nilHandle.Gemm(cublas.Gemm{}), cublas.ErrClosed)
-	_, err := cublas.Open(nil)
+	// The accessors refuse a nil or closed handle as the other methods do.
+	for _, x := range []*cublas.Handle{h, nilHandle} {
+		_, err := x.Stream()
+		require.ErrorIs(t, err, cublas.ErrClosed)
+		_, err = x.Workspace()
+		require.ErrorIs(t, err, cublas.ErrClosed)
+		_, err = x.MathMode()
+		require.ErrorIs(t, err, cublas.ErrClosed)
+		_, err = x.Device()
+		require.ErrorIs(t, err, cublas.ErrClosed)
+	}
+	var zero cublas.Lent
+	require.ErrorIs(t, zero.Gemm(cublas.Gemm{}), cublas.ErrClosed)
+	_, err := zero.Stream()
+	require.ErrorIs(t, err, cublas.ErrClosed)
+	_, err = cublas.Open(nil)
 	require.ErrorIs(t, err, cublas.ErrInvalidOption)
 	_, err = cublas.Open(cudarttest.NewFakeT(t), nil)
 	require.ErrorIs(t, err, cublas.ErrInvalidOption)

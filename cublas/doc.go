@@ -66,7 +66,19 @@
 // fake's case in cudart/cudarttest/fake_blas.go. Its assertion goes in the
 // conformance suite's suite_blas.go.
 //
+// # Lending a handle
+//
+// An owner may lend its handle (Lend) to a series of leases, as the pool's
+// slots lend theirs to requests: each lease (a Lent) starts from the owner's
+// stream, workspace and math mode, whatever the lease before it changed, and
+// refuses every call once its Guard says it has ended. A lease stays on the
+// owner's stream, the one the lender waits for.
+//
 // # Caveats
+//
+// A Lent used while its lease ends (a request's GEMM racing its own
+// Release) may queue that one call after the lender stopped waiting: end a
+// lease only once its calls have returned, as with the slot's buffers.
 //
 // A Handle serialises its calls: GEMMs from goroutines sharing one handle
 // queue one after another on one stream, so give each concurrent request a

@@ -107,6 +107,11 @@ var ErrDeviceReset = errors.New("cublas: device reset")
 // pool fails with it too, before cuBLAS is called.
 var ErrInvalidWorkspace = errors.New("cublas: invalid workspace")
 
+// ErrInvalidStream means NewHandle or SetStream refused a stream: one of
+// another device than the handle's, or, on a lent handle (Lent), any but
+// the lender's stream.
+var ErrInvalidStream = errors.New("cublas: invalid stream")
+
 // LoadError is a failure to load libcublas: what was tried, and why each
 // attempt failed.
 type LoadError struct {

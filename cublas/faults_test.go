@@ -87,14 +87,18 @@ func TestInjectedCUBLASFailures(t *testing.T) {
 			h := handle(t, e)
 			fail()
 			err := h.SetStream(0)
-			assert.Equal(t, e.s, h.Stream(), "the failed SetStream kept the stream")
+			st, serr := h.Stream()
+			require.NoError(t, serr)
+			assert.Equal(t, e.s, st, "the failed SetStream kept the stream")
 			return err
 		}},
 		{"SetWorkspace", "cublasSetWorkspace_v2", internalError, func(t *testing.T, e env, fail func()) error {
 			h := handle(t, e)
 			fail()
 			err := h.SetWorkspace(e.ws)
-			assert.Nil(t, h.Workspace(), "the failed SetWorkspace set nothing")
+			ws, werr := h.Workspace()
+			require.NoError(t, werr)
+			assert.Nil(t, ws, "the failed SetWorkspace set nothing")
 			return err
 		}},
 		{"GemmEx", "cublasGemmEx", executionFailed, func(t *testing.T, e env, fail func()) error {

@@ -102,17 +102,23 @@ func (h *Handle) GemmStridedBatched(g Gemm, batch int) error {
 }
 
 func (h *Handle) gemm(c blas.Call, g Gemm, batch int) error {
-	if err := h.lock(c.String()); err != nil {
+	f := getFrame()
+	defer putFrame(f)
+	if err := h.own(c.String(), f); err != nil {
 		return err
 	}
 	defer h.mu.Unlock()
-	if h.ws != nil {
-		if p, err := h.ws.Ptr(); err != nil || p != h.wsPtr {
+	return h.queue(f, c, g, batch)
+}
+
+// queue makes GEMM call c with the handle's current settings. The caller
+// holds h.mu.
+func (h *Handle) queue(f *blas.Frame, c blas.Call, g Gemm, batch int) error {
+	if ws := h.cur.ws; ws != nil {
+		if p, err := ws.Ptr(); err != nil || p != h.cur.wsPtr {
 			return fmt.Errorf("%w: %s(%v) on device %d: the handle's workspace is no longer usable (%v); set another", ErrInvalidWorkspace, c, g, h.device, err)
 		}
 	}
-	f := getFrame()
-	defer putFrame(f)
 	if why := fill(&f.G, g, batch); why != "" {
 		return newError(fmt.Sprintf("%s(%v) on device %d: %s", c, g, h.device, why), Status(blas.StatusInvalidValue), ErrInvalidValue.Name, ErrInvalidValue.Message)
 	}

@@ -35,18 +35,28 @@ type Workspace interface {
 //
 // A Handle is safe for concurrent use, but its calls are serialised: give
 // each goroutine that runs GEMMs at the same time a handle (and a stream and
-// a workspace) of its own, as the pool's slots do.
+// a workspace) of its own, as the pool's slots do. Its owner may lend it, one
+// lease at a time (Lend).
 type Handle struct {
 	l      *Library
 	device int
 
 	mu     sync.Mutex // guards the fields below and orders calls on raw
 	raw    uintptr    // the cublasHandle_t; 0 once closed
+	cur    settings   // what cuBLAS has now
+	home   settings   // what the owner set: where every lease starts
+	moved  bool       // a lease may have changed cur from home
+	leased bool       // cur is lease tok's
+	tok    uint64
+	resets uint64 // the device's resets at NewHandle
+}
+
+// settings are what a handle's setters change.
+type settings struct {
 	stream cudart.Stream
 	ws     Workspace
 	wsPtr  cudart.DevicePtr
 	mode   MathMode
-	resets uint64 // the device's resets at NewHandle
 }
 
 // NewHandle makes a handle on device with cublasCreate, binds it to stream s
@@ -67,12 +77,14 @@ func (l *Library) NewHandle(device int, s cudart.Stream) (*Handle, error) {
 		return nil, err
 	}
 	h := &Handle{l: l, device: device, raw: uintptr(f.Out), resets: l.resets(device)}
-	if err := h.SetStream(s); err != nil {
+	// cublasCreate binds the legacy default stream: any other is set.
+	if err := h.setStream(f, s, true); err != nil {
 		return nil, h.undo(err)
 	}
-	if err := h.SetMathMode(MathDefault); err != nil {
+	if err := h.setMathMode(f, MathDefault, true); err != nil {
 		return nil, h.undo(err)
 	}
+	h.home = h.cur
 	return h, nil
 }
 
@@ -90,82 +102,162 @@ func (h *Handle) undo(err error) error {
 }
 
 // Device is the device the handle works on.
-func (h *Handle) Device() int { return h.device }
+func (h *Handle) Device() (int, error) {
+	if err := h.own("Device", nil); err != nil {
+		return 0, err
+	}
+	defer h.mu.Unlock()
+	return h.device, nil
+}
 
 // Stream is the stream the handle's work is queued on.
-func (h *Handle) Stream() cudart.Stream {
-	h.mu.Lock()
+func (h *Handle) Stream() (cudart.Stream, error) {
+	if err := h.own("Stream", nil); err != nil {
+		return 0, err
+	}
 	defer h.mu.Unlock()
-	return h.stream
+	return h.home.stream, nil
 }
 
 // SetStream binds the handle to s (cublasSetStream): later GEMMs are queued
-// on s. The workspace stays set.
+// on s. The workspace stays set. A stream of another device is refused with
+// ErrInvalidStream, before cuBLAS sees it: a GEMM queued there would fault
+// both devices. So is one the handle cannot tell the device of, as far as
+// the runtime can say (see the package documentation). On any error the
+// handle is as it was, in cuBLAS and here.
 func (h *Handle) SetStream(s cudart.Stream) error {
-	if err := h.lock("SetStream"); err != nil {
+	f := getFrame()
+	defer putFrame(f)
+	if err := h.own("SetStream", f); err != nil {
 		return err
 	}
 	defer h.mu.Unlock()
-	f := getFrame()
-	defer putFrame(f)
-	f.Handle, f.Stream = h.raw, uintptr(s)
-	st, err := h.l.be.Invoke(h.device, blas.SetStream, f)
-	if err := h.l.check(err, st, h.device, "cublasSetStream(0x%x, stream 0x%x)", h.raw, uintptr(s)); err != nil {
+	if err := h.setStream(f, s, false); err != nil {
 		return err
 	}
-	h.stream = s
-	// cublasSetStream drops a workspace set before it, falling back to
-	// cuBLAS's own: set ours again.
-	if h.ws != nil {
-		return h.setWorkspace(f, h.ws)
-	}
+	h.home = h.cur
 	return nil
+}
+
+// setStream binds the handle to s, keeping its workspace: nothing changes
+// unless both calls succeed. always makes the call when s is the stream
+// already bound.
+func (h *Handle) setStream(f *blas.Frame, s cudart.Stream, always bool) error {
+	if s == h.cur.stream && !always {
+		return nil
+	}
+	var wsPtr cudart.DevicePtr
+	if h.cur.ws != nil {
+		// cublasSetStream drops a workspace set before it, falling back
+		// to cuBLAS's own: ours is set again, so it must be usable.
+		p, err := h.usable(h.cur.ws)
+		if err != nil {
+			return fmt.Errorf("%w: Handle.SetStream(0x%x) on device %d: the handle's workspace is no longer usable (%w); set another first", ErrInvalidWorkspace, uintptr(s), h.device, err)
+		}
+		wsPtr = p
+	}
+	if err := h.bindStream(f, s); err != nil {
+		return err
+	}
+	if h.cur.ws != nil {
+		if err := h.bindWorkspace(f, wsPtr, h.cur.ws.Size()); err != nil {
+			if rerr := h.rebind(f); rerr != nil {
+				return fmt.Errorf("%w; restoring stream 0x%x and the workspace: %w", err, uintptr(h.cur.stream), rerr)
+			}
+			return err
+		}
+		h.cur.wsPtr = wsPtr
+	}
+	h.cur.stream = s
+	return nil
+}
+
+// rebind sets cuBLAS's stream and workspace back to cur, after a setter
+// that changed them failed half way.
+func (h *Handle) rebind(f *blas.Frame) error {
+	if err := h.bindStream(f, h.cur.stream); err != nil {
+		return err
+	}
+	if h.cur.ws == nil {
+		return nil
+	}
+	return h.bindWorkspace(f, h.cur.wsPtr, h.cur.ws.Size())
+}
+
+func (h *Handle) bindStream(f *blas.Frame, s cudart.Stream) error {
+	f.Handle, f.Stream = h.raw, uintptr(s)
+	st, err := h.l.be.Invoke(h.device, blas.SetStream, f)
+	return h.l.check(err, st, h.device, "cublasSetStream(0x%x, stream 0x%x)", h.raw, uintptr(s))
+}
+
+func (h *Handle) bindWorkspace(f *blas.Frame, p cudart.DevicePtr, n uint64) error {
+	f.Handle, f.Ptr, f.Bytes = h.raw, uintptr(p), n
+	st, err := h.l.be.Invoke(h.device, blas.SetWorkspace, f)
+	return h.l.check(err, st, h.device, "cublasSetWorkspace(0x%x, 0x%x, %s)", h.raw, uintptr(p), bytesize.Format(n))
 }
 
 // SetWorkspace makes cuBLAS work in ws (cublasSetWorkspace) instead of memory
-// it allocates itself. ws must be on the handle's device, at least
-// MinWorkspace bytes and usable now; otherwise the error wraps
-// ErrInvalidWorkspace and the previous workspace stays. The handle keeps ws
-// and asks its Ptr again before each GEMM: a workspace released by its pool
-// since is refused then, with ErrInvalidWorkspace, and nothing runs.
+// it allocates itself. ws must be device memory on the handle's device, at
+// least MinWorkspace bytes, usable now and not at address 0; otherwise the
+// error wraps ErrInvalidWorkspace and the previous workspace stays. The
+// handle keeps ws and asks its Ptr again before each GEMM: a workspace
+// released by its pool since is refused then, with ErrInvalidWorkspace, and
+// nothing runs.
 func (h *Handle) SetWorkspace(ws Workspace) error {
-	if err := h.lock("SetWorkspace"); err != nil {
+	f := getFrame()
+	defer putFrame(f)
+	if err := h.own("SetWorkspace", f); err != nil {
 		return err
 	}
 	defer h.mu.Unlock()
-	f := getFrame()
-	defer putFrame(f)
-	return h.setWorkspace(f, ws)
-}
-
-func (h *Handle) setWorkspace(f *blas.Frame, ws Workspace) error {
-	if ws == nil {
-		return fmt.Errorf("%w: nil workspace", ErrInvalidWorkspace)
-	}
-	if d := ws.Device(); d != h.device {
-		return fmt.Errorf("%w: the workspace is on device %d, the handle on device %d", ErrInvalidWorkspace, d, h.device)
-	}
-	if n := ws.Size(); n < MinWorkspace {
-		return fmt.Errorf("%w: %d B given, at least %s (%d B) needed", ErrInvalidWorkspace, n, bytesize.Format(MinWorkspace), MinWorkspace)
-	}
-	p, err := ws.Ptr()
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidWorkspace, err)
-	}
-	f.Handle, f.Ptr, f.Bytes = h.raw, uintptr(p), ws.Size()
-	st, ierr := h.l.be.Invoke(h.device, blas.SetWorkspace, f)
-	if err := h.l.check(ierr, st, h.device, "cublasSetWorkspace(0x%x, 0x%x, %s)", h.raw, uintptr(p), bytesize.Format(ws.Size())); err != nil {
+	if err := h.setWorkspace(f, ws); err != nil {
 		return err
 	}
-	h.ws, h.wsPtr = ws, p
+	h.home = h.cur
 	return nil
 }
 
+func (h *Handle) setWorkspace(f *blas.Frame, ws Workspace) error {
+	p, err := h.usable(ws)
+	if err != nil {
+		return err
+	}
+	if err := h.bindWorkspace(f, p, ws.Size()); err != nil {
+		return err
+	}
+	h.cur.ws, h.cur.wsPtr = ws, p
+	return nil
+}
+
+// usable is ws's address if cuBLAS may work in it now.
+func (h *Handle) usable(ws Workspace) (cudart.DevicePtr, error) {
+	if ws == nil {
+		return 0, fmt.Errorf("%w: nil workspace", ErrInvalidWorkspace)
+	}
+	if d := ws.Device(); d != h.device {
+		return 0, fmt.Errorf("%w: the workspace is on device %d, the handle on device %d", ErrInvalidWorkspace, d, h.device)
+	}
+	if n := ws.Size(); n < MinWorkspace {
+		return 0, fmt.Errorf("%w: %d B given, at least %s (%d B) needed", ErrInvalidWorkspace, n, bytesize.Format(MinWorkspace), MinWorkspace)
+	}
+	p, err := ws.Ptr()
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrInvalidWorkspace, err)
+	}
+	if p == 0 {
+		// cuBLAS takes it and its next GEMM faults the device.
+		return 0, fmt.Errorf("%w: the workspace is at address 0", ErrInvalidWorkspace)
+	}
+	return p, nil
+}
+
 // Workspace is the workspace set, nil while cuBLAS uses its own.
-func (h *Handle) Workspace() Workspace {
-	h.mu.Lock()
+func (h *Handle) Workspace() (Workspace, error) {
+	if err := h.own("Workspace", nil); err != nil {
+		return nil, err
+	}
 	defer h.mu.Unlock()
-	return h.ws
+	return h.home.ws, nil
 }
 
 // MathMode is cuBLAS's math mode (cublasMath_t): whether it may trade
@@ -201,31 +293,45 @@ func (m MathMode) String() string {
 
 // SetMathMode sets the handle's math mode (cublasSetMathMode).
 func (h *Handle) SetMathMode(m MathMode) error {
-	if err := h.lock("SetMathMode"); err != nil {
+	f := getFrame()
+	defer putFrame(f)
+	if err := h.own("SetMathMode", f); err != nil {
 		return err
 	}
 	defer h.mu.Unlock()
-	f := getFrame()
-	defer putFrame(f)
+	if err := h.setMathMode(f, m, false); err != nil {
+		return err
+	}
+	h.home = h.cur
+	return nil
+}
+
+func (h *Handle) setMathMode(f *blas.Frame, m MathMode, always bool) error {
+	if m == h.cur.mode && !always {
+		return nil
+	}
 	f.Handle, f.Int = h.raw, int32(m)
 	st, err := h.l.be.Invoke(h.device, blas.SetMathMode, f)
 	if err := h.l.check(err, st, h.device, "cublasSetMathMode(0x%x, %s)", h.raw, m); err != nil {
 		return err
 	}
-	h.mode = m
+	h.cur.mode = m
 	return nil
 }
 
 // MathMode is the handle's math mode.
-func (h *Handle) MathMode() MathMode {
-	h.mu.Lock()
+func (h *Handle) MathMode() (MathMode, error) {
+	if err := h.own("MathMode", nil); err != nil {
+		return 0, err
+	}
 	defer h.mu.Unlock()
-	return h.mode
+	return h.home.mode, nil
 }
 
 // Close destroys the handle (cublasDestroy), which waits for the work queued
 // on its stream, and lets the workspace go. A second Close returns nil. A
-// failed Close keeps the handle, and the next Close tries again.
+// failed Close keeps the handle, and the next Close tries again. Leases of
+// it fail with ErrClosed from then on.
 func (h *Handle) Close() error {
 	if h == nil {
 		return nil
@@ -236,7 +342,7 @@ func (h *Handle) Close() error {
 		return nil
 	}
 	if n := h.l.resets(h.device); n != h.resets {
-		h.raw, h.ws = 0, nil
+		h.forget()
 		return fmt.Errorf("%w: device %d was reset since NewHandle, which destroyed the handle; it is forgotten", ErrDeviceReset, h.device)
 	}
 	f := getFrame()
@@ -246,7 +352,62 @@ func (h *Handle) Close() error {
 	if err := h.l.check(err, st, h.device, "cublasDestroy(0x%x)", h.raw); err != nil {
 		return err
 	}
-	h.raw, h.ws = 0, nil
+	h.forget()
+	return nil
+}
+
+// forget drops the destroyed handle and its workspaces.
+func (h *Handle) forget() {
+	h.raw, h.cur, h.home = 0, settings{}, settings{}
+}
+
+// own takes h.mu for the owner's method and, for one that calls cuBLAS
+// (f, the frame for the calls, not nil), brings back the owner's settings
+// if a lease changed them: the lease, if it goes on, starts again from them.
+// It refuses, unlocked again, what lock refuses, and fails as restore does.
+// A method that only reads reports the owner's settings.
+func (h *Handle) own(method string, f *blas.Frame) error {
+	if err := h.lock(method); err != nil {
+		return err
+	}
+	if f == nil || !h.moved {
+		return nil
+	}
+	if err := h.restore(f); err != nil {
+		h.mu.Unlock()
+		return fmt.Errorf("cublas: Handle.%s: %w", method, err)
+	}
+	h.leased = false
+	return nil
+}
+
+// restore sets cuBLAS back to the owner's settings after a lease changed
+// them: stream, workspace and math mode, whichever the lease set. Until
+// it succeeds, the handle stays marked as moved, to be restored again.
+func (h *Handle) restore(f *blas.Frame) error {
+	want := h.home
+	var wsPtr cudart.DevicePtr
+	if want.ws != nil {
+		p, err := h.usable(want.ws)
+		if err != nil {
+			return fmt.Errorf("restoring the owner's workspace: %w", err)
+		}
+		wsPtr = p
+	}
+	if err := h.bindStream(f, want.stream); err != nil {
+		return err
+	}
+	h.cur.stream, h.cur.ws = want.stream, nil
+	if want.ws != nil {
+		if err := h.bindWorkspace(f, wsPtr, want.ws.Size()); err != nil {
+			return err
+		}
+		h.cur.ws, h.cur.wsPtr = want.ws, wsPtr
+	}
+	if err := h.setMathMode(f, want.mode, true); err != nil {
+		return err
+	}
+	h.moved = false
 	return nil
 }
 
@@ -258,15 +419,21 @@ func (h *Handle) lock(method string) error {
 		return fmt.Errorf("%w: Handle.%s on a nil Handle", ErrClosed, method)
 	}
 	h.mu.Lock()
-	var err error
-	switch {
-	case h.raw == 0:
-		err = fmt.Errorf("%w: Handle.%s on a closed handle", ErrClosed, method)
-	case h.l.resets(h.device) != h.resets:
-		err = fmt.Errorf("%w: Handle.%s: device %d was reset since NewHandle, which destroyed the handle; Close it and make another", ErrDeviceReset, method, h.device)
-	}
+	err := h.gone(method)
 	if err != nil {
 		h.mu.Unlock()
 	}
 	return err
+}
+
+// gone says why the handle cannot be called, if it cannot: it is closed,
+// or a device reset destroyed it. The caller holds h.mu.
+func (h *Handle) gone(method string) error {
+	switch {
+	case h.raw == 0:
+		return fmt.Errorf("%w: Handle.%s on a closed handle", ErrClosed, method)
+	case h.l.resets(h.device) != h.resets:
+		return fmt.Errorf("%w: Handle.%s: device %d was reset since NewHandle, which destroyed the handle; Close it and make another", ErrDeviceReset, method, h.device)
+	}
+	return nil
 }

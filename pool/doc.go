@@ -35,7 +35,9 @@
 // CUDA call under the Slots' lock. With SlotLayout.BLAS each slot also owns
 // a cuBLAS handle on its stream, working in a workspace of its own region
 // (Slot.BLAS), so that GEMMs allocate nothing and a request's graph holds
-// no memory node.
+// no memory node. The handle is lent to each request as its buffers are: it
+// starts from the slot's settings whatever the last request changed, and
+// refuses every call once the request has released the slot.
 //
 // Memory bugs inside the arenas are made visible three ways. When a memory
 // tool listens (cudart.Annotations: compute-sanitizer through NVTX, or the

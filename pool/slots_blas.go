@@ -17,10 +17,13 @@ const DefaultBLASWorkspace = 32 << 20
 // slotBLAS is the cuBLAS side of the slots: where each slot's workspace is
 // in its device region, and its handles.
 type slotBLAS struct {
-	lib     *cublas.Library
-	off     uint64 // the workspace's offset in a slot's device region
-	bytes   uint64
-	handles []*cublas.Handle // by slot; nil once closed
+	lib   *cublas.Library
+	off   uint64 // the workspace's offset in a slot's device region
+	bytes uint64
+	// handles are by slot, set once by NewSlots and never changed after, so
+	// that Slot.BLAS reads them without a lock; Close closes them, which
+	// makes them refuse every call.
+	handles []*cublas.Handle
 }
 
 // reserveBLAS makes room for a workspace at the end of every slot's device
@@ -99,35 +102,39 @@ func (s *Slots) closeHandles() error {
 	}
 	var errs []error
 	for i, h := range s.blas.handles {
-		if h == nil {
-			continue
-		}
+		// A closed handle's Close returns nil: one that failed is tried
+		// again.
 		if err := h.Close(); err != nil && !errors.Is(err, cublas.ErrDeviceReset) {
 			errs = append(errs, fmt.Errorf("pool: destroy the cuBLAS handle of slot %d: %w", i, err))
-			continue
 		}
-		s.blas.handles[i] = nil
 	}
 	return errors.Join(errs...)
 }
 
-// BLAS is the slot's cuBLAS handle: bound to the slot's stream and working
-// in a workspace of the slot's own, so that GEMMs of concurrent requests
-// never share either, and a graph captured on the slot's stream holds no
-// memory node. It is the request's from Acquire to Release, like the slot's
-// buffers; the Slots destroy it at Close. NewSlots makes it when the layout
-// names a cuBLAS library (SlotLayout.BLAS); without one it is an error
-// wrapping ErrInvalidRequest.
-func (sl Slot) BLAS() (*cublas.Handle, error) {
+// BLAS is the slot's cuBLAS handle, lent to the request: bound to the
+// slot's stream and working in a workspace of the slot's own, so that GEMMs
+// of concurrent requests never share either, and a graph captured on the
+// slot's stream holds no memory node. It is the request's from Acquire to
+// Release, like the slot's buffers: every request starts with the slot's
+// stream, the slot's workspace and the default math mode, whatever the one
+// before it set (cublas.Lent), and after Release its calls fail with an
+// error wrapping ErrSlotReleased. The Slots destroy the handle at Close.
+// NewSlots makes it when the layout names a cuBLAS library
+// (SlotLayout.BLAS); without one it is an error wrapping ErrInvalidRequest.
+func (sl Slot) BLAS() (cublas.Lent, error) {
 	if err := sl.check(); err != nil {
-		return nil, err
+		return cublas.Lent{}, err
 	}
 	b := sl.s.owner.blas
 	if b == nil {
-		return nil, fmt.Errorf("%w: slot %d has no cuBLAS handle: give NewSlots a library in SlotLayout.BLAS", ErrInvalidRequest, sl.s.index)
+		return cublas.Lent{}, fmt.Errorf("%w: slot %d has no cuBLAS handle: give NewSlots a library in SlotLayout.BLAS", ErrInvalidRequest, sl.s.index)
 	}
-	return b.handles[sl.s.index], nil
+	return b.handles[sl.s.index].Lend(sl.s, sl.gen), nil
 }
+
+// LeaseErr is why lease tok of the slot's cuBLAS handle has ended: tok is
+// the generation of the Slot it was lent to (cublas.Guard).
+func (d *slot) LeaseErr(tok uint64) error { return Slot{s: d, gen: tok}.check() }
 
 // Workspace is the slot's device buffer r as a cuBLAS workspace, for a
 // handle of the caller's own (cublas.Handle.SetWorkspace): usable while the

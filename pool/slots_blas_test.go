@@ -66,7 +66,6 @@ func TestSlotsOwnTheirBLAS(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, rt.Live().BLASHandles)
 	ctx := context.Background()
-	handles := map[*cublas.Handle]bool{}
 	workspaces := map[cudart.DevicePtr]bool{}
 	var held []pool.Slot
 	for range 3 {
@@ -77,16 +76,18 @@ func TestSlotsOwnTheirBLAS(t *testing.T) {
 		require.NoError(t, err)
 		st, err := sl.Stream()
 		require.NoError(t, err)
-		assert.Equal(t, st, h.Stream(), "the handle is on the slot's stream")
-		ws := h.Workspace()
+		hs, err := h.Stream()
+		require.NoError(t, err)
+		assert.Equal(t, st, hs, "the handle is on the slot's stream")
+		ws, err := h.Workspace()
+		require.NoError(t, err)
 		require.NotNil(t, ws)
 		p, err := ws.Ptr()
 		require.NoError(t, err)
 		assert.Equal(t, uint64(pool.DefaultBLASWorkspace), ws.Size())
-		handles[h], workspaces[p] = true, true
+		workspaces[p] = true
 	}
-	assert.Len(t, handles, 3)
-	assert.Len(t, workspaces, 3)
+	assert.Len(t, workspaces, 3, "a handle and a workspace each")
 	for _, sl := range held {
 		require.NoError(t, s.Release(sl))
 	}
@@ -264,7 +265,8 @@ func TestSlotsTakeAnyWorkspaceSize(t *testing.T) {
 			held = append(held, sl)
 			h, err := sl.BLAS()
 			require.NoError(t, err)
-			ws := h.Workspace()
+			ws, err := h.Workspace()
+			require.NoError(t, err)
 			require.NotNil(t, ws)
 			assert.Equal(t, n, ws.Size())
 		}
@@ -273,4 +275,151 @@ func TestSlotsTakeAnyWorkspaceSize(t *testing.T) {
 		}
 		require.NoError(t, s.Close())
 	}
+}
+
+// A request that changes its slot's handle changes it for itself alone: the
+// next request on the slot gets the slot's stream, the slot's workspace and
+// the default math mode, in cuBLAS as in the binding, and the handle of the
+// released request refuses every call.
+func TestASlotsHandleIsTheRequests(t *testing.T) {
+	rt := cudarttest.NewFakeT(t)
+	l := newGemmLayout(t, 1)
+	scratch, err := l.req.Device(cublas.MinWorkspace, pool.Name("scratch"))
+	require.NoError(t, err)
+	s := blasSlots(t, rt, 1, l)
+	ctx := context.Background()
+	// C = A·B with A = 1+2⁻¹², B = 1: TF32 rounds A to 1.
+	product := func(sl pool.Slot, h cublas.Lent) float32 {
+		t.Helper()
+		st, err := sl.Stream()
+		require.NoError(t, err)
+		a, _ := sl.Ptr(l.a)
+		b, _ := sl.Ptr(l.b)
+		c, _ := sl.Ptr(l.c)
+		require.NoError(t, rt.MemcpyAsync(0, cudart.DeviceMem(a, 4), cudart.HostMem(floats(1+0x1p-12)), cudart.HostToDevice, st))
+		require.NoError(t, rt.MemcpyAsync(0, cudart.DeviceMem(b, 4), cudart.HostMem(floats(1)), cudart.HostToDevice, st))
+		f32 := func(p cudart.DevicePtr) cublas.Matrix { return cublas.Matrix{Ptr: p, Type: cublas.Float32, LD: 1} }
+		require.NoError(t, h.Gemm(cublas.Gemm{M: 1, N: 1, K: 1, Alpha: 1, A: f32(a), B: f32(b), C: f32(c)}))
+		out := make([]byte, 4)
+		require.NoError(t, rt.MemcpyAsync(0, cudart.HostMem(out), cudart.DeviceMem(c, 4), cudart.DeviceToHost, st))
+		require.NoError(t, rt.StreamSynchronize(0, st))
+		return math.Float32frombits(binary.LittleEndian.Uint32(out))
+	}
+
+	first, err := s.Acquire(ctx, "request")
+	require.NoError(t, err)
+	h1, err := first.BLAS()
+	require.NoError(t, err)
+	slotWS, err := h1.Workspace()
+	require.NoError(t, err)
+	slotStream, err := first.Stream()
+	require.NoError(t, err)
+	require.Equal(t, float32(1+0x1p-12), product(first, h1), "FP32 by default")
+	require.NoError(t, h1.SetMathMode(cublas.MathTF32))
+	require.Equal(t, float32(1), product(first, h1), "TF32 once the request asks")
+	ws, err := first.Workspace(scratch)
+	require.NoError(t, err)
+	require.NoError(t, h1.SetWorkspace(ws))
+	own, err := rt.StreamCreate(0)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, rt.StreamDestroy(0, own)) })
+	require.ErrorIs(t, h1.SetStream(own), cublas.ErrInvalidStream, "Release waits for the slot's stream alone")
+	require.NoError(t, h1.SetStream(slotStream), "the slot's own stream")
+	require.NoError(t, s.Release(first))
+
+	for name, call := range map[string]func() error{
+		"Gemm":         func() error { return h1.Gemm(cublas.Gemm{}) },
+		"Batched":      func() error { return h1.GemmStridedBatched(cublas.Gemm{}, 1) },
+		"SetMathMode":  func() error { return h1.SetMathMode(cublas.MathDefault) },
+		"SetWorkspace": func() error { return h1.SetWorkspace(slotWS) },
+		"SetStream":    func() error { return h1.SetStream(slotStream) },
+		"Stream":       func() error { _, err := h1.Stream(); return err },
+		"Workspace":    func() error { _, err := h1.Workspace(); return err },
+		"MathMode":     func() error { _, err := h1.MathMode(); return err },
+		"Device":       func() error { _, err := h1.Device(); return err },
+	} {
+		require.ErrorIs(t, call(), pool.ErrSlotReleased, "%s on a released request's handle", name)
+	}
+
+	second, err := s.Acquire(ctx, "request")
+	require.NoError(t, err)
+	h2, err := second.BLAS()
+	require.NoError(t, err)
+	mode, err := h2.MathMode()
+	require.NoError(t, err)
+	assert.Equal(t, cublas.MathDefault, mode)
+	got, err := h2.Workspace()
+	require.NoError(t, err)
+	assert.Equal(t, slotWS, got, "the slot's workspace")
+	st, err := h2.Stream()
+	require.NoError(t, err)
+	assert.Equal(t, slotStream, st)
+	assert.Equal(t, float32(1+0x1p-12), product(second, h2), "cuBLAS is back in FP32")
+	got, err = h2.Workspace()
+	require.NoError(t, err)
+	assert.Equal(t, slotWS, got)
+	require.ErrorIs(t, h1.Gemm(cublas.Gemm{}), pool.ErrSlotReleased, "still refused while the next request holds the handle")
+	require.NoError(t, s.Release(second))
+}
+
+// Taking a slot's handle, reading it and setting what it has already
+// allocate nothing.
+func TestAnUnchangedHandleCostsNothing(t *testing.T) {
+	rt := cudarttest.NewFakeT(t)
+	l := newGemmLayout(t, 1)
+	s := blasSlots(t, rt, 1, l)
+	ctx := context.Background()
+	sl, err := s.Acquire(ctx, "request")
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Release(sl)) }()
+	st, err := sl.Stream()
+	require.NoError(t, err)
+	allocs := testing.AllocsPerRun(100, func() {
+		h, _ := sl.BLAS()
+		if _, err := h.MathMode(); err != nil {
+			panic(err)
+		}
+		if err := h.SetMathMode(cublas.MathDefault); err != nil {
+			panic(err)
+		}
+		if err := h.SetStream(st); err != nil {
+			panic(err)
+		}
+	})
+	assert.Zero(t, allocs)
+}
+
+// Slot.BLAS while the slots close returns a handle that refuses, or an
+// error; never a nil handle and no error.
+func TestBLASWhileTheSlotsClose(t *testing.T) {
+	rt := cudarttest.NewFakeT(t)
+	l := newGemmLayout(t, 1)
+	lib, err := cublas.Open(rt)
+	require.NoError(t, err)
+	s, err := pool.NewSlots(rt, 1, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, BLAS: lib})
+	require.NoError(t, err)
+	sl, err := s.Acquire(context.Background(), "request")
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		assert.NoError(t, s.Close())
+	}()
+	for closed := false; !closed; {
+		select {
+		case <-done:
+			closed = true
+		default:
+		}
+		h, err := sl.BLAS()
+		if err != nil {
+			require.ErrorIs(t, err, pool.ErrClosed)
+			continue
+		}
+		if _, err := h.Stream(); err != nil {
+			require.ErrorIs(t, err, pool.ErrClosed)
+		}
+	}
+	_, err = sl.BLAS()
+	require.ErrorIs(t, err, pool.ErrClosed)
 }

@@ -146,7 +146,7 @@ func (b *slotsBackend) captureAll(n int) error {
 			held = append(held, sl)
 			var bufs buffers
 			var st cudart.Stream
-			var h *cublas.Handle
+			var h cublas.Lent
 			if bufs, st, h, err = b.buffers(sl, r); err != nil {
 				break
 			}
@@ -171,7 +171,7 @@ func (b *slotsBackend) captureAll(n int) error {
 }
 
 // buffers are where a request runs in sl.
-func (b *slotsBackend) buffers(sl pool.Slot, r slotRefs) (out buffers, st cudart.Stream, h *cublas.Handle, err error) {
+func (b *slotsBackend) buffers(sl pool.Slot, r slotRefs) (out buffers, st cudart.Stream, h cublas.Lent, err error) {
 	if st, err = sl.Stream(); err != nil {
 		return
 	}

@@ -170,10 +170,16 @@ type buffers struct {
 	async bool
 }
 
+// gemmer queues GEMMs: a *cublas.Handle of the program's, or a slot's,
+// lent to the request (cublas.Lent).
+type gemmer interface {
+	Gemm(cublas.Gemm) error
+}
+
 // enqueue queues one request of rows batch rows on s, with h bound to s:
 // the input in, three layers ping-ponging between x and y, the output out.
 // Nothing waits.
-func (m *model) enqueue(s cudart.Stream, h *cublas.Handle, b buffers, rows int) (err error) {
+func (m *model) enqueue(s cudart.Stream, h gemmer, b buffers, rows int) (err error) {
 	for _, p := range []*cudart.DevicePtr{&b.x, &b.y} {
 		if !b.async {
 			break
@@ -217,7 +223,7 @@ func (m *model) enqueue(s cudart.Stream, h *cublas.Handle, b buffers, rows int) 
 // run serves one request of rows batch rows in b on s: x fills the input,
 // the work is queued (graph g, or call by call when g is 0), the host
 // waits for it, and x reads the output.
-func (m *model) run(s cudart.Stream, h *cublas.Handle, b buffers, rows int, g cudart.GraphExec, x exchange) error {
+func (m *model) run(s cudart.Stream, h gemmer, b buffers, rows int, g cudart.GraphExec, x exchange) error {
 	if err := x.fill(b.in); err != nil {
 		return err
 	}
@@ -239,7 +245,7 @@ func (m *model) run(s cudart.Stream, h *cublas.Handle, b buffers, rows int, g cu
 // capture records enqueue on s into an instantiated graph, counts the
 // graph's nodes and launches it once. The capture is thread-local, so other goroutines' CUDA
 // calls go on meanwhile, and must end on the thread that began it.
-func (m *model) capture(s cudart.Stream, h *cublas.Handle, b buffers, rows int) (cudart.GraphExec, cudart.GraphNodeCounts, error) {
+func (m *model) capture(s cudart.Stream, h gemmer, b buffers, rows int) (cudart.GraphExec, cudart.GraphNodeCounts, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := m.rt.StreamBeginCapture(dev, s, cudart.CaptureModeThreadLocal); err != nil {

@@ -229,7 +229,9 @@ func (s *suite) testBLAS(t *testing.T) {
 
 	_, stream := s.stream(t)
 	h := s.handle(t, l, stream)
-	require.Equal(t, cublas.MathDefault, h.MathMode(), "TF32 is off on a new handle")
+	mode, err := h.MathMode()
+	require.NoError(t, err)
+	require.Equal(t, cublas.MathDefault, mode, "TF32 is off on a new handle")
 	ws := devMem{s.malloc(t, 32<<20), 32 << 20, s.dev}
 	require.NoError(t, h.SetWorkspace(ws), "SetWorkspace")
 
@@ -305,13 +307,17 @@ func (s *suite) testBLAS(t *testing.T) {
 		h2 := s.handle(t, l, stream)
 		small := devMem{ws.p, cublas.MinWorkspace - 1, s.dev}
 		require.ErrorIs(t, h2.SetWorkspace(small), cublas.ErrInvalidWorkspace)
-		require.True(t, h2.Workspace() == nil, "a refused workspace is not kept")
+		kept, err := h2.Workspace()
+		require.NoError(t, err)
+		require.True(t, kept == nil, "a refused workspace is not kept")
 		other := devMem{ws.p, ws.n, s.dev + 1}
 		require.ErrorIs(t, h2.SetWorkspace(other), cublas.ErrInvalidWorkspace, "a workspace on another device")
 		require.NoError(t, h2.SetWorkspace(ws))
 		_, stream2 := s.stream(t)
 		require.NoError(t, h2.SetStream(stream2))
-		require.Equal(t, cublas.Workspace(ws), h2.Workspace(), "SetStream keeps the workspace")
+		kept, err = h2.Workspace()
+		require.NoError(t, err)
+		require.Equal(t, cublas.Workspace(ws), kept, "SetStream keeps the workspace")
 		require.NoError(t, h2.Close())
 		require.NoError(t, h2.Close(), "a second Close")
 		require.ErrorIs(t, h2.Gemm(cublas.Gemm{}), cublas.ErrClosed)
