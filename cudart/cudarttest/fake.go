@@ -76,6 +76,10 @@ type deviceState struct {
 	// DeviceReset included, once a reset followed a fatal fault: kept
 	// across resets, as only a new process recovers.
 	lost *failure
+	// blasModule is whether cuBLAS's kernels are loaded into the device's
+	// context (blasModuleCharge, counted in used): from the first
+	// cublasCreate until a reset ends the context.
+	blasModule bool
 }
 
 // chunks is the chunk pool of allocations of kind k.

@@ -14,8 +14,13 @@ const (
 	// allocation the program sees, from cublasCreate to cublasDestroy, and
 	// blasContextCharge what the device's first live handle takes beside
 	// it, until its last is destroyed: 64 MiB and 2 MiB on an H100.
+	// blasModuleCharge is what the first cublasCreate on a device loads
+	// into its context (cuBLAS's kernels, loaded lazily, CUDA's default)
+	// and keeps until the context ends: 2 MiB on 1-, 2- and 4-GPU H100
+	// hosts alike, whatever the devices visible.
 	blasHandleCharge  = 64 << 20
 	blasContextCharge = 2 << 20
+	blasModuleCharge  = 2 << 20
 )
 
 // blasState is the fake's cuBLAS handles.
@@ -131,9 +136,15 @@ func (f *Fake) blasNoDevice(c blas.Call, fr *blas.Frame) blas.Status {
 }
 
 func (f *Fake) blasCreate(device int, fr *blas.Frame) blas.Status {
-	if x := f.charge(device, blasHandleCharge+f.blasFirst(device)); x != nil {
+	ds := &f.devs[device]
+	var module uint64
+	if !ds.blasModule {
+		module = blasModuleCharge
+	}
+	if x := f.charge(device, blasHandleCharge+f.blasFirst(device)+module); x != nil {
 		return blas.StatusAllocFailed
 	}
+	ds.blasModule = true
 	if f.blas.handles == nil {
 		f.blas.handles = make(map[uintptr]*blasHandle)
 	}
