@@ -9,13 +9,14 @@ import (
 	"github.com/cudapool/cudapool/pool"
 )
 
-// newBenchCache is a Cache of small's pages with no memory tool listening,
+// newBenchCache is a Cache of small's pages, on a pool with a pinned arena
+// for page tables, with no memory tool listening,
 // as in production (CUDA on a GPU host, else the fake without its memcheck):
 // with one, every change re-annotates the pages, which is what a tool run
 // costs, not the allocator.
 func newBenchCache(b *testing.B, pages int) *Cache {
 	rt := cudarttest.Open(b, cudarttest.WithoutMemcheck())
-	p, err := pool.New(rt, pool.WithDeviceBytes(64<<20), pool.WithHostBytes(0))
+	p, err := pool.New(rt, pool.WithDeviceBytes(64<<20), pool.WithHostBytes(1<<20))
 	require.NoError(b, err)
 	b.Cleanup(func() { require.NoError(b, p.Close()) })
 	c, err := New(rt, p, small, WithPages(pages))

@@ -24,6 +24,7 @@ const none int32 = -1
 // goroutine at a time (the scheduler's), as vLLM's block manager does.
 type Cache struct {
 	rt      cudart.Runtime
+	pool    *pool.Pool
 	streams cudart.Streams
 	dev     int
 	cfg     config
@@ -115,7 +116,7 @@ func New(rt cudart.Runtime, p *pool.Pool, l Layout, opts ...Option) (*Cache, err
 		return nil, fmt.Errorf("kvcache: %w", err)
 	}
 	c := &Cache{
-		rt: rt, streams: streams, dev: p.Device(), cfg: cfg, layout: l,
+		rt: rt, pool: p, streams: streams, dev: p.Device(), cfg: cfg, layout: l,
 		tokenBytes: tokenBytes, pageBytes: pageBytes, stride: stride,
 		buf: buf, base: base, n: int32(pages),
 		ref: make([]int32, pages), fill: make([]int32, pages),

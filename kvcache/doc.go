@@ -34,13 +34,21 @@
 // Scope narrows the regions to a batch's pages, so that a read of another
 // sequence's page is reported too.
 //
+// Kernels find the pages through page tables (NewTables): a batch's page
+// ids as a [rows][maxPages] int32 table and its lengths as [rows] int32, in
+// the pool's device arena, laid out for one launch. Tables.Sync brings them
+// up to date on the cache's stream, copying from a pinned staging ring in
+// the pool's host arena only the entries that changed since its last call:
+// in a decode step, the lengths and the page ids taken since.
+//
 // Admit tells a scheduler whether a new prompt and n tokens after it fit,
 // keeping a watermark of pages free for the running sequences; a refusal
 // is a *NoPagesError with the pages needed and free, matching ErrNoPages.
 //
 // Taking and returning a page is O(1) and allocates nothing: a stack of
 // free page ids and an intrusive doubly linked LRU list of cached ones, in
-// slices made by New.
+// slices made by New. Sync allocates nothing either (the runtime's calls
+// may: the fake's copies do).
 //
 // # Caveats
 //

@@ -56,3 +56,46 @@ func Example() {
 	// pages used 4, free 4; hits 2; utilization 0.29
 	// refused: needs 7 pages, 4 free
 }
+
+// Page tables for a kernel: a batch's page ids and lengths in device
+// memory, copied from a pinned staging ring only where they changed.
+func ExampleTables() {
+	rt := cudarttest.NewFake()
+	p, err := pool.New(rt, pool.WithDeviceBytes(16<<20), pool.WithHostBytes(1<<20))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	layout := kvcache.Layout{Layers: 2, KVHeads: 2, HeadDim: 64, DType: kvcache.FP16, PageTokens: 16}
+	c, err := kvcache.New(rt, p, layout, kvcache.WithPages(64))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	tables, err := c.NewTables(8, 32) // batches of up to 8 sequences of up to 32 pages
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer tables.Close()
+	batch := []kvcache.Seq{c.Create(), c.Create()}
+	for step := range 20 {
+		for _, s := range batch {
+			if _, err := s.Append([]int32{int32(step)}); err != nil {
+				fmt.Println(err)
+				return
+			}
+		}
+		b, err := tables.Sync(batch)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		_ = b // a kernel launch takes b.Table, b.Lens, b.Rows and b.MaxPages
+	}
+	st := tables.Stats()
+	fmt.Printf("%d syncs, %d copies, %d B\n", st.Syncs, st.Copies, st.Bytes)
+	// Output:
+	// 20 syncs, 24 copies, 176 B
+}

@@ -22,6 +22,7 @@ type seqState struct {
 	n     int     // tokens held
 	pages []int32 // page ids, in token order
 	chain uint64  // prefix hash of the last full page, rootHash when none
+	epoch uint32  // counts the rewrites of pages[:len(pages)] in place (copy-on-write), which page tables copy again
 }
 
 // Create starts an empty sequence.
@@ -240,6 +241,7 @@ func (c *Cache) copyLast(st *seqState) error {
 	c.filled += uint64(c.fill[id])
 	c.put(last)
 	st.pages[len(st.pages)-1] = id
+	st.epoch++
 	c.copies++
 	return nil
 }
