@@ -30,6 +30,7 @@ func load(runtimes, drivers []string) (loaded, error) {
 	// it must never be unmapped.
 	ld.driverPath, ld.driverErr = b.open(calls.DriverLibrary, drivers, rtldNoDelete)
 	ld.prefetchLocation = b.prefetchTakesLocation()
+	ld.noStreamGetDevice = b.fns[calls.StreamGetDevice] == 0
 	return ld, nil
 }
 
@@ -54,7 +55,7 @@ func (b *library) open(which calls.Library, paths []string, flags int) (string, 
 				continue
 			}
 			needed++
-			if fns[c] = lookup(h, c); fns[c] == 0 {
+			if fns[c] = lookup(h, c); fns[c] == 0 && !c.Optional() {
 				missing = append(missing, c.String())
 			}
 		}

@@ -52,6 +52,9 @@ type lib struct {
 	// cudaMemLocation and flags (CUDA 13, or _v2 from 12.2) rather than a
 	// device ordinal.
 	prefetchLocation bool
+	// noStreamGetDevice: the runtime lacks cudaStreamGetDevice (before
+	// CUDA 12.8); StreamDevice answers from what the Library made.
+	noStreamGetDevice bool
 
 	closed    atomic.Bool
 	vmmDevice atomic.Int64 // the device of the last MemCreate

@@ -17,6 +17,7 @@ type registry struct {
 	modules   map[Module]moduleInfo
 	functions map[Function]functionInfo
 	dead      map[Stream]struct{} // streams destroyed and not handed out again
+	streams   map[Stream]int      // live streams from StreamCreate, by device
 }
 
 type moduleInfo struct {
@@ -106,12 +107,16 @@ func (g *registry) checkLaunch(fn Function, device int, grid, block Dim3, args [
 	return fi.entry.Name, nil
 }
 
-// streamCreated notes that CUDA handed out s, which may reuse the handle of
-// a destroyed stream.
-func (g *registry) streamCreated(s Stream) {
+// streamCreated notes that CUDA handed out s on device, which may reuse the
+// handle of a destroyed stream.
+func (g *registry) streamCreated(s Stream, device int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.dead, s)
+	if g.streams == nil {
+		g.streams = make(map[Stream]int)
+	}
+	g.streams[s] = device
 }
 
 func (g *registry) streamDestroyed(s Stream) {
@@ -121,6 +126,15 @@ func (g *registry) streamDestroyed(s Stream) {
 		g.dead = make(map[Stream]struct{})
 	}
 	g.dead[s] = struct{}{}
+	delete(g.streams, s)
+}
+
+// streamDevice is the device StreamCreate made s on, if it made s.
+func (g *registry) streamDevice(s Stream) (int, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	d, ok := g.streams[s]
+	return d, ok
 }
 
 // destroyed reports whether s was destroyed through this Library.

@@ -14,7 +14,7 @@ func (l *lib) StreamCreate(device int) (Stream, error) {
 	if r.code != 0 {
 		return 0, l.fail(calls.StreamCreate, r, "() on device %d", device)
 	}
-	l.handles.streamCreated(Stream(r.a))
+	l.handles.streamCreated(Stream(r.a), device)
 	return Stream(r.a), nil
 }
 
@@ -69,6 +69,43 @@ func (l *lib) StreamDestroy(device int, s Stream) error {
 	}
 	l.handles.streamDestroyed(s)
 	return nil
+}
+
+// The special stream handles: cudaStreamLegacy and cudaStreamPerThread,
+// which, like the legacy default stream 0, name a stream of whichever device
+// is current.
+const (
+	streamLegacy    Stream = 1
+	streamPerThread Stream = 2
+)
+
+// StreamDevice is cudaStreamGetDevice with device selected: the device s
+// belongs to; device itself for the legacy default stream (0),
+// cudaStreamLegacy and cudaStreamPerThread, which name the current device's.
+// Where the runtime lacks the call (before CUDA 12.8), it answers for those
+// and for the streams StreamCreate made, and a stream made elsewhere is an
+// error matching ErrNotSupported: its device is unknowable then.
+func (l *lib) StreamDevice(device int, s Stream) (int, error) {
+	if l.unusable() {
+		return 0, closedError(calls.StreamGetDevice)
+	}
+	if x := l.handles.staleStream(s); x != nil {
+		return 0, x.err(calls.StreamGetDevice, "(stream 0x%x) on device %d", uintptr(s), device)
+	}
+	if l.noStreamGetDevice {
+		if s == 0 || s == streamLegacy || s == streamPerThread {
+			return device, nil
+		}
+		if d, ok := l.handles.streamDevice(s); ok {
+			return d, nil
+		}
+		return 0, refused(calls.StreamGetDevice, ErrNotSupported, "the CUDA runtime, older than 12.8, lacks it, and StreamCreate did not make the stream", "(stream 0x%x) on device %d", uintptr(s), device)
+	}
+	r := l.call(calls.StreamGetDevice, device, uintptr(s))
+	if r.code != 0 {
+		return 0, l.fail(calls.StreamGetDevice, r, "(stream 0x%x) on device %d", uintptr(s), device)
+	}
+	return int(int32(r.a)), nil
 }
 
 // MemcpyAsync is cudaMemcpyAsync on device and stream s, with the checks of

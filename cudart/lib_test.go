@@ -46,6 +46,7 @@ func methods() []method {
 		{"StreamSynchronize", true, func(l *lib, dev int) error { return l.StreamSynchronize(dev, 1) }},
 		{"StreamQuery", true, func(l *lib, dev int) error { _, err := l.StreamQuery(dev, 1); return err }},
 		{"StreamDestroy", true, func(l *lib, dev int) error { return l.StreamDestroy(dev, 1) }},
+		{"StreamDevice", true, func(l *lib, dev int) error { _, err := l.StreamDevice(dev, 0x10); return err }},
 		{"MemcpyAsync", true, func(l *lib, dev int) error { return l.MemcpyAsync(dev, h, d, DeviceToHost, 1) }},
 		{"MemsetAsync", true, func(l *lib, dev int) error { return l.MemsetAsync(dev, 0x1000, 7, 64, 1) }},
 		{"HostAlloc", true, func(l *lib, dev int) error { _, err := l.HostAlloc(dev, 64, HostAllocMapped); return err }},
@@ -334,3 +335,31 @@ func TestFailFallsBackToKnownNames(t *testing.T) {
 type silentRecorder struct{ *recorder }
 
 func (silentRecorder) text(Code, calls.Library) (string, string) { return "", "" }
+
+// Without cudaStreamGetDevice (before CUDA 12.8), StreamDevice answers for
+// the special streams and those StreamCreate made, calling nothing, and
+// says ErrNotSupported of a stream made elsewhere.
+func TestStreamDeviceWithoutTheCall(t *testing.T) {
+	rec := newRecorder()
+	l := newRecorderLib(rec, nil)
+	l.noStreamGetDevice = true
+	const s Stream = 0x1000
+	l.handles.streamCreated(s, 2) // as StreamCreate on device 2 notes it
+	for _, c := range []struct {
+		s    Stream
+		want int
+	}{{s, 2}, {0, 1}, {streamLegacy, 1}, {streamPerThread, 1}} {
+		got, err := l.StreamDevice(1, c.s)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, got, "stream 0x%x", uintptr(c.s))
+	}
+	_, err := l.StreamDevice(1, 0x7777)
+	require.ErrorIs(t, err, ErrNotSupported)
+	assert.Contains(t, err.Error(), "cudaStreamGetDevice")
+	assert.Empty(t, rec.calls, "nothing asked of CUDA")
+	require.NoError(t, l.StreamDestroy(2, s))
+	rec.calls = nil
+	_, err = l.StreamDevice(1, s)
+	require.ErrorIs(t, err, ErrInvalidResourceHandle, "a destroyed stream")
+	assert.Empty(t, rec.calls)
+}

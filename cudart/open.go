@@ -93,7 +93,7 @@ func Open(opts ...Option) (Library, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &lib{be: ld.be, path: ld.path, driverPath: ld.driverPath, driverErr: ld.driverErr, prefetchLocation: ld.prefetchLocation}, nil
+	return &lib{be: ld.be, path: ld.path, driverPath: ld.driverPath, driverErr: ld.driverErr, prefetchLocation: ld.prefetchLocation, noStreamGetDevice: ld.noStreamGetDevice}, nil
 }
 
 // loaded is what load found.
@@ -103,7 +103,8 @@ type loaded struct {
 	driverPath string // the driver's file; empty when not loaded
 	driverErr  error  // why the driver is not loaded, wrapping ErrNoDriverLibrary
 
-	prefetchLocation bool // see lib.prefetchLocation
+	prefetchLocation  bool // see lib.prefetchLocation
+	noStreamGetDevice bool // see lib.noStreamGetDevice
 }
 
 // candidates lists the paths to try in order, without repeats: the option's

@@ -46,6 +46,12 @@ type Streams interface {
 	StreamQuery(device int, s Stream) (bool, error)
 	// StreamDestroy is cudaStreamDestroy.
 	StreamDestroy(device int, s Stream) error
+	// StreamDevice is cudaStreamGetDevice, with device selected: the device
+	// s belongs to. The legacy default stream (0), cudaStreamLegacy and
+	// cudaStreamPerThread belong to the device selected, device itself.
+	// Before CUDA 12.8, which added the call, a Library knows only the
+	// streams its StreamCreate made, and says ErrNotSupported of others.
+	StreamDevice(device int, s Stream) (int, error)
 	// MemcpyAsync is cudaMemcpyAsync on s. Host memory must stay alive and
 	// unchanged until the stream is synchronised.
 	MemcpyAsync(device int, dst, src Mem, kind MemcpyKind, s Stream) error

@@ -28,6 +28,7 @@ func fakeMethods(f *cudarttest.Fake) map[string]func() {
 		"Memset":                      func() { _ = f.Memset(0, 0x1000, 7, 64) },
 		"DeviceSynchronize":           func() { _ = f.DeviceSynchronize(0) },
 		"StreamCreate":                func() { _, _ = f.StreamCreate(0) },
+		"StreamDevice":                func() { _, _ = f.StreamDevice(0, 0) },
 		"StreamSynchronize":           func() { _ = f.StreamSynchronize(0, 0) },
 		"StreamQuery":                 func() { _, _ = f.StreamQuery(0, 0) },
 		"StreamDestroy":               func() { _ = f.StreamDestroy(0, 1) },

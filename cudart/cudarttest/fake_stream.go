@@ -87,6 +87,20 @@ func (f *Fake) StreamDestroy(device int, s cudart.Stream) error {
 	return nil
 }
 
+// StreamDevice is cudaStreamGetDevice: the device s was made on; device
+// itself for the legacy default stream (0), cudaStreamLegacy and
+// cudaStreamPerThread, which name the selected device's. A destroyed or
+// unknown stream fails with cudaErrorInvalidResourceHandle.
+func (f *Fake) StreamDevice(device int, s cudart.Stream) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	qdev, x := f.streamCall(calls.StreamGetDevice, device, s)
+	if x != nil {
+		return 0, x.err(calls.StreamGetDevice, "(0x%x)", uintptr(s))
+	}
+	return qdev, nil
+}
+
 // MemcpyAsync is cudaMemcpyAsync: Memcpy's checks at once, and the copy
 // queued on s, as CUDA does with pinned host memory and device memory. With
 // pageable host memory CUDA copies at once what it can: a pageable source

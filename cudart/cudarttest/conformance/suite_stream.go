@@ -92,6 +92,38 @@ func (s *suite) testStreams(t *testing.T) {
 		require.NoError(t, st.StreamSynchronize(other, stream))
 		assert.True(t, bytes.Equal(in, out), "a round trip on device %d's stream", other)
 	})
+	t.Run("StreamDevice", func(t *testing.T) {
+		// A created stream is its device's; the legacy default stream (0),
+		// cudaStreamLegacy (1) and cudaStreamPerThread (2) name the
+		// selected device's, as CUDA documents of the special handles for
+		// a stream's context (cuStreamGetCtx).
+		stream, err := st.StreamCreate(s.dev)
+		require.NoError(t, err)
+		got, err := st.StreamDevice(s.dev, stream)
+		require.NoError(t, err)
+		assert.Equal(t, s.dev, got, "a stream of device %d", s.dev)
+		count, err := s.rt.DeviceCount()
+		require.NoError(t, err)
+		for d := range count {
+			for _, special := range []cudart.Stream{0, 1, 2} {
+				got, err := st.StreamDevice(d, special)
+				require.NoError(t, err)
+				assert.Equal(t, d, got, "stream 0x%x with device %d selected", uintptr(special), d)
+			}
+			if d == s.dev {
+				continue
+			}
+			other, err := st.StreamCreate(d)
+			require.NoError(t, err)
+			once(t, calls.StreamDestroy, func() error { return st.StreamDestroy(d, other) })
+			got, err := st.StreamDevice(s.dev, other)
+			require.NoError(t, err)
+			assert.Equal(t, d, got, "device %d's stream, asked with device %d selected", d, s.dev)
+		}
+		require.NoError(t, st.StreamDestroy(s.dev, stream))
+		_, err = st.StreamDevice(s.dev, stream)
+		require.ErrorIs(t, err, cudart.ErrInvalidResourceHandle, "a destroyed stream is refused before CUDA sees it")
+	})
 	t.Run("DefaultStream", func(t *testing.T) {
 		copy(in, pattern(51, n))
 		clear(out)

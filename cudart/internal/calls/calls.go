@@ -48,6 +48,7 @@ const (
 	StreamSynchronize
 	StreamQuery
 	StreamDestroy
+	StreamGetDevice
 	MallocManaged
 	MemPrefetchAsync
 	MallocAsync
@@ -220,6 +221,7 @@ var table = [Count]callInfo{
 	StreamSynchronize:       {"cudaStreamSynchronize", RuntimeLibrary, CapStreams, []string{"StreamSynchronize"}, true, []Arg{ArgAddr}, ResultRuntime, ""},
 	StreamQuery:             {"cudaStreamQuery", RuntimeLibrary, CapStreams, []string{"StreamQuery"}, true, []Arg{ArgAddr}, ResultRuntime, ""},
 	StreamDestroy:           {"cudaStreamDestroy", RuntimeLibrary, CapStreams, []string{"StreamDestroy"}, true, []Arg{ArgAddr}, ResultRuntime, ""},
+	StreamGetDevice:         {"cudaStreamGetDevice", RuntimeLibrary, CapStreams, []string{"StreamDevice"}, true, []Arg{ArgAddr, ArgOut}, ResultRuntime, ""},
 	MallocManaged:           {"cudaMallocManaged", RuntimeLibrary, CapManaged, []string{"MallocManaged"}, true, []Arg{ArgOut, ArgSize, ArgInt}, ResultRuntime, ""},
 	MemPrefetchAsync:        {"cudaMemPrefetchAsync", RuntimeLibrary, CapManaged, []string{"MemPrefetchAsync"}, true, []Arg{ArgAddr, ArgSize, ArgLoc, ArgInt, ArgAddr}, ResultRuntime, "cudaMemPrefetchAsync_v2"},
 	MallocAsync:             {"cudaMallocAsync", RuntimeLibrary, CapAsyncAllocator, []string{"MallocAsync"}, true, []Arg{ArgOut, ArgSize, ArgAddr}, ResultRuntime, ""},
@@ -263,6 +265,14 @@ var table = [Count]callInfo{
 	CuModuleUnload:                {"cuModuleUnload", DriverLibrary, CapKernels, []string{"ModuleUnload"}, true, []Arg{ArgAddr}, ResultDriver, ""},
 	CuLaunchKernel:                {"cuLaunchKernel", DriverLibrary, CapKernels, []string{"LaunchKernel"}, true, []Arg{ArgAddr, ArgInt, ArgInt, ArgInt, ArgInt, ArgInt, ArgInt, ArgInt, ArgAddr, ArgParams, ArgAddr}, ResultDriver, ""},
 }
+
+// optional are the calls a runtime the binding takes may lack, which Open
+// loads without: cudaStreamGetDevice came with CUDA 12.8.
+var optional = [Count]bool{StreamGetDevice: true}
+
+// Optional reports whether Open loads a library that lacks c; the method
+// that makes c then says what it can without it.
+func (c Call) Optional() bool { return c < Count && optional[c] }
 
 // String is the CUDA name, e.g. "cudaMalloc".
 func (c Call) String() string {
