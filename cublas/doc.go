@@ -56,7 +56,14 @@
 // and the other sentinels. The binding refuses, before cuBLAS sees them, the
 // arguments that would make cuBLAS read or write memory at address 0, or
 // whose sizes do not fit its int, with ErrInvalidValue; calls on a closed
-// handle with ErrClosed; an unusable workspace with ErrInvalidWorkspace.
+// handle with ErrClosed; an unusable workspace (released, too small, on
+// another device or at address 0) with ErrInvalidWorkspace; a stream of
+// another device than the handle's with ErrInvalidStream, at NewHandle and
+// SetStream. The stream's device is the runtime's answer
+// (cudart.Streams.StreamDevice): a runtime older than CUDA 12.8 knows it
+// only for the streams its StreamCreate made, and a stream made elsewhere
+// is taken unchecked there. A setter that fails changes nothing, in cuBLAS
+// or in the Handle.
 //
 // # Adding a cuBLAS call
 //

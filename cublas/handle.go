@@ -1,6 +1,7 @@
 package cublas
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -70,6 +71,9 @@ func (l *Library) NewHandle(device int, s cudart.Stream) (*Handle, error) {
 	if l == nil {
 		return nil, fmt.Errorf("%w: nil Library", ErrClosed)
 	}
+	if err := l.streamOn(device, s); err != nil {
+		return nil, err
+	}
 	f := getFrame()
 	defer putFrame(f)
 	st, err := l.be.Invoke(device, blas.Create, f)
@@ -132,6 +136,11 @@ func (h *Handle) SetStream(s cudart.Stream) error {
 		return err
 	}
 	defer h.mu.Unlock()
+	if s != h.cur.stream {
+		if err := h.l.streamOn(h.device, s); err != nil {
+			return err
+		}
+	}
 	if err := h.setStream(f, s, false); err != nil {
 		return err
 	}
@@ -169,6 +178,28 @@ func (h *Handle) setStream(f *blas.Frame, s cudart.Stream, always bool) error {
 		h.cur.wsPtr = wsPtr
 	}
 	h.cur.stream = s
+	return nil
+}
+
+// streamOn refuses s for a handle of device unless s is a stream of device,
+// as far as the runtime can tell (cudart.Streams.StreamDevice): cuBLAS
+// takes another device's stream, and a GEMM queued on it runs, on CUDA, to
+// leave both devices unusable (cudaErrorDevicesUnavailable). A stream whose
+// device the runtime cannot tell is taken.
+func (l *Library) streamOn(device int, s cudart.Stream) error {
+	st, ok := l.rt.(cudart.Streams)
+	if !ok {
+		return nil
+	}
+	d, err := st.StreamDevice(device, s)
+	switch {
+	case errors.Is(err, cudart.ErrNotSupported):
+		return nil
+	case err != nil:
+		return fmt.Errorf("%w: stream 0x%x for a handle of device %d: %w", ErrInvalidStream, uintptr(s), device, err)
+	case d != device:
+		return fmt.Errorf("%w: stream 0x%x is device %d's, the handle device %d's: a GEMM queued on it would leave both devices unusable", ErrInvalidStream, uintptr(s), d, device)
+	}
 	return nil
 }
 

@@ -15,7 +15,8 @@ import (
 // other streams is not waited for: list every stream that touches the pool.
 // The runtime must implement cudart.Events. Each stream is checked when
 // given, by recording its event on it: one CUDA does not know (never
-// created, or destroyed) makes New fail with ErrInvalidStream. UseStreams
+// created, or destroyed), or one of another device, makes New fail with
+// ErrInvalidStream. UseStreams
 // adds streams created later, and ForgetStreams drops them.
 func WithStreams(streams ...cudart.Stream) Option {
 	s := slices.Clone(streams)
@@ -24,7 +25,8 @@ func WithStreams(streams ...cudart.Stream) Option {
 
 // UseStreams adds streams to those ReleaseAll and Close wait for (see
 // WithStreams). A stream given twice is waited for once. A stream CUDA does
-// not know is refused with ErrInvalidStream, and then none is added.
+// not know, or one of another device, is refused with ErrInvalidStream, and
+// then none is added.
 func (p *Pool) UseStreams(streams ...cudart.Stream) error {
 	return p.locked(func() error { return p.addStreams(streams, true) })
 }
@@ -104,6 +106,9 @@ func (p *Pool) addStreams(streams []cudart.Stream, check bool) error {
 				added = append(added, s)
 				continue
 			}
+			if err := p.onDevice(s); err != nil {
+				return err
+			}
 			if err := ev.EventRecord(p.dev, e, s); err != nil {
 				return streamError("check", s, err)
 			}
@@ -121,6 +126,26 @@ func (p *Pool) addStreams(streams []cudart.Stream, check bool) error {
 	}
 	p.streams = append(p.streams, added...)
 	p.events = append(p.events, events...)
+	return nil
+}
+
+// onDevice refuses s unless it is a stream of the pool's device, as far as
+// the runtime can tell (cudart.Streams.StreamDevice; a runtime before CUDA
+// 12.8 cannot for a stream it did not make, which is taken).
+func (p *Pool) onDevice(s cudart.Stream) error {
+	st, ok := p.rt.(cudart.Streams)
+	if !ok {
+		return nil
+	}
+	d, err := st.StreamDevice(p.dev, s)
+	switch {
+	case errors.Is(err, cudart.ErrNotSupported):
+		return nil
+	case err != nil:
+		return streamError("check", s, err)
+	case d != p.dev:
+		return fmt.Errorf("%w: stream %#x is device %d's, the pool device %d's", ErrInvalidStream, uintptr(s), d, p.dev)
+	}
 	return nil
 }
 

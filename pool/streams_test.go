@@ -123,3 +123,19 @@ func TestADestroyedStreamIsNamedAndCanBeForgotten(t *testing.T) {
 	require.NoError(t, p.ReleaseAll())
 	assert.Equal(t, []string{"cudaDeviceSynchronize"}, f.Calls(), "with no stream left, the whole device")
 }
+
+// A stream of another device is refused at New and UseStreams, naming both
+// devices: the pool's event cannot be recorded there.
+func TestAnotherDevicesStreamIsRefused(t *testing.T) {
+	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
+	s1, err := f.StreamCreate(1)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, f.StreamDestroy(1, s1)) })
+	_, err = pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithStreams(s1))
+	require.ErrorIs(t, err, pool.ErrInvalidStream)
+	assert.Contains(t, err.Error(), "device 1's, the pool device 0's")
+	p, err := pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(0))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, p.Close()) })
+	require.ErrorIs(t, p.UseStreams(s1), pool.ErrInvalidStream)
+}

@@ -313,6 +313,10 @@ func (s *suite) testBLAS(t *testing.T) {
 		require.True(t, kept == nil, "a refused workspace is not kept")
 		other := devMem{ws.p, ws.n, s.dev + 1}
 		require.ErrorIs(t, h2.SetWorkspace(other), cublas.ErrInvalidWorkspace, "a workspace on another device")
+		// cuBLAS takes a workspace at address 0 (measured on an H100), and
+		// its next GEMM faults the device: the binding refuses it.
+		require.ErrorIs(t, h2.SetWorkspace(devMem{0, ws.n, s.dev}), cublas.ErrInvalidWorkspace, "a workspace at address 0")
+		s.gemmOn(t, st, h2, s.dev, stream)
 		require.NoError(t, h2.SetWorkspace(ws))
 		_, stream2 := s.stream(t)
 		require.NoError(t, h2.SetStream(stream2))
@@ -325,23 +329,36 @@ func (s *suite) testBLAS(t *testing.T) {
 	})
 
 	t.Run("OtherDevicesStream", func(t *testing.T) {
-		// A handle of one device on a stream of another: cuBLAS takes the
-		// stream, and its kernel fails to launch there.
+		// cuBLAS takes a stream of another device than the handle's, and
+		// on CUDA a GEMM queued there returns success and leaves the
+		// device unusable (cudaErrorDevicesUnavailable to every call): the
+		// binding refuses the stream at NewHandle and SetStream, and both
+		// devices work after.
 		count, err := s.rt.DeviceCount()
 		require.NoError(t, err)
 		if count < 2 {
-			t.Skip("one device")
+			t.Skip("needs 2 devices; this host has 1")
 		}
 		other := (s.dev + 1) % count
-		stream, err := st.StreamCreate(other)
+		otherStream, err := st.StreamCreate(other)
 		require.NoError(t, err)
-		once(t, calls.StreamDestroy, func() error { return st.StreamDestroy(other, stream) })
+		once(t, calls.StreamDestroy, func() error { return st.StreamDestroy(other, otherStream) })
+		_, err = l.NewHandle(s.dev, otherStream)
+		require.ErrorIs(t, err, cublas.ErrInvalidStream, "NewHandle on device %d's stream", other)
+		assert.Contains(t, err.Error(), fmt.Sprintf("device %d's, the handle device %d's", other, s.dev))
+		t.Logf("NewHandle: %v", err)
 		h2 := s.handle(t, l, stream)
-		p := s.malloc(t, 16*16*4)
-		m := cublas.Matrix{Ptr: p, Type: cublas.Float32, LD: 16}
-		err = h2.Gemm(cublas.Gemm{M: 16, N: 16, K: 16, Alpha: 1, A: m, B: m, C: m})
-		t.Logf("a GEMM of device %d's handle on device %d's stream: %v", s.dev, other, err)
-		require.ErrorIs(t, err, cublas.ErrExecutionFailed)
+		err = h2.SetStream(otherStream)
+		require.ErrorIs(t, err, cublas.ErrInvalidStream, "SetStream to device %d's stream", other)
+		t.Logf("SetStream: %v", err)
+		got, err := h2.Stream()
+		require.NoError(t, err)
+		require.Equal(t, stream, got, "the refused SetStream changed nothing")
+		s.gemmOn(t, st, h2, s.dev, stream)
+		h3, err := l.NewHandle(other, otherStream)
+		require.NoError(t, err, "a handle of device %d on its own stream", other)
+		t.Cleanup(func() { assert.NoError(t, h3.Close()) })
+		s.gemmOn(t, st, h3, other, otherStream)
 	})
 	t.Run("GraphWithWorkspace", func(t *testing.T) {
 		counts, grew := s.captureGemms(t, h, st, stream)
@@ -358,6 +375,25 @@ func (s *suite) testBLAS(t *testing.T) {
 		require.Equal(t, 3, counts[cudart.GraphNodeMemAlloc], "cuBLAS allocates its workspace in the graph, a node a GEMM")
 		require.Equal(t, 3, counts[cudart.GraphNodeMemFree])
 	})
+}
+
+// gemmOn runs 2·3 as a 1×1 GEMM on h, of device dev, on stream, and checks
+// the product: the device works.
+func (s *suite) gemmOn(t *testing.T, st cudart.Streams, h *cublas.Handle, dev int, stream cudart.Stream) {
+	t.Helper()
+	p, err := s.rt.Malloc(dev, 768)
+	require.NoError(t, err, calls.Malloc)
+	once(t, calls.Free, func() error { return s.rt.Free(dev, p) })
+	in := make([]byte, 260)
+	binary.LittleEndian.PutUint32(in, math.Float32bits(2))
+	binary.LittleEndian.PutUint32(in[256:], math.Float32bits(3))
+	require.NoError(t, s.rt.Memcpy(dev, cudart.DeviceMem(p, 260), cudart.HostMem(in), cudart.HostToDevice), calls.Memcpy)
+	m := func(off uint64) cublas.Matrix { return cublas.Matrix{Ptr: p.Add(off), Type: cublas.Float32, LD: 1} }
+	require.NoError(t, h.Gemm(cublas.Gemm{M: 1, N: 1, K: 1, Alpha: 1, A: m(0), B: m(256), C: m(512)}), "a GEMM on device %d", dev)
+	require.NoError(t, st.StreamSynchronize(dev, stream), "device %d", dev)
+	out := make([]byte, 4)
+	require.NoError(t, s.rt.Memcpy(dev, cudart.HostMem(out), cudart.DeviceMem(p.Add(512), 4), cudart.DeviceToHost), calls.Memcpy)
+	require.Equal(t, float32(6), math.Float32frombits(binary.LittleEndian.Uint32(out)), "2·3 on device %d", dev)
 }
 
 // captureGemms captures three 256×256×256 SGEMMs on h's stream, replays the
