@@ -31,7 +31,7 @@ func toolListens(rt cudart.Runtime, device int) bool {
 // page of a sequence outside the batch) is then reported, naming the page
 // and the sequence that holds it. Scope with no sequence widens it again to
 // every page held. The copies the cache queues itself are always allowed.
-// Freed sequences in batch hold nothing. With no tool listening Scope does
+// Freed and swapped-out sequences in batch hold nothing. With no tool listening Scope does
 // nothing. An error is the tool's refusal.
 func (c *Cache) Scope(batch ...Seq) error {
 	if !c.annotated {
@@ -51,6 +51,9 @@ func (c *Cache) annotate(extra ...int32) error {
 	}
 	holders := make(map[int32][]int32)
 	add := func(id int32, st *seqState) {
+		if st.swapped {
+			return
+		}
 		for _, p := range st.pages {
 			holders[p] = append(holders[p], id)
 		}

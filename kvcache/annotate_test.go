@@ -14,10 +14,10 @@ import (
 // newCheckedCache is a Cache on a fake that enforces the memory
 // annotations (NewFakeT's default), whose pool is closed at the end even
 // after a sticky fault.
-func newCheckedCache(t *testing.T, pages int) (*Cache, *cudarttest.Fake) {
+func newCheckedCache(t *testing.T, pages int, opts ...Option) (*Cache, *cudarttest.Fake) {
 	t.Helper()
 	rt := cudarttest.NewFakeT(t)
-	p, err := pool.New(rt, pool.WithDeviceBytes(1<<20), pool.WithHostBytes(0))
+	p, err := pool.New(rt, pool.WithDeviceBytes(1<<20), pool.WithHostBytes(1<<20))
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		if rt.DeviceSynchronize(0) != nil {
@@ -27,7 +27,7 @@ func newCheckedCache(t *testing.T, pages int) (*Cache, *cudarttest.Fake) {
 		}
 		require.NoError(t, p.Close())
 	})
-	c, err := New(rt, p, small, WithPages(pages))
+	c, err := New(rt, p, small, append([]Option{WithPages(pages)}, opts...)...)
 	require.NoError(t, err)
 	require.True(t, c.annotated, "the fake listens")
 	return c, rt

@@ -54,11 +54,19 @@ type Cache struct {
 
 	seqs     []seqState
 	freeSeqs []int32
-	scratch  []int32 // Append's prefix hits, kept to spare an allocation a call
+	scratch  []int32 // Append's prefix hits and SwapIn's pages, kept to spare an allocation a call
+
+	// The swap space (swap.go): host pages in the pool's pinned arena, a
+	// stack of the free ones, and the token ids of each.
+	swapBuf  []byte
+	swapFree []int32
+	swapToks []int32
 
 	held                            int    // pages held by a sequence
 	filled                          uint64 // tokens in held pages, each page once
 	hits, misses, copies, evictions uint64
+	swapped                         int // host pages holding swapped-out sequences
+	swapOuts, swapIns               uint64
 
 	pub published // for Var's readers
 
@@ -108,12 +116,25 @@ func New(rt cudart.Runtime, p *pool.Pool, l Layout, opts ...Option) (*Cache, err
 	if err != nil {
 		return nil, fmt.Errorf("kvcache: %d pages of %s: %w", pages, bytesize.Format(stride), err)
 	}
+	var swap *pool.Buffer
+	if cfg.swap > 0 {
+		swap, err = p.WantHost(uint64(cfg.swap)*stride, pool.Name(fmt.Sprintf("kvcache swap space (%d × %s)", cfg.swap, bytesize.Format(stride))))
+		if err != nil {
+			return nil, fmt.Errorf("kvcache: swap space of %d pages of %s: %w", cfg.swap, bytesize.Format(stride), err)
+		}
+	}
 	if err := p.Satisfy(); err != nil {
 		return nil, fmt.Errorf("kvcache: place %d pages of %s: %w", pages, bytesize.Format(stride), err)
 	}
 	base, err := buf.Ptr()
 	if err != nil {
 		return nil, fmt.Errorf("kvcache: %w", err)
+	}
+	var swapBuf []byte
+	if swap != nil {
+		if swapBuf, err = swap.Bytes(); err != nil {
+			return nil, fmt.Errorf("kvcache: %w", err)
+		}
 	}
 	c := &Cache{
 		rt: rt, pool: p, streams: streams, dev: p.Device(), cfg: cfg, layout: l,
@@ -125,12 +146,16 @@ func New(rt cudart.Runtime, p *pool.Pool, l Layout, opts ...Option) (*Cache, err
 		toks: make([]int32, pages*l.PageTokens),
 		free: make([]int32, pages),
 		head: none, tail: none,
-		index:     make(map[uint64]int32, pages),
+		index:   make(map[uint64]int32, pages),
+		swapBuf: swapBuf, swapFree: make([]int32, cfg.swap), swapToks: make([]int32, cfg.swap*l.PageTokens),
 		annotated: toolListens(rt, p.Device()),
 	}
 	// Page 0 on top of the stack: the first pages taken are the lowest.
 	for i := range c.free {
 		c.free[i] = int32(pages - 1 - i)
+	}
+	for i := range c.swapFree {
+		c.swapFree[i] = int32(cfg.swap - 1 - i)
 	}
 	return c, nil
 }

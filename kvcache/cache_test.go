@@ -16,7 +16,8 @@ import (
 // 16 dims in FP16.
 var small = Layout{Layers: 2, KVHeads: 2, HeadDim: 16, DType: FP16, PageTokens: 4}
 
-// newCache is a Cache of small's pages on a fresh pool of the runtime
+// newCache is a Cache of small's pages on a fresh pool (64 MiB of device
+// arena, 1 MiB pinned for page tables and swap space) of the runtime
 // cudarttest.Open gives: CUDA on a GPU host, else the fake.
 func newCache(t testing.TB, opts ...Option) (*Cache, cudart.Full, *pool.Pool) {
 	t.Helper()
@@ -27,7 +28,7 @@ func newCache(t testing.TB, opts ...Option) (*Cache, cudart.Full, *pool.Pool) {
 // features (fault injection, the memory tool's names).
 func newCacheOn(t testing.TB, rt cudart.Full, opts ...Option) (*Cache, cudart.Full, *pool.Pool) {
 	t.Helper()
-	p, err := pool.New(rt, pool.WithDeviceBytes(64<<20), pool.WithHostBytes(0))
+	p, err := pool.New(rt, pool.WithDeviceBytes(64<<20), pool.WithHostBytes(1<<20))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
 	c, err := New(rt, p, small, opts...)

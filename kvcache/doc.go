@@ -41,6 +41,13 @@
 // the pool's host arena only the entries that changed since its last call:
 // in a decode step, the lengths and the page ids taken since.
 //
+// A sequence preempted when the pages run out is swapped out (SwapOut):
+// its pages are copied on the cache's stream to host pages of a swap space
+// in the pool's pinned host arena (WithSwap) and are free on the device
+// until SwapIn takes pages again and copies them back; a refusal for want
+// of pages, on either side, is a *NoPagesError. Stats counts the pages
+// swapped each way.
+//
 // Admit tells a scheduler whether a new prompt and n tokens after it fit,
 // keeping a watermark of pages free for the running sequences; a refusal
 // is a *NoPagesError with the pages needed and free, matching ErrNoPages.

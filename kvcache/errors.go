@@ -13,14 +13,20 @@ var ErrInvalidLayout = errors.New("kvcache: invalid layout")
 // range, or in conflict with another.
 var ErrInvalidOption = errors.New("kvcache: invalid option")
 
-// ErrNoPages means an Append, Fork or admission needs more pages than are
-// free (cached pages no sequence holds count as free). It is matched by
+// ErrNoPages means an Append, admission or swap needs more pages than are
+// free (cached pages no sequence holds count as free), or a SwapOut more
+// host pages than the swap space has free. It is matched by
 // every *NoPagesError.
 var ErrNoPages = errors.New("kvcache: not enough free pages")
 
 // ErrFreed means a Seq was used after Free: its handle no longer names a
 // sequence.
 var ErrFreed = errors.New("kvcache: sequence freed")
+
+// ErrSwapped means a sequence is swapped out (SwapOut) and holds no device
+// page, so it cannot be appended to, forked or laid out in page tables
+// until SwapIn; or that SwapIn was asked of one that is not.
+var ErrSwapped = errors.New("kvcache: sequence swapped out")
 
 // ErrInvalidSeq means a Seq was not made by this Cache (the zero Seq, or one
 // of another Cache).
@@ -29,11 +35,12 @@ var ErrInvalidSeq = errors.New("kvcache: invalid sequence")
 // NoPagesError is a refusal for want of pages: what was asked, how many
 // pages it needs and how many are free. It matches ErrNoPages.
 type NoPagesError struct {
-	Op      string // what was refused: "Append", "Fork", "Admit"
+	Op      string // what was refused: "Append", "Admit", "SwapOut", "SwapIn"
 	Seq     int    // the sequence's id, or -1 for a new one
 	Needed  int    // pages the operation needs
 	Free    int    // pages free now, cached ones no sequence holds included
 	Reserve int    // pages kept free by the watermark, for Admit; 0 otherwise
+	Host    bool   // the pages are host pages of the swap space (SwapOut)
 }
 
 // Error says what was asked and what is free.
@@ -41,6 +48,9 @@ func (e *NoPagesError) Error() string {
 	who := "a new sequence"
 	if e.Seq >= 0 {
 		who = fmt.Sprintf("sequence %d", e.Seq)
+	}
+	if e.Host {
+		return fmt.Sprintf("kvcache: not enough free pages: %s for %s needs %d host page(s) of the swap space; %d free", e.Op, who, e.Needed, e.Free)
 	}
 	if e.Reserve > 0 {
 		return fmt.Sprintf("kvcache: not enough free pages: %s for %s needs %d page(s); %d free, %d of them kept by the watermark", e.Op, who, e.Needed, e.Free, e.Reserve)

@@ -99,3 +99,40 @@ func ExampleTables() {
 	// Output:
 	// 20 syncs, 24 copies, 176 B
 }
+
+// A sequence preempted to the pinned host arena and brought back.
+func ExampleSeq_SwapOut() {
+	rt := cudarttest.NewFake()
+	p, err := pool.New(rt, pool.WithDeviceBytes(16<<20), pool.WithHostBytes(1<<20))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	layout := kvcache.Layout{Layers: 2, KVHeads: 2, HeadDim: 64, DType: kvcache.FP16, PageTokens: 16}
+	c, err := kvcache.New(rt, p, layout, kvcache.WithPages(4), kvcache.WithSwap(4))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	a := c.Create()
+	if _, err := a.Append(make([]int32, 40)); err != nil { // 3 pages
+		fmt.Println(err)
+		return
+	}
+	if err := a.SwapOut(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	st := c.Stats()
+	fmt.Printf("swapped out: %d pages on the host, %d in use on the device\n", st.Swapped, st.Used)
+	if err := a.SwapIn(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	st = c.Stats()
+	fmt.Printf("swapped in: %d tokens in %d pages; %d pages out, %d in\n", a.Len(), st.Used, st.SwapOuts, st.SwapIns)
+	// Output:
+	// swapped out: 3 pages on the host, 0 in use on the device
+	// swapped in: 40 tokens in 3 pages; 3 pages out, 3 in
+}

@@ -11,12 +11,28 @@ import (
 // checkInvariants holds the cache's books against its sequences: every
 // page is held, cached or free and only one of those; a page's count is the
 // number of sequences that hold it; the LRU list and the index agree with
-// the pages; the token counts and utilization follow.
+// the pages; the token counts and utilization follow; a swapped-out
+// sequence holds no device page, and the host pages of the swap space are
+// each free or a swapped-out sequence's.
 func checkInvariants(t *testing.T, c *Cache, live []Seq) {
 	t.Helper()
 	holders := make([]int32, c.n)
 	tokens := 0
+	swapped := map[int32]bool{}
+	for _, id := range c.swapFree {
+		swapped[id] = true
+	}
 	for _, s := range live {
+		if s.Swapped() {
+			st, err := s.state()
+			require.NoError(t, err)
+			require.Equal(t, (s.Len()+c.layout.PageTokens-1)/c.layout.PageTokens, len(st.pages), "%v holds the host pages its tokens need", s)
+			for _, slot := range st.pages {
+				require.False(t, swapped[slot], "host page %d is free or held twice", slot)
+				swapped[slot] = true
+			}
+			continue
+		}
 		ids, err := s.Pages(nil)
 		require.NoError(t, err)
 		require.Equal(t, (s.Len()+c.layout.PageTokens-1)/c.layout.PageTokens, len(ids), "%v holds the pages its tokens need", s)
@@ -28,6 +44,8 @@ func checkInvariants(t *testing.T, c *Cache, live []Seq) {
 		}
 		tokens += s.Len()
 	}
+	require.Len(t, swapped, c.cfg.swap, "every host page is free or held")
+	require.Equal(t, c.cfg.swap-len(c.swapFree), c.swapped)
 	state := make([]byte, c.n) // 'h'eld, 'c'ached, 'f'ree
 	for id, k := range holders {
 		require.Equal(t, k, c.ref[id], "page %d's count", id)
@@ -80,7 +98,7 @@ func TestInvariantsUnderRandomOperations(t *testing.T) {
 		steps = 600
 	}
 	for seed := uint64(1); seed <= 4; seed++ {
-		c, _, _ := newCache(t, WithPages(24))
+		c, _, _ := newCache(t, WithPages(24), WithSwap(12))
 		r := rand.New(rand.NewPCG(seed, seed))
 		var live []Seq
 		refused := 0
@@ -96,7 +114,9 @@ func TestInvariantsUnderRandomOperations(t *testing.T) {
 				}
 				before := s.Len()
 				cached, err := s.Append(toks(from, 1+r.IntN(9)))
-				if err != nil {
+				if s.Swapped() {
+					require.ErrorIs(t, err, ErrSwapped)
+				} else if err != nil {
 					require.ErrorIs(t, err, ErrNoPages)
 					require.Equal(t, before, s.Len(), "a refused Append changes nothing")
 					refused++
@@ -104,9 +124,17 @@ func TestInvariantsUnderRandomOperations(t *testing.T) {
 					require.GreaterOrEqual(t, s.Len()-before, cached)
 				}
 			case op < 8:
-				f, err := live[r.IntN(len(live))].Fork()
-				require.NoError(t, err)
-				live = append(live, f)
+				if s := live[r.IntN(len(live))]; s.Swapped() {
+					if err := s.SwapIn(); err != nil {
+						require.ErrorIs(t, err, ErrNoPages)
+					}
+				} else if r.IntN(2) == 0 {
+					f, err := s.Fork()
+					require.NoError(t, err)
+					live = append(live, f)
+				} else if err := s.SwapOut(); err != nil {
+					require.ErrorIs(t, err, ErrNoPages)
+				}
 			default:
 				i := r.IntN(len(live))
 				require.NoError(t, live[i].Free())
@@ -119,5 +147,6 @@ func TestInvariantsUnderRandomOperations(t *testing.T) {
 		assert.Positive(t, st.Copies, "seed %d: pages were copied on write", seed)
 		assert.Positive(t, st.Evictions, "seed %d: cached pages were evicted", seed)
 		assert.Positive(t, refused, "seed %d: the cache ran out", seed)
+		assert.Positive(t, st.SwapIns, "seed %d: sequences were swapped in", seed)
 	}
 }

@@ -26,6 +26,7 @@ type config struct {
 	fraction  float64
 	watermark float64
 	stream    cudart.Stream
+	swap      int // host pages of the swap space
 }
 
 func defaults() config { return config{fraction: 0.9, watermark: 0.01} }
@@ -102,7 +103,22 @@ func WithWatermark(f float64) Option {
 	})
 }
 
-// WithStream queues the cache's device copies (copy-on-write) on s, the
+// WithSwap reserves a swap space of n host pages in the pool's pinned host
+// arena (placed with the device pages by New), which SwapOut moves
+// preempted sequences' pages to. The default is none: SwapOut refuses
+// every sequence with pages.
+func WithSwap(n int) Option {
+	return option(func(c *config) error {
+		if n < 0 || n > maxPages {
+			return fmt.Errorf("%w: WithSwap(%d): want 0 to %d", ErrInvalidOption, n, maxPages)
+		}
+		c.swap = n
+		return nil
+	})
+}
+
+// WithStream queues the cache's copies (copy-on-write, page tables,
+// swapping) on s, the
 // stream the program's kernels read the pages on, so that a copy runs after
 // the kernels queued before it and before those queued after. The default is
 // the legacy default stream.

@@ -17,12 +17,13 @@ type Seq struct {
 }
 
 type seqState struct {
-	gen   uint32 // the generation its live handles carry
-	live  bool
-	n     int     // tokens held
-	pages []int32 // page ids, in token order
-	chain uint64  // prefix hash of the last full page, rootHash when none
-	epoch uint32  // counts the rewrites of pages[:len(pages)] in place (copy-on-write), which page tables copy again
+	gen     uint32 // the generation its live handles carry
+	live    bool
+	n       int     // tokens held
+	pages   []int32 // page ids, in token order
+	chain   uint64  // prefix hash of the last full page, rootHash when none
+	swapped bool    // pages holds host pages of the swap space (SwapOut)
+	epoch   uint32  // counts the rewrites of pages[:len(pages)] in place (copy-on-write), which page tables copy again
 }
 
 // Create starts an empty sequence.
@@ -75,8 +76,9 @@ func (s Seq) Len() int {
 
 // Pages appends the sequence's page ids, in token order, to dst and
 // returns it: token t is in page ids[t / PageTokens], row t % PageTokens.
+// A swapped-out sequence has none: ErrSwapped.
 func (s Seq) Pages(dst []int32) ([]int32, error) {
-	st, err := s.state()
+	st, err := s.live()
 	if err != nil {
 		return dst, err
 	}
@@ -99,12 +101,12 @@ func (s Seq) Pages(dst []int32) ([]int32, error) {
 // stream write the copy.
 //
 // Append changes nothing when it fails: an error wraps ErrNoPages (a
-// *NoPagesError) when the pages it needs are not free, ErrFreed or
-// ErrInvalidSeq for a bad handle, or the CUDA error of the copy. Only the
+// *NoPagesError) when the pages it needs are not free, ErrFreed,
+// ErrInvalidSeq or ErrSwapped for a bad handle, or the CUDA error of the copy. Only the
 // memory tool's refusal of the new pages' annotation (when one listens)
 // comes after the change.
 func (s Seq) Append(tokens []int32) (cached int, err error) {
-	st, err := s.state()
+	st, err := s.live()
 	if err != nil {
 		return 0, err
 	}
@@ -255,10 +257,10 @@ func (c *Cache) pageTokens(id int32) []int32 {
 // page held once more: beam search and parallel sampling share the prompt
 // this way. The two part at their next Append, which copies a shared last
 // page that is not full. Fork takes no page, so it fails only for a bad
-// handle (ErrFreed, ErrInvalidSeq), or with the memory tool's refusal of
+// handle (ErrFreed, ErrInvalidSeq, ErrSwapped), or with the memory tool's refusal of
 // the annotation, after the fork.
 func (s Seq) Fork() (Seq, error) {
-	if _, err := s.state(); err != nil {
+	if _, err := s.live(); err != nil {
 		return Seq{}, err
 	}
 	c := s.c
@@ -277,7 +279,8 @@ func (s Seq) Fork() (Seq, error) {
 // Free gives back the sequence's pages: a page no other sequence holds is
 // free again, and stays cached for prefix reuse while it is full, until it
 // is taken (least recently freed first; a sequence's later pages before its
-// earlier ones, which more sequences share). Every copy of s is refused
+// earlier ones, which more sequences share); a swapped-out sequence's host
+// pages are free again. Every copy of s is refused
 // after, with ErrFreed. An error other than ErrFreed or ErrInvalidSeq is
 // the memory tool's refusal of the annotation, after the pages were freed.
 func (s Seq) Free() error {
@@ -285,10 +288,15 @@ func (s Seq) Free() error {
 	if err != nil {
 		return err
 	}
-	for i := len(st.pages) - 1; i >= 0; i-- {
-		s.c.put(st.pages[i])
+	if st.swapped {
+		s.c.swapFree = append(s.c.swapFree, st.pages...)
+		s.c.swapped -= len(st.pages)
+	} else {
+		for i := len(st.pages) - 1; i >= 0; i-- {
+			s.c.put(st.pages[i])
+		}
 	}
-	st.pages, st.n, st.live = st.pages[:0], 0, false
+	st.pages, st.n, st.live, st.swapped = st.pages[:0], 0, false, false
 	st.gen++
 	s.c.freeSeqs = append(s.c.freeSeqs, s.id)
 	s.c.publish()

@@ -27,6 +27,11 @@ type Stats struct {
 	Misses    uint64 // whole pages appended that were not
 	Copies    uint64 // copy-on-write copies queued
 	Evictions uint64 // cached pages taken for new contents
+
+	SwapPages int    // host pages in the swap space (WithSwap)
+	Swapped   int    // of them, those holding swapped-out sequences' pages
+	SwapOuts  uint64 // pages copied to the swap space
+	SwapIns   uint64 // pages copied back from it
 }
 
 // Stats returns a snapshot. Like every method of the Cache, it must be
@@ -40,15 +45,17 @@ func (c *Cache) counts() [numCounts]uint64 {
 	return [numCounts]uint64{
 		uint64(c.held), uint64(c.lruLen), uint64(len(c.free)), uint64(len(c.seqs) - len(c.freeSeqs)),
 		c.filled, c.hits, c.misses, c.copies, c.evictions,
+		uint64(c.swapped), c.swapOuts, c.swapIns,
 	}
 }
 
-const numCounts = 9
+const numCounts = 12
 
 func (c *Cache) statsOf(k [numCounts]uint64) Stats {
 	s := Stats{
 		Pages: int(c.n), Used: int(k[0]), Cached: int(k[1]), Free: int(k[2]), Seqs: int(k[3]),
 		Tokens: k[4], Hits: k[5], Misses: k[6], Copies: k[7], Evictions: k[8],
+		SwapPages: c.cfg.swap, Swapped: int(k[9]), SwapOuts: k[10], SwapIns: k[11],
 		Reserved: uint64(c.n) * c.stride,
 	}
 	s.TokenBytes = s.Tokens * c.tokenBytes
@@ -99,8 +106,8 @@ func (p *published) read() [numCounts]uint64 {
 //
 //	expvar.Publish("kvcache", cache.Var())
 //
-// Var must be called by the owner; from then on every Create, Append, Fork
-// and Free also publishes the counts, which the value reads. The value is
+// Var must be called by the owner; from then on every Create, Append, Fork,
+// Free, SwapOut and SwapIn also publishes the counts, which the value reads. The value is
 // as of the owner's last such call.
 func (c *Cache) Var() StatsVar {
 	c.pub.on.Store(true)

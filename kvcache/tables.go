@@ -159,7 +159,8 @@ func (t *Tables) Stats() TableStats {
 // own.
 //
 // An error wraps ErrInvalidOption (more sequences than Rows, one longer
-// than MaxPages pages), ErrFreed or ErrInvalidSeq, and changes nothing; or
+// than MaxPages pages), ErrFreed, ErrInvalidSeq or ErrSwapped, and
+// changes nothing; or
 // it is the runtime's refusal of a copy, after which the rows not copied
 // are copied whole at the next Sync.
 func (t *Tables) Sync(batch []Seq) (Batch, error) {
@@ -256,7 +257,7 @@ func (t *Tables) state(s Seq) (*seqState, error) {
 	if s.c != t.c {
 		return nil, fmt.Errorf("%w: %v is not of this cache", ErrInvalidSeq, s)
 	}
-	return s.state()
+	return s.live()
 }
 
 // copySpan writes sp's values at staging offset off and queues their copy,

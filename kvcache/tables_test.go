@@ -226,7 +226,7 @@ func TestNewTablesRefuses(t *testing.T) {
 		{"no rows", 0, 4, ErrInvalidOption},
 		{"no pages", 4, 0, ErrInvalidOption},
 		{"overflow", maxInt, maxPages32, ErrInvalidOption},
-		{"no pinned arena", 4, 4, pool.ErrNoArena},
+		{"more than the pinned arena", 1024, 1024, pool.ErrExhausted},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := c.NewTables(tt.rows, tt.maxPages)

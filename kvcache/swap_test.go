@@ -1,0 +1,213 @@
+package kvcache
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
+)
+
+// randomPages fills each of s's pages whole with random bytes and returns
+// them, page by page.
+func randomPages(t *testing.T, c *Cache, rt cudart.Runtime, s Seq, seed uint64) [][]byte {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, seed))
+	var out [][]byte
+	for _, id := range pagesOf(t, s) {
+		b := make([]byte, c.PageBytes())
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		fillPage(t, c, rt, id, b)
+		out = append(out, b)
+	}
+	return out
+}
+
+// TestSwapRestoresContentsExactly: a sequence swapped out gives its pages
+// back, another sequence takes and overwrites them all, and swapped in
+// (once pages are free) the sequence's pages hold its bytes again, and it
+// goes on: appends, and its full pages are found by prefix.
+func TestSwapRestoresContentsExactly(t *testing.T) {
+	c, rt, _ := newCache(t, WithPages(6), WithSwap(4))
+	a := c.Create()
+	_, err := a.Append(toks(0, 10)) // 2 full pages and 2 tokens
+	require.NoError(t, err)
+	want := randomPages(t, c, rt, a, 1)
+
+	require.NoError(t, a.SwapOut())
+	assert.True(t, a.Swapped())
+	assert.Equal(t, 10, a.Len())
+	st := c.Stats()
+	assert.Equal(t, Stats{Pages: 6, Cached: 2, Free: 4, Seqs: 1, Reserved: 6 << 10, Misses: 2,
+		SwapPages: 4, Swapped: 3, SwapOuts: 3}, st, "its pages are free on the device, the full ones cached")
+
+	o := c.Create()
+	_, err = o.Append(toks(1000, 6*small.PageTokens)) // every page, the cached ones evicted
+	require.NoError(t, err)
+	randomPages(t, c, rt, o, 2)
+	before := c.Stats()
+	err = a.SwapIn()
+	var np *NoPagesError
+	require.ErrorAs(t, err, &np)
+	assert.Equal(t, NoPagesError{Op: "SwapIn", Seq: a.ID(), Needed: 3, Free: 0}, *np)
+	assert.Equal(t, before, c.Stats(), "a refused SwapIn changes nothing")
+	assert.True(t, a.Swapped())
+
+	require.NoError(t, o.Free())
+	require.NoError(t, a.SwapIn())
+	assert.False(t, a.Swapped())
+	require.NoError(t, rt.DeviceSynchronize(0))
+	for i, id := range pagesOf(t, a) {
+		assert.True(t, bytes.Equal(want[i], readPage(t, c, rt, id, len(want[i]))), "page %d of a (page id %d) holds its bytes again", i, id)
+	}
+	st = c.Stats()
+	assert.Equal(t, 0, st.Swapped)
+	assert.Equal(t, uint64(3), st.SwapIns)
+	assert.Equal(t, uint64(10), st.Tokens)
+
+	_, err = a.Append(toks(10, 3)) // fills the third page
+	require.NoError(t, err)
+	b := c.Create()
+	cached, err := b.Append(toks(0, 12))
+	require.NoError(t, err)
+	assert.Equal(t, 12, cached, "a's pages are found by prefix again")
+	checkInvariants(t, c, []Seq{a, b})
+}
+
+// TestSwapOfASharedPage: a page a fork shares stays on the device for the
+// fork when one of the two is swapped out, and the one swapped in gets a
+// copy of its own.
+func TestSwapOfASharedPage(t *testing.T) {
+	c, rt, _ := newCache(t, WithPages(8), WithSwap(4))
+	a := c.Create()
+	_, err := a.Append(toks(0, 6))
+	require.NoError(t, err)
+	want := randomPages(t, c, rt, a, 3)
+	f, err := a.Fork()
+	require.NoError(t, err)
+	require.NoError(t, a.SwapOut())
+	assert.Equal(t, 2, c.Stats().Used, "f holds them")
+	_, err = f.Append(toks(6, 1)) // its own last page now: no copy
+	require.NoError(t, err)
+	assert.Zero(t, c.Stats().Copies)
+	require.NoError(t, a.SwapIn())
+	require.NoError(t, rt.DeviceSynchronize(0))
+	pa := pagesOf(t, a)
+	for i, id := range pa {
+		assert.True(t, bytes.Equal(want[i], readPage(t, c, rt, id, len(want[i]))), "page %d of a", i)
+	}
+	d := c.Create()
+	cached, err := d.Append(toks(0, 4))
+	require.NoError(t, err)
+	assert.Equal(t, 4, cached)
+	checkInvariants(t, c, []Seq{a, f, d})
+}
+
+func TestSwapRefusals(t *testing.T) {
+	c, _, _ := newCache(t, WithPages(8), WithSwap(2))
+	a := c.Create()
+	_, err := a.Append(toks(0, 9))
+	require.NoError(t, err)
+	err = a.SwapOut()
+	var np *NoPagesError
+	require.ErrorAs(t, err, &np)
+	require.ErrorIs(t, err, ErrNoPages)
+	assert.Equal(t, NoPagesError{Op: "SwapOut", Seq: a.ID(), Needed: 3, Free: 2, Host: true}, *np)
+	assert.Equal(t, "kvcache: not enough free pages: SwapOut for sequence 0 needs 3 host page(s) of the swap space; 2 free", err.Error())
+	assert.False(t, a.Swapped())
+	require.ErrorIs(t, a.SwapIn(), ErrSwapped, "not swapped out")
+
+	b := c.Create()
+	_, err = b.Append(toks(100, 5))
+	require.NoError(t, err)
+	require.NoError(t, b.SwapOut())
+	require.ErrorIs(t, b.SwapOut(), ErrSwapped)
+	_, err = b.Append(toks(105, 1))
+	require.ErrorIs(t, err, ErrSwapped)
+	_, err = b.Fork()
+	require.ErrorIs(t, err, ErrSwapped)
+	_, err = b.Pages(nil)
+	require.ErrorIs(t, err, ErrSwapped)
+	tb, err := c.NewTables(1, 4)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, tb.Close()) }()
+	_, err = tb.Sync([]Seq{b})
+	require.ErrorIs(t, err, ErrSwapped)
+	assert.Equal(t, 2, c.Stats().Swapped)
+	require.NoError(t, b.Free(), "a swapped-out sequence frees its host pages")
+	assert.Zero(t, c.Stats().Swapped)
+	require.NoError(t, a.Free())
+	assert.Equal(t, Stats{Pages: 8, Cached: 3, Free: 5, Reserved: 8 << 10, Misses: 3, SwapPages: 2, SwapOuts: 2}, c.Stats())
+
+	c2, _, _ := newCache(t, WithPages(2))
+	s := c2.Create()
+	_, err = s.Append(toks(0, 1))
+	require.NoError(t, err)
+	require.ErrorIs(t, s.SwapOut(), ErrNoPages, "no swap space")
+}
+
+// TestSwapCopyRefusedChangesNothing: a copy the runtime refuses fails the
+// swap, which leaves the sequence as it was.
+func TestSwapCopyRefusedChangesNothing(t *testing.T) {
+	rt := cudarttest.NewFakeT(t)
+	c, _, _ := newCacheOn(t, rt, WithPages(4), WithSwap(4))
+	a := c.Create()
+	_, err := a.Append(toks(0, 6))
+	require.NoError(t, err)
+	pa := pagesOf(t, a)
+	before := c.Stats()
+	require.NoError(t, rt.FailCallNth("cudaMemcpyAsync", 2, cudart.ErrInvalidValue.Code))
+	err = a.SwapOut()
+	require.ErrorIs(t, err, cudart.ErrInvalidValue)
+	assert.Contains(t, err.Error(), "swap out page")
+	assert.Equal(t, before, c.Stats())
+	assert.Equal(t, pa, pagesOf(t, a))
+
+	require.NoError(t, a.SwapOut())
+	before = c.Stats()
+	require.NoError(t, rt.FailCallNth("cudaMemcpyAsync", 2, cudart.ErrInvalidValue.Code))
+	err = a.SwapIn()
+	require.ErrorIs(t, err, cudart.ErrInvalidValue)
+	assert.True(t, a.Swapped())
+	after := c.Stats()
+	assert.Equal(t, before.Used, after.Used)
+	assert.Equal(t, before.Swapped, after.Swapped)
+	checkInvariants(t, c, []Seq{a})
+	require.NoError(t, a.SwapIn())
+	checkInvariants(t, c, []Seq{a})
+}
+
+// TestSwappedPagesAreNotTheSequencesOnTheFake: with the memory tool
+// listening, swapping out and back in is allowed, and a read of a page the
+// sequence held before it was swapped out faults, naming it.
+func TestSwappedPagesAreNotTheSequencesOnTheFake(t *testing.T) {
+	c, rt := newCheckedCache(t, 8, WithSwap(4))
+	a := c.Create()
+	_, err := a.Append(toks(0, 6))
+	require.NoError(t, err)
+	pa := pagesOf(t, a)
+	require.NoError(t, a.SwapOut())
+	assert.Empty(t, regionNames(t, c, rt))
+	err = readOnStream(c, rt, pa[1])
+	require.ErrorIs(t, err, cudart.ErrIllegalAddress)
+	assert.Contains(t, err.Error(), `it was in "kvcache page 1 (seq 0)"`)
+}
+
+func TestSwapInUnderTheMemoryTool(t *testing.T) {
+	c, rt := newCheckedCache(t, 8, WithSwap(4))
+	a := c.Create()
+	_, err := a.Append(toks(0, 6))
+	require.NoError(t, err)
+	require.NoError(t, a.SwapOut())
+	require.NoError(t, a.SwapIn())
+	assert.Len(t, regionNames(t, c, rt), 2)
+	for _, id := range pagesOf(t, a) {
+		require.NoError(t, readOnStream(c, rt, id))
+	}
+}
