@@ -107,7 +107,7 @@ func New(rt cudart.Runtime, p *pool.Pool, l Layout, opts ...Option) (*Cache, err
 	if p == nil {
 		return nil, fmt.Errorf("%w: nil pool", ErrInvalidOption)
 	}
-	pages, err := cfg.pagesFor(p, stride)
+	pages, err := cfg.pagesFor(rt, p, stride)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +161,7 @@ func New(rt cudart.Runtime, p *pool.Pool, l Layout, opts ...Option) (*Cache, err
 }
 
 // pagesFor is the number of pages the options ask for, in p's device arena.
-func (cfg config) pagesFor(p *pool.Pool, stride uint64) (int, error) {
+func (cfg config) pagesFor(rt cudart.Runtime, p *pool.Pool, stride uint64) (int, error) {
 	var n uint64
 	switch {
 	case cfg.pages > 0:
@@ -169,10 +169,9 @@ func (cfg config) pagesFor(p *pool.Pool, stride uint64) (int, error) {
 	case cfg.bytes > 0:
 		n = cfg.bytes / stride
 	default:
-		d := p.Stats().Device
-		room := uint64(0)
-		if taken := d.Used + d.Pending; d.Pending != math.MaxUint64 && taken < d.Capacity {
-			room = d.Capacity - taken
+		room, err := room(rt, p)
+		if err != nil {
+			return 0, err
 		}
 		n = uint64(float64(room)*cfg.fraction) / stride
 	}
@@ -180,6 +179,32 @@ func (cfg config) pagesFor(p *pool.Pool, stride uint64) (int, error) {
 		return 0, fmt.Errorf("%w: the page arena holds no page of %s", ErrInvalidOption, bytesize.Exact(stride))
 	}
 	return int(min(n, maxPages)), nil
+}
+
+// room is what p's device arena can still give after the buffers placed
+// and queued: its unused bytes, and on a growable arena (mapped less than
+// its address space) no more than the memory it has mapped and not used
+// plus the device's free memory, since every byte placed there is mapped.
+func room(rt cudart.Runtime, p *pool.Pool) (uint64, error) {
+	d := p.Stats().Device
+	taken := d.Used + d.Pending
+	if d.Pending == math.MaxUint64 || taken < d.Used || taken >= d.Capacity {
+		return 0, nil
+	}
+	r := d.Capacity - taken
+	if d.Mapped == d.Capacity {
+		return r, nil
+	}
+	free, _, err := rt.MemGetInfo(p.Device())
+	if err != nil {
+		return 0, fmt.Errorf("kvcache: the device's free memory, for WithFreeFraction on a growable arena: %w", err)
+	}
+	if taken > d.Mapped {
+		free -= min(free, taken-d.Mapped)
+	} else {
+		free += d.Mapped - taken
+	}
+	return min(r, free), nil
 }
 
 // Layout is the layout the Cache was made with.

@@ -13,7 +13,8 @@
 // A Layout (layers, KV heads, head dimension, element type, tokens per
 // page) gives a page's bytes; New places the pages as one buffer of a pool,
 // sized in bytes, in pages, or as a fraction of the arena's room after the
-// model's buffers (WithFreeFraction). A Seq is one sequence: Create, Append
+// model's buffers (WithFreeFraction; on a growable arena, of the device's
+// free memory, mapped at New). A Seq is one sequence: Create, Append
 // token ids (taking pages as needed), Fork (sharing every page, counted by
 // reference), Free. Appending to a partial page another sequence shares
 // copies it first, on the device, on the cache's stream (copy-on-write).

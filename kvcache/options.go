@@ -79,6 +79,15 @@ func WithPages(n int) Option {
 // device arena's room after the buffers already placed or queued in the pool
 // (the model's weights and activations): vLLM's gpu_memory_utilization,
 // applied to the pool's arena rather than the whole GPU. The default is 0.9.
+//
+// On a growable arena (pool.WithGrowableDevice) the room is memory, not
+// address space: what the arena has mapped and not used plus the device's
+// free memory (cudaMemGetInfo) at New, less what the queued buffers will
+// map, and no more than its address space left. New maps the pages at
+// once, as Satisfy maps every buffer placed: the cache does not grow after,
+// and the rest of the device's memory stays for other programs. With f
+// near 1 the mapping, rounded up to whole granules, may not fit: New then
+// fails with the pool's error.
 func WithFreeFraction(f float64) Option {
 	return option(func(c *config) error {
 		if !(f > 0 && f <= 1) {
