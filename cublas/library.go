@@ -8,6 +8,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/blas"
+	"github.com/cudapool/cudapool/internal/dl"
 	"github.com/cudapool/cudapool/internal/opt"
 )
 
@@ -91,32 +92,19 @@ func Open(rt cudart.Runtime, opts ...Option) (*Library, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: the runtime (%T) cannot select devices (cudart.Device), which cuBLAS needs", ErrInvalidOption, rt)
 	}
-	lib, path, err := blas.Load(candidates(c.path), dev.SetDevice)
+	lib, path, err := blas.Load(dl.Candidates(c.path, os.Getenv(EnvLibrary), defaultNames...), dev.SetDevice)
 	if err != nil {
-		var lf *blas.LoadFailure
-		if !errors.As(err, &lf) {
+		var f *dl.Failure
+		if !errors.As(err, &f) {
 			return nil, err
 		}
-		le := &LoadError{Tried: lf.Tried, Err: ErrLibraryNotFound}
-		if lf.Missing {
+		le := &LoadError{Tried: f.Tried, Err: ErrLibraryNotFound}
+		if len(f.Missing) > 0 {
 			le.Err = ErrSymbolNotFound
 		}
 		return nil, le
 	}
 	return &Library{rt: rt, dev: dev, be: lib, path: path}, nil
-}
-
-// candidates lists the paths to try in order, without repeats.
-func candidates(option string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, p := range append([]string{option, os.Getenv(EnvLibrary)}, defaultNames...) {
-		if p != "" && !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // resets is how many times device was reset through cudart.

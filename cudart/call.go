@@ -8,7 +8,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"github.com/cudapool/cudapool/cudart/internal/calls"
-	"github.com/cudapool/cudapool/internal/cstr"
+	"github.com/cudapool/cudapool/internal/dl"
 )
 
 // This file and dl.go are the only ones in the package that use unsafe: here
@@ -206,16 +206,16 @@ func (b *library) text(code Code, which calls.Library) (name, msg string) {
 	if which == calls.RuntimeLibrary {
 		n, _, _ := purego.SyscallN(b.fns[calls.GetErrorName], uintptr(code))
 		m, _, _ := purego.SyscallN(b.fns[calls.GetErrorString], uintptr(code))
-		return cstr.Copy(n), cstr.Copy(m)
+		return dl.GoString(n), dl.GoString(m)
 	}
 	var o [2]uintptr
 	n, _, _ := purego.SyscallN(b.fns[calls.CuGetErrorName], uintptr(code), uintptr(unsafe.Pointer(&o[0])))
 	m, _, _ := purego.SyscallN(b.fns[calls.CuGetErrorString], uintptr(code), uintptr(unsafe.Pointer(&o[1])))
 	if int32(n) == 0 {
-		name = cstr.Copy(o[0])
+		name = dl.GoString(o[0])
 	}
 	if int32(m) == 0 {
-		msg = cstr.Copy(o[1])
+		msg = dl.GoString(o[1])
 	}
 	return name, msg
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"github.com/cudapool/cudapool/cudart/internal/calls"
-	"github.com/cudapool/cudapool/internal/cstr"
+	"github.com/cudapool/cudapool/internal/dl"
 )
 
 // rtldNoDelete is glibc's RTLD_NODELETE, which purego does not name.
@@ -151,7 +151,7 @@ func objectPath(fn uintptr, name string) string {
 	if r, _, _ := purego.SyscallN(dladdr, fn, uintptr(unsafe.Pointer(&info))); r == 0 || info[0] == 0 {
 		return name
 	}
-	return cstr.Copy(info[0])
+	return dl.GoString(info[0])
 }
 
 // close unloads the libraries; the driver stays mapped (RTLD_NODELETE).

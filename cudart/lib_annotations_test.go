@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cudapool/cudapool/cudart/internal/calls"
-	"github.com/cudapool/cudapool/internal/cstr"
+	"github.com/cudapool/cudapool/internal/dl"
 )
 
 // The annotation tests need no CUDA: a lib over the recorder, told of a
@@ -42,7 +42,7 @@ func toolLog(t *testing.T, so string) []string {
 	fn := dlsym(h, "fakenvtx_log")
 	require.NotZero(t, fn)
 	r, _, _ := purego.SyscallN(fn)
-	return strings.Split(strings.TrimSuffix(cstr.Copy(r), "\n"), "\n")
+	return strings.Split(strings.TrimSuffix(dl.GoString(r), "\n"), "\n")
 }
 
 // mapped reports whether so is mapped into the process.

@@ -3,6 +3,7 @@ package cudart
 import (
 	"os"
 
+	"github.com/cudapool/cudapool/internal/dl"
 	"github.com/cudapool/cudapool/internal/opt"
 )
 
@@ -89,7 +90,7 @@ func Open(opts ...Option) (Library, error) {
 	if err := opt.Apply(opts, ErrInvalidOption, func(o Option) error { return o.apply(&c) }); err != nil {
 		return nil, err
 	}
-	ld, err := load(candidates(c.runtimePath, EnvRuntimeLibrary, defaultRuntimeNames), candidates(c.driverPath, EnvDriverLibrary, defaultDriverNames))
+	ld, err := load(dl.Candidates(c.runtimePath, os.Getenv(EnvRuntimeLibrary), defaultRuntimeNames...), dl.Candidates(c.driverPath, os.Getenv(EnvDriverLibrary), defaultDriverNames...))
 	if err != nil {
 		return nil, err
 	}
@@ -105,18 +106,4 @@ type loaded struct {
 
 	prefetchLocation  bool // see lib.prefetchLocation
 	noStreamGetDevice bool // see lib.noStreamGetDevice
-}
-
-// candidates lists the paths to try in order, without repeats: the option's
-// path, the environment variable's, then the defaults.
-func candidates(option, env string, defaults []string) []string {
-	out := make([]string, 0, len(defaults)+2)
-	seen := make(map[string]bool, len(defaults)+2)
-	for _, p := range append([]string{option, os.Getenv(env)}, defaults...) {
-		if p != "" && !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	return out
 }

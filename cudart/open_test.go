@@ -6,25 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func TestCandidates(t *testing.T) {
-	defaults := []string{"libx.so", "libx.so.2"}
-	cases := []struct {
-		name, option, env string
-		want              []string
-	}{
-		{"defaults only", "", "", []string{"libx.so", "libx.so.2"}},
-		{"env first", "", "/env/libx.so", []string{"/env/libx.so", "libx.so", "libx.so.2"}},
-		{"option before env", "/opt/libx.so", "/env/libx.so", []string{"/opt/libx.so", "/env/libx.so", "libx.so", "libx.so.2"}},
-		{"no repeats", "libx.so.2", "libx.so.2", []string{"libx.so.2", "libx.so"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Setenv("CUDAPOOL_TEST_LIB", c.env)
-			assert.Equal(t, c.want, candidates(c.option, "CUDAPOOL_TEST_LIB", defaults))
-		})
-	}
-}
-
 func TestDefaultNames(t *testing.T) {
 	assert.Equal(t, []string{
 		"libcudart.so", "libcudart.so.13", "libcudart.so.12",

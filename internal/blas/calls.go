@@ -1,6 +1,6 @@
 // Package blas is the machinery of the cuBLAS binding: the one table of the
 // cuBLAS functions package cublas calls, the frame their arguments travel in,
-// and the Backend that runs them, libcublas through purego or the fake in
+// and the Backend that runs them, libcublas through internal/dl or the fake in
 // cudarttest. It is not part of a user's API.
 //
 // A new cuBLAS call is a row of the table here (its constant, C name and how
@@ -11,7 +11,8 @@ package blas
 
 import (
 	"fmt"
-	"unsafe"
+
+	"github.com/cudapool/cudapool/internal/dl"
 )
 
 // Call is one cuBLAS function, a row of the table.
@@ -130,25 +131,25 @@ type row struct {
 }
 
 var table = [Count]row{
-	GetStatusName:   {name: "cublasGetStatusName", args: func(f *Frame) []uintptr { return f.put(u32(f.Int)) }, str: true},
-	GetStatusString: {name: "cublasGetStatusString", args: func(f *Frame) []uintptr { return f.put(u32(f.Int)) }, str: true},
-	GetProperty:     {name: "cublasGetProperty", args: func(f *Frame) []uintptr { return f.put(u32(f.Int), f.outAddr()) }, out: true},
+	GetStatusName:   {name: "cublasGetStatusName", args: func(f *Frame) []uintptr { return f.put(dl.Int(f.Int)) }, str: true},
+	GetStatusString: {name: "cublasGetStatusString", args: func(f *Frame) []uintptr { return f.put(dl.Int(f.Int)) }, str: true},
+	GetProperty:     {name: "cublasGetProperty", args: func(f *Frame) []uintptr { return f.put(dl.Int(f.Int), f.outAddr()) }, out: true},
 	Create:          {name: "cublasCreate_v2", device: true, args: func(f *Frame) []uintptr { return f.put(f.outAddr()) }, out: true},
 	Destroy:         {name: "cublasDestroy_v2", device: true, args: func(f *Frame) []uintptr { return f.put(f.Handle) }},
 	SetStream:       {name: "cublasSetStream_v2", device: true, args: func(f *Frame) []uintptr { return f.put(f.Handle, f.Stream) }},
 	SetWorkspace:    {name: "cublasSetWorkspace_v2", device: true, args: func(f *Frame) []uintptr { return f.put(f.Handle, f.Ptr, uintptr(f.Bytes)) }},
-	SetMathMode:     {name: "cublasSetMathMode", device: true, args: func(f *Frame) []uintptr { return f.put(f.Handle, u32(f.Int)) }},
+	SetMathMode:     {name: "cublasSetMathMode", device: true, args: func(f *Frame) []uintptr { return f.put(f.Handle, dl.Int(f.Int)) }},
 	GemmEx: {name: "cublasGemmEx", device: true, args: func(f *Frame) []uintptr {
 		g := &f.G
-		return f.put(f.Handle, u32(g.TransA), u32(g.TransB), u32(g.M), u32(g.N), u32(g.K), f.alpha(),
-			g.A, u32(g.AType), u32(g.LDA), g.B, u32(g.BType), u32(g.LDB), f.beta(),
-			g.C, u32(g.CType), u32(g.LDC), u32(g.Compute), u32(g.Algo))
+		return f.put(f.Handle, dl.Int(g.TransA), dl.Int(g.TransB), dl.Int(g.M), dl.Int(g.N), dl.Int(g.K), f.alpha(),
+			g.A, dl.Int(g.AType), dl.Int(g.LDA), g.B, dl.Int(g.BType), dl.Int(g.LDB), f.beta(),
+			g.C, dl.Int(g.CType), dl.Int(g.LDC), dl.Int(g.Compute), dl.Int(g.Algo))
 	}},
 	GemmStridedBatchedEx: {name: "cublasGemmStridedBatchedEx", device: true, args: func(f *Frame) []uintptr {
 		g := &f.G
-		return f.put(f.Handle, u32(g.TransA), u32(g.TransB), u32(g.M), u32(g.N), u32(g.K), f.alpha(),
-			g.A, u32(g.AType), u32(g.LDA), uintptr(g.StrideA), g.B, u32(g.BType), u32(g.LDB), uintptr(g.StrideB), f.beta(),
-			g.C, u32(g.CType), u32(g.LDC), uintptr(g.StrideC), u32(g.Batch), u32(g.Compute), u32(g.Algo))
+		return f.put(f.Handle, dl.Int(g.TransA), dl.Int(g.TransB), dl.Int(g.M), dl.Int(g.N), dl.Int(g.K), f.alpha(),
+			g.A, dl.Int(g.AType), dl.Int(g.LDA), uintptr(g.StrideA), g.B, dl.Int(g.BType), dl.Int(g.LDB), uintptr(g.StrideB), f.beta(),
+			g.C, dl.Int(g.CType), dl.Int(g.LDC), uintptr(g.StrideC), dl.Int(g.Batch), dl.Int(g.Compute), dl.Int(g.Algo))
 	}},
 }
 
@@ -163,9 +164,6 @@ func (c Call) String() string {
 // Device reports whether c runs on the caller's device.
 func (c Call) Device() bool { return table[c].device }
 
-// u32 is a C int argument: its 32 bits, as the ABI reads them.
-func u32(v int32) uintptr { return uintptr(uint32(v)) }
-
 // put stores the C arguments in f, which keeps them on the heap.
 func (f *Frame) put(a ...uintptr) []uintptr {
 	n := copy(f.args[:], a)
@@ -173,12 +171,12 @@ func (f *Frame) put(a ...uintptr) []uintptr {
 }
 
 // outAddr is the address the call writes its out-parameter through.
-func (f *Frame) outAddr() uintptr { return uintptr(unsafe.Pointer(&f.outSlot)) }
+func (f *Frame) outAddr() uintptr { return dl.Addr(&f.outSlot) }
 
 // alpha and beta are the addresses of the scalars, read by cuBLAS during
 // the call (host pointer mode).
-func (f *Frame) alpha() uintptr { return uintptr(unsafe.Pointer(&f.G.Alpha)) }
-func (f *Frame) beta() uintptr  { return uintptr(unsafe.Pointer(&f.G.Beta)) }
+func (f *Frame) alpha() uintptr { return dl.Addr(&f.G.Alpha) }
+func (f *Frame) beta() uintptr  { return dl.Addr(&f.G.Beta) }
 
 // Backend runs the calls of the table: libcublas (Load) or the fake in
 // cudarttest.
