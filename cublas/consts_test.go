@@ -18,6 +18,9 @@ import (
 // go doc shows an exported constant's value as written: a literal, never a
 // name of an internal package the reader cannot look up.
 func TestExportedConstantsAreLiterals(t *testing.T) {
+	if _, err := os.Stat("handle.go"); err != nil {
+		t.Skip("the package's source is not here: run from the repository")
+	}
 	fset := token.NewFileSet()
 	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
 	require.NoError(t, err)
