@@ -6,7 +6,9 @@ GPU_DIR := .gpu
 # the binding needs none.
 GPU_LDFLAGS := -ldflags='-s -w'
 GPU_ENV := CGO_ENABLED=0
-EXAMPLES := $(filter-out internal,$(notdir $(wildcard examples/*)))
+# The example programs (package main); examples/loadgen is their helper, no
+# program. Expanded where used, so that only make gpu runs go list.
+EXAMPLES = $(notdir $(shell $(GO) list -f '{{if eq .Name "main"}}{{.Dir}}{{end}}' ./examples/...))
 CC ?= gcc
 # Packages whose tests run on a GPU host: name.test is built from each.
 GPU_TESTS := cudapool:. choose:./choose cudart:./cudart cublas:./cublas cudarttest:./cudart/cudarttest conformance:./cudart/cudarttest/conformance pool:./pool vmem:./vmem pinned:./pinned kvcache:./kvcache

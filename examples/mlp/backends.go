@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -255,7 +256,7 @@ func newMutexBackend(m *model, lib *cublas.Library, batches []int, graphs bool) 
 	if b.st, err = m.rt.StreamCreate(dev); err != nil {
 		return nil, err
 	}
-	most := maxInts(batches)
+	most := slices.Max(batches)
 	in, out, act := uint64(4*m.dims[0]*most), uint64(4*m.dims[layers]*most), m.actBytes(most)
 	const slack = 4 << 10 // rounding of each buffer to 256 B
 	if b.p, err = pool.New(m.rt, pool.WithDeviceBytes(2*act+m.paramBytes()+workspace+slack), pool.WithHostBytes(in+out+slack),
@@ -386,7 +387,7 @@ func newAsyncBackend(m *model, lib *cublas.Library, clients int, batches []int, 
 	if err := m.loadParams(b.w); err != nil {
 		return nil, err
 	}
-	most := maxInts(batches)
+	most := slices.Max(batches)
 	b.clients = make([]asyncClient, 0, clients)
 	for range clients {
 		// Kept from the start, for close to free what was taken.
@@ -476,14 +477,6 @@ func destroyGraphs(rt cudart.Full, graphs map[int]cudart.GraphExec) error {
 		errs = append(errs, rt.GraphExecDestroy(dev, g))
 	}
 	return errors.Join(errs...)
-}
-
-func maxInts(v []int) int {
-	m := 0
-	for _, x := range v {
-		m = max(m, x)
-	}
-	return m
 }
 
 // ptrTo stores b's device address in p.

@@ -12,6 +12,7 @@ import (
 	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/loadgen"
 )
 
 // The baselines' names in the tables: cudaMallocAsync's with its clients
@@ -34,7 +35,7 @@ type configuration struct {
 // measured is one timed run of a configuration at one batch size in one
 // launch mode, or a series of them summed up (series.summary).
 type measured struct {
-	result
+	loadgen.Result
 	clients int
 	outside int64 // device bytes taken during the timed requests, outside any pool
 	// runs is how many timed runs a summary stands for, lo and hi the
@@ -136,7 +137,7 @@ func measure(rt *choose.Runtime, c config, stdout, stderr io.Writer) (err error)
 		return fmt.Errorf("1 client, batch %d: %w", c.batches[0], err)
 	}
 	s.report(stdout, bw, launchBound)
-	fmt.Fprintf(stdout, "\nthe run took %v\n", round(time.Since(start)))
+	fmt.Fprintf(stdout, "\nthe run took %v\n", loadgen.Round(time.Since(start)))
 	if c.dump != "" {
 		fmt.Fprintf(stderr, "mlp: writing %s...\n", c.dump)
 		if err := s.dump(c.dump); err != nil {
@@ -246,7 +247,7 @@ func (s *session) measurePair(n, clients int, graphs bool) (err error) {
 			}
 			s.add(graphs, rows, sc.name, s.c.clients, r)
 			s.add(graphs, rows, ac.name, clients, base)
-			p.ratios = append(p.ratios, r.perSecond/base.perSecond)
+			p.ratios = append(p.ratios, r.PerSecond/base.PerSecond)
 		}
 		s.pairs[graphs][rows] = append(s.pairs[graphs][rows], p)
 	}
@@ -278,9 +279,9 @@ func (s *session) measureOne(cf configuration, graphs bool) (err error) {
 // at least, so that every input variant is checked.
 func (s *session) measureBatch(b backend, clients, rows int) (measured, error) {
 	w := s.loads[rows]
-	pass := func(n int, full *worst) (result, error) {
+	pass := func(n int, full *worst) (loadgen.Result, error) {
 		x := requests(w, clients, full)
-		return load(clients, n, func(c, i int) (time.Duration, error) {
+		return loadgen.Run(clients, n, func(c, i int) (time.Duration, error) {
 			return b.serve(context.Background(), c, rows, x(c, i))
 		})
 	}
@@ -303,7 +304,7 @@ func (s *session) measureBatch(b backend, clients, rows int) (measured, error) {
 	if _, err := pass(checked, &s.worst); err != nil {
 		return measured{}, fmt.Errorf("check after: %w", err)
 	}
-	return measured{result: r, clients: clients, outside: int64(before) - int64(after)}, nil
+	return measured{Result: r, clients: clients, outside: int64(before) - int64(after)}, nil
 }
 
 // launchBound measures 1 client at the smallest batch: a slot launching one
@@ -323,7 +324,7 @@ func (s *session) launchBound() ([]measured, error) {
 			if err != nil {
 				return nil, err
 			}
-			r.name = fmt.Sprintf("%s, %s", cf.name, launchName(graphs))
+			r.Name = fmt.Sprintf("%s, %s", cf.name, launchName(graphs))
 			out = append(out, r)
 		}
 	}

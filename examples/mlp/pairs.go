@@ -20,10 +20,10 @@ type series struct {
 // pool of the run that took the most either way, so that a single run
 // taking some shows.
 func (s *series) summary() measured {
-	sorted := slices.SortedFunc(slices.Values(s.runs), func(a, b measured) int { return cmp.Compare(a.perSecond, b.perSecond) })
+	sorted := slices.SortedFunc(slices.Values(s.runs), func(a, b measured) int { return cmp.Compare(a.PerSecond, b.PerSecond) })
 	m := sorted[(len(sorted)-1)/2]
-	m.name, m.clients, m.runs = s.name, s.clients, len(sorted)
-	m.lo, m.hi = sorted[0].perSecond, sorted[len(sorted)-1].perSecond
+	m.Name, m.clients, m.runs = s.name, s.clients, len(sorted)
+	m.lo, m.hi = sorted[0].PerSecond, sorted[len(sorted)-1].PerSecond
 	for _, r := range sorted {
 		if abs(r.outside) > abs(m.outside) {
 			m.outside = r.outside

@@ -27,18 +27,18 @@ func TestSummaryIsTheMedianRun(t *testing.T) {
 			se := &series{name: "slots=2", clients: 8}
 			for i, ps := range tc.perSecond {
 				var r measured
-				r.perSecond, r.outside = ps, tc.outside[i]
-				r.service.p50 = time.Duration(i+1) * time.Millisecond
+				r.PerSecond, r.outside = ps, tc.outside[i]
+				r.Service.P50 = time.Duration(i+1) * time.Millisecond
 				se.runs = append(se.runs, r)
 			}
 			m := se.summary()
-			assert.Equal(t, tc.perSecond[tc.medianAt], m.perSecond)
-			assert.Equal(t, se.runs[tc.medianAt].service, m.service, "the median run's latencies")
+			assert.Equal(t, tc.perSecond[tc.medianAt], m.PerSecond)
+			assert.Equal(t, se.runs[tc.medianAt].Service, m.Service, "the median run's latencies")
 			assert.Equal(t, tc.lo, m.lo)
 			assert.Equal(t, tc.hi, m.hi)
 			assert.Equal(t, tc.wantOutside, m.outside, "the run that took the most either way")
 			assert.Equal(t, len(tc.perSecond), m.runs)
-			assert.Equal(t, "slots=2", m.name)
+			assert.Equal(t, "slots=2", m.Name)
 			assert.Equal(t, 8, m.clients)
 		})
 	}
@@ -82,8 +82,8 @@ func TestPairsRunAtTheSameConcurrency(t *testing.T) {
 		require.Len(t, p.ratios, 3)
 		for i := range p.ratios {
 			assert.Equal(t, 2, base.runs[i].clients, "as many requests in flight as slots")
-			assert.Equal(t, 4, base.runs[i].requests)
-			assert.Equal(t, slots.runs[i].perSecond/base.runs[i].perSecond, p.ratios[i], "run %d", i)
+			assert.Equal(t, 4, base.runs[i].Requests)
+			assert.Equal(t, slots.runs[i].PerSecond/base.runs[i].PerSecond, p.ratios[i], "run %d", i)
 		}
 	}
 	require.Len(t, s.setups, 2)

@@ -6,9 +6,10 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/dustin/go-humanize"
+
+	"github.com/cudapool/cudapool/examples/loadgen"
 )
 
 // report prints the tables, the ratios, the launch-bound comparison, the
@@ -36,7 +37,7 @@ func (s *session) report(out io.Writer, bw float64, launchBound []measured) {
 	printTable(out, launchBound, params, bw)
 	graph, calls, async := find(launchBound, "slots=1, "+launchName(true)), find(launchBound, "slots=1, "+launchName(false)), find(launchBound, asyncOf(1)+", "+launchName(false))
 	fmt.Fprintf(out, "  slot, one graph / slot, call by call: %s; slot, one graph / cudaMallocAsync, call by call: %s; slot, call by call / cudaMallocAsync, call by call: %s\n",
-		ratio(graph, calls), ratio(graph, async), ratio(calls, async))
+		loadgen.Ratio(graph, calls), loadgen.Ratio(graph, async), loadgen.Ratio(calls, async))
 	width := 0
 	for _, name := range s.order() {
 		width = max(width, len(name))
@@ -123,9 +124,9 @@ func (s *session) printRatios(out io.Writer) {
 				base := find(s.table(baseGraphs, rows), asyncOf(s.c.clients))
 				fmt.Fprintf(tw, "%s\t%s\t%d\t", launchName(graphs), launchName(baseGraphs), rows)
 				for _, n := range s.c.slots {
-					fmt.Fprintf(tw, "%s\t", ratio(find(rs, fmt.Sprintf("slots=%d", n)), base))
+					fmt.Fprintf(tw, "%s\t", loadgen.Ratio(find(rs, fmt.Sprintf("slots=%d", n)), base))
 				}
-				fmt.Fprintf(tw, "%s\t\n", ratio(find(rs, mutexName), base))
+				fmt.Fprintf(tw, "%s\t\n", loadgen.Ratio(find(rs, mutexName), base))
 			}
 		}
 	}
@@ -133,7 +134,7 @@ func (s *session) printRatios(out io.Writer) {
 }
 
 // printTargets sums up the figures issue's targets are about.
-func (s *session) printTargets(out io.Writer, bw float64, graph, async *measured) {
+func (s *session) printTargets(out io.Writer, bw float64, graph, async *loadgen.Result) {
 	fmt.Fprintln(out, "\ntargets:")
 	fmt.Fprintf(out, "  outputs within tolerance: %.3g of it at worst (at most 1)\n", s.worst.ratio.ratio)
 	most := 0
@@ -175,10 +176,10 @@ func (s *session) printTargets(out io.Writer, bw float64, graph, async *measured
 	for _, graphs := range s.c.launches {
 		if r := find(s.table(graphs, rows), most8); r != nil && bw > 0 {
 			fmt.Fprintf(out, "  %s, batch %d, %s: parameters read at %.1f%% of the copy bandwidth (target at least 70%% at slots=8, batch 1)\n",
-				most8, rows, launchName(graphs), 100*r.perSecond*float64(s.m.paramBytes())/bw)
+				most8, rows, launchName(graphs), 100*r.PerSecond*float64(s.m.paramBytes())/bw)
 		}
 	}
-	fmt.Fprintf(out, "  1 client, batch %d, a slot launching one graph over cudaMallocAsync launching call by call: %s (target above 1.00x)\n", rows, ratio(graph, async))
+	fmt.Fprintf(out, "  1 client, batch %d, a slot launching one graph over cudaMallocAsync launching call by call: %s (target above 1.00x)\n", rows, loadgen.Ratio(graph, async))
 }
 
 // order is the configurations' names in the order measured.
@@ -205,35 +206,27 @@ func printTable(out io.Writer, rows []measured, params, bw float64) {
 			runs, spread = r.runs, fmt.Sprintf("%.0f-%.0f", r.lo, r.hi)
 		}
 		wait50, wait99 := "-", "-"
-		if r.wait.p99 > 0 {
-			wait50, wait99 = round(r.wait.p50).String(), round(r.wait.p99).String()
+		if r.Wait.P99 > 0 {
+			wait50, wait99 = loadgen.Round(r.Wait.P50).String(), loadgen.Round(r.Wait.P99).String()
 		}
 		vs := "-"
 		if bw > 0 {
-			vs = fmt.Sprintf("%.1f%%", 100*r.perSecond*params/bw)
+			vs = fmt.Sprintf("%.1f%%", 100*r.PerSecond*params/bw)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%s\t%s\t%s\t%v\t%v\t%s/s\t%s\t%s\t\n", r.name, r.clients, runs, r.perSecond, spread, wait50, wait99, round(r.service.p50), round(r.service.p99),
-			humanize.IBytes(uint64(r.perSecond*params)), vs, signedBytes(r.outside))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%s\t%s\t%s\t%v\t%v\t%s/s\t%s\t%s\t\n", r.Name, r.clients, runs, r.PerSecond, spread, wait50, wait99, loadgen.Round(r.Service.P50), loadgen.Round(r.Service.P99),
+			humanize.IBytes(uint64(r.PerSecond*params)), vs, signedBytes(r.outside))
 	}
 	tw.Flush()
 }
 
 // find is the result called name, or nil.
-func find(rows []measured, name string) *measured {
+func find(rows []measured, name string) *loadgen.Result {
 	for i := range rows {
-		if rows[i].name == name {
-			return &rows[i]
+		if rows[i].Name == name {
+			return &rows[i].Result
 		}
 	}
 	return nil
-}
-
-// ratio is r's requests/s over base's, or "-" where either is missing.
-func ratio(r, base *measured) string {
-	if r == nil || base == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%.2fx", r.perSecond/base.perSecond)
 }
 
 // mib formats a size in binary units.
@@ -250,17 +243,4 @@ func signedBytes(n int64) string {
 		return fmt.Sprintf("%s%d B", sign, abs)
 	}
 	return strings.TrimSpace(fmt.Sprintf("%s%s (%s%d B)", sign, humanize.IBytes(abs), sign, abs))
-}
-
-// round keeps three significant digits or so of a latency.
-func round(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Second:
-		return d.Round(10 * time.Millisecond)
-	case d >= time.Millisecond:
-		return d.Round(10 * time.Microsecond)
-	case d >= 10*time.Microsecond:
-		return d.Round(100 * time.Nanosecond)
-	}
-	return d.Round(10 * time.Nanosecond)
 }

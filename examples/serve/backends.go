@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -234,8 +235,9 @@ func newMutexBackend(m *model, batches []int, graphs bool) (_ *mutexBackend, err
 	if b.st, err = m.rt.StreamCreate(dev); err != nil {
 		return nil, err
 	}
-	size := m.rowBytes() * uint64(maxInts(batches))
-	if b.p, err = pool.New(m.rt, pool.WithDeviceBytes(2*size+m.weightBytes()+4<<10), pool.WithHostBytes(2*size+m.weightBytes()+4<<10),
+	size := m.rowBytes() * uint64(slices.Max(batches))
+	const slack = 4 << 10 // rounding of each buffer to 256 B
+	if b.p, err = pool.New(m.rt, pool.WithDeviceBytes(2*size+m.weightBytes()+slack), pool.WithHostBytes(2*size+m.weightBytes()+slack),
 		pool.WithHostPinning(pinned.MethodHostAlloc), pool.WithStreams(b.st)); err != nil {
 		return nil, errors.Join(err, m.rt.StreamDestroy(dev, b.st))
 	}
@@ -339,14 +341,6 @@ func (b *asyncBackend) memory() string {
 
 func (b *asyncBackend) close() error {
 	return errors.Join(b.perClientBackend.close(), b.m.rt.SetMemPoolReleaseThreshold(dev, b.threshold))
-}
-
-func maxInts(v []int) int {
-	m := 0
-	for _, x := range v {
-		m = max(m, x)
-	}
-	return m
 }
 
 // ptrTo stores b's device address in p.

@@ -3,11 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -109,71 +104,6 @@ func (x *sampledCheck) read(out []byte) error {
 		}
 	}
 	return nil
-}
-
-// result is one measured configuration.
-type result struct {
-	name      string
-	requests  int
-	elapsed   time.Duration
-	perSecond float64
-	// wait is the time a request waited for what the backend shares
-	// (a slot, the mutex); service is the rest of its latency.
-	wait, service percentiles
-}
-
-// percentiles are the median and the 99th percentile of a latency.
-type percentiles struct{ p50, p99 time.Duration }
-
-func percentilesOf(d []time.Duration) percentiles {
-	slices.Sort(d)
-	return percentiles{d[len(d)/2], d[min(len(d)-1, len(d)*99/100)]}
-}
-
-// load runs requests requests from clients goroutines, each sending its
-// next request once the last is answered, and stops by itself. do sends
-// request i for client c, checks the answer and says how long the request
-// waited for what the backend shares.
-func load(clients, requests int, do func(c, i int) (time.Duration, error)) (result, error) {
-	lat := make([]time.Duration, requests)
-	wait := make([]time.Duration, requests)
-	var next atomic.Int64
-	var failed atomic.Bool
-	errs := make([]error, clients)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !failed.Load() {
-				i := int(next.Add(1) - 1)
-				if i >= requests {
-					return
-				}
-				t0 := time.Now()
-				waited, err := do(c, i)
-				if err != nil {
-					errs[c] = fmt.Errorf("request %d: %w", i, err)
-					failed.Store(true)
-					return
-				}
-				lat[i], wait[i] = time.Since(t0), waited
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if err := errors.Join(errs...); err != nil {
-		return result{}, err
-	}
-	for i := range lat {
-		lat[i] -= min(wait[i], lat[i])
-	}
-	return result{
-		requests: requests, elapsed: elapsed, perSecond: float64(requests) / elapsed.Seconds(),
-		wait: percentilesOf(wait), service: percentilesOf(lat),
-	}, nil
 }
 
 // checks are each client's exchange for the request it sends, reused

@@ -37,6 +37,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/cudapool/cudapool/choose"
+	"github.com/cudapool/cudapool/examples/loadgen"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -237,14 +238,14 @@ func checked(c config) int { return max(4*c.clients, variants*len(c.mix)) }
 
 // via sends the load to a backend: in process when nil. run measures
 // with full for the check passes and sampled for the timed requests.
-type via func(b backend, m *model, w *workload, c config, run func(full, sampled func(c, i int) (time.Duration, error)) (result, error)) (result, error)
+type via func(b backend, m *model, w *workload, c config, run func(full, sampled func(c, i int) (time.Duration, error)) (loadgen.Result, error)) (loadgen.Result, error)
 
 // httpVia serves b on the loopback interface for the time of one
 // measurement, with the slots' Stats at /debug/vars.
-func httpVia(b backend, m *model, w *workload, c config, run func(full, sampled func(c, i int) (time.Duration, error)) (result, error)) (result, error) {
+func httpVia(b backend, m *model, w *workload, c config, run func(full, sampled func(c, i int) (time.Duration, error)) (loadgen.Result, error)) (loadgen.Result, error) {
 	url, stop, err := listenLoopback(handler(b, int(m.rowBytes()), expvar.Handler()))
 	if err != nil {
-		return result{}, err
+		return loadgen.Result{}, err
 	}
 	r, err := run(overHTTP(url, c.clients, w, true), overHTTP(url, c.clients, w, false))
 	return r, errors.Join(err, stop())
@@ -279,26 +280,26 @@ const (
 )
 
 // measureOne measures cf: a check pass, the timed requests, a check pass.
-func measureOne(cf configuration, m *model, w *workload, c config, through via) (r result, memory string, err error) {
+func measureOne(cf configuration, m *model, w *workload, c config, through via) (r loadgen.Result, memory string, err error) {
 	b, err := cf.make()
 	if err != nil {
-		return result{}, "", err
+		return loadgen.Result{}, "", err
 	}
 	defer func() { err = errors.Join(err, b.close()) }()
 	if sb, ok := b.(*slotsBackend); ok {
 		current.Store(sb.s)
 		defer current.Store(nil)
 	}
-	run := func(full, sampled func(c, i int) (time.Duration, error)) (result, error) {
-		if _, err := load(c.clients, checked(c), full); err != nil {
-			return result{}, fmt.Errorf("check before: %w", err)
+	run := func(full, sampled func(c, i int) (time.Duration, error)) (loadgen.Result, error) {
+		if _, err := loadgen.Run(c.clients, checked(c), full); err != nil {
+			return loadgen.Result{}, fmt.Errorf("check before: %w", err)
 		}
-		r, err := load(c.clients, c.requests, sampled)
+		r, err := loadgen.Run(c.clients, c.requests, sampled)
 		if err != nil {
-			return result{}, err
+			return loadgen.Result{}, err
 		}
-		if _, err := load(c.clients, checked(c), full); err != nil {
-			return result{}, fmt.Errorf("check after: %w", err)
+		if _, err := loadgen.Run(c.clients, checked(c), full); err != nil {
+			return loadgen.Result{}, fmt.Errorf("check after: %w", err)
 		}
 		return r, nil
 	}
@@ -307,6 +308,6 @@ func measureOne(cf configuration, m *model, w *workload, c config, through via) 
 	} else {
 		r, err = through(b, m, w, c, run)
 	}
-	r.name = cf.name
+	r.Name = cf.name
 	return r, b.memory(), err
 }

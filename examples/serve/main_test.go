@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/examples/loadgen"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -97,7 +98,7 @@ func TestAWrongOutputFailsTheRun(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, b.close()) }()
 	for _, full := range []bool{true, false} {
-		_, err = load(2, 2*variants, inProcess(b, w, 2, full))
+		_, err = loadgen.Run(2, 2*variants, inProcess(b, w, 2, full))
 		assert.ErrorIs(t, err, errMismatch, "full %v", full)
 	}
 }
@@ -160,10 +161,10 @@ func TestWaitIsReportedApartFromService(t *testing.T) {
 	pc, err := newPerClientBackend(m, 2, []int{1}, true)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, pc.close()) }()
-	r, err := load(2, 20, inProcess(pc, w, 2, true))
+	r, err := loadgen.Run(2, 20, inProcess(pc, w, 2, true))
 	require.NoError(t, err)
-	assert.Zero(t, r.wait.p99)
-	assert.Positive(t, r.service.p50)
+	assert.Zero(t, r.Wait.P99)
+	assert.Positive(t, r.Service.P50)
 
 	for _, tc := range []struct {
 		header string

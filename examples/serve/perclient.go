@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -45,7 +46,7 @@ func newClients(m *model, clients int, batches []int, async, graphs bool) (_ *pe
 	if b.w, err = m.newWeights(); err != nil {
 		return nil, err
 	}
-	size := m.rowBytes() * uint64(maxInts(batches))
+	size := m.rowBytes() * uint64(slices.Max(batches))
 	b.clients = make([]clientState, 0, clients)
 	for range clients {
 		// Kept from the start, for close to free what was taken.

@@ -6,7 +6,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
+
+	"github.com/cudapool/cudapool/examples/loadgen"
 )
 
 // launchName is how the tables name a launch mode.
@@ -22,7 +23,7 @@ func launchName(graphs bool) string {
 // memory each configuration took when withMemory is set.
 func tables(m *model, w *workload, c config, title string, through via, withMemory bool, stdout, stderr io.Writer) error {
 	short := strings.SplitN(title, " (", 2)[0]
-	results := map[bool][]result{}
+	results := map[bool][]loadgen.Result{}
 	memory := map[string]string{}
 	var names []string
 	for _, graphs := range c.launches {
@@ -63,24 +64,24 @@ func tables(m *model, w *workload, c config, title string, through via, withMemo
 }
 
 // printTable prints one launch mode's results.
-func printTable(out io.Writer, rows []result) error {
+func printTable(out io.Writer, rows []loadgen.Result) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "configuration\trequests/s\tvs per client\twait p50\twait p99\tservice p50\tservice p99\t")
 	base := find(rows, perClientName)
 	for i := range rows {
 		r := &rows[i]
 		wait50, wait99 := "-", "-"
-		if r.wait.p99 > 0 {
-			wait50, wait99 = round(r.wait.p50).String(), round(r.wait.p99).String()
+		if r.Wait.P99 > 0 {
+			wait50, wait99 = loadgen.Round(r.Wait.P50).String(), loadgen.Round(r.Wait.P99).String()
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%v\t%v\t\n", r.name, r.perSecond, ratio(r, base), wait50, wait99, round(r.service.p50), round(r.service.p99))
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%v\t%v\t\n", r.Name, r.PerSecond, loadgen.Ratio(r, base), wait50, wait99, loadgen.Round(r.Service.P50), loadgen.Round(r.Service.P99))
 	}
 	return tw.Flush()
 }
 
 // printRatios prints the ratios the targets are about, a column a launch
 // mode.
-func printRatios(out io.Writer, c config, results map[bool][]result) error {
+func printRatios(out io.Writer, c config, results map[bool][]loadgen.Result) error {
 	most, least := fmt.Sprintf("slots=%d", slices.Max(c.slots)), fmt.Sprintf("slots=%d", slices.Min(c.slots))
 	lines := []struct {
 		num, den, target string
@@ -98,7 +99,7 @@ func printRatios(out io.Writer, c config, results map[bool][]result) error {
 	for _, l := range lines {
 		fmt.Fprintf(tw, "  %s / %s\t", l.num, l.den)
 		for _, graphs := range c.launches {
-			fmt.Fprintf(tw, "%s\t", ratio(find(results[graphs], l.num), find(results[graphs], l.den)))
+			fmt.Fprintf(tw, "%s\t", loadgen.Ratio(find(results[graphs], l.num), find(results[graphs], l.den)))
 		}
 		fmt.Fprintln(tw, l.target)
 	}
@@ -106,32 +107,11 @@ func printRatios(out io.Writer, c config, results map[bool][]result) error {
 }
 
 // find is the result called name, or nil.
-func find(rows []result, name string) *result {
+func find(rows []loadgen.Result, name string) *loadgen.Result {
 	for i := range rows {
-		if rows[i].name == name {
+		if rows[i].Name == name {
 			return &rows[i]
 		}
 	}
 	return nil
-}
-
-// ratio is r's requests/s over base's, or "-" where either is missing.
-func ratio(r, base *result) string {
-	if r == nil || base == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%.2fx", r.perSecond/base.perSecond)
-}
-
-// round keeps three significant digits or so of a latency.
-func round(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Second:
-		return d.Round(10 * time.Millisecond)
-	case d >= time.Millisecond:
-		return d.Round(10 * time.Microsecond)
-	case d >= 10*time.Microsecond:
-		return d.Round(100 * time.Nanosecond)
-	}
-	return d.Round(10 * time.Nanosecond)
 }
