@@ -3,23 +3,15 @@ package cudart
 import (
 	"runtime"
 	"sync"
-	"unsafe"
-
-	"github.com/ebitengine/purego"
 
 	"github.com/cudapool/cudapool/cudart/internal/calls"
 	"github.com/cudapool/cudapool/internal/dl"
 )
 
-// This file and dl.go are the only ones in the package that use unsafe: here
-// Go values become the uintptr arguments of C functions and C results become
-// Go values.
-//
-// A Go pointer given to C as a uintptr must point at memory that neither
-// moves nor is freed until the call returns. Go's heap does not move, but a
-// goroutine's stack does when it grows, so every Go object whose address C
-// gets is on the heap and referenced from the call's frame, itself from a
-// pool, until the call returns.
+// Here Go values become the word arguments of C functions, through
+// internal/dl, and C results become Go values. Every Go object whose address
+// C gets is referenced from the call's frame, itself from a pool, until the
+// call returns: an address is an integer, which keeps nothing alive.
 
 // maxArgs is the most parameters a function in the table has: cuLaunchKernel's.
 const maxArgs = 11
@@ -35,7 +27,7 @@ type cargs [maxArgs]uintptr
 
 // frame is one call's arguments and the values CUDA writes through its
 // out-parameters. Frames come from a pool and live on the heap, so that
-// purego.SyscallN, whose arguments escape, allocates nothing for them.
+// dl.Call, whose arguments escape, allocates nothing for them.
 type frame struct {
 	args cargs
 	outs [2]uint64
@@ -90,7 +82,7 @@ func (l *lib) callLaunch(c calls.Call, dev int, args []KernelArg, in ...uintptr)
 	}
 	// The addresses are taken once params has stopped growing.
 	for i := range f.params {
-		f.ptrs = append(f.ptrs, uintptr(unsafe.Pointer(&f.params[i])))
+		f.ptrs = append(f.ptrs, dl.Addr(&f.params[i]))
 	}
 	return l.run(c, dev, f, in)
 }
@@ -102,23 +94,23 @@ func (l *lib) run(c calls.Call, dev int, f *frame, in []uintptr) ret {
 	for i, k := range c.Args() {
 		switch k {
 		case calls.ArgOut:
-			f.args[i] = uintptr(unsafe.Pointer(&f.outs[nOut]))
+			f.args[i] = dl.Addr(&f.outs[nOut])
 			nOut++
 		case calls.ArgMem:
 			f.args[i] = f.keep[nMem].addr()
 			nMem++
 		case calls.ArgParams:
 			if len(f.ptrs) > 0 {
-				f.args[i] = uintptr(unsafe.Pointer(&f.ptrs[0]))
+				f.args[i] = dl.Addr(&f.ptrs[0])
 			}
 		case calls.ArgJITOptions:
 			f.jitOpts = [2]int32{jitErrorLogBuffer, jitErrorLogBufferSizeBytes}
-			f.args[i] = uintptr(unsafe.Pointer(&f.jitOpts[0]))
+			f.args[i] = dl.Addr(&f.jitOpts[0])
 		case calls.ArgJITValues:
 			log := f.keep[nMem]
 			nMem++
 			f.jitVals = [2]uintptr{log.addr(), uintptr(log.n)}
-			f.args[i] = uintptr(unsafe.Pointer(&f.jitVals[0]))
+			f.args[i] = dl.Addr(&f.jitVals[0])
 		default:
 			if nIn < len(in) {
 				f.args[i] = in[nIn]
@@ -139,42 +131,33 @@ func (l *lib) run(c calls.Call, dev int, f *frame, in []uintptr) ret {
 // addr is what C gets for m: the address of its first byte.
 func (m Mem) addr() uintptr {
 	if m.isH {
-		return uintptr(unsafe.Pointer(unsafe.SliceData(m.host)))
+		return dl.SliceAddr(m.host)
 	}
 	return uintptr(m.dev)
 }
 
 // structMem is *p as memory to pass by address.
 func structMem[T any](p *T) Mem {
-	return HostMem(unsafe.Slice((*byte)(unsafe.Pointer(p)), unsafe.Sizeof(*p)))
+	return HostMem(dl.Bytes(p))
 }
 
 // sliceMem is the elements of s as memory to pass by address.
 func sliceMem[T any](s []T) Mem {
-	var zero T
-	return HostMem(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), uintptr(len(s))*unsafe.Sizeof(zero)))
+	return HostMem(dl.SliceBytes(s))
 }
 
 // cmem views n bytes of C memory at p, which CUDA allocated, as a []byte;
 // nil when p is 0.
-func cmem(p uint64, n uint64) []byte {
-	if p == 0 || n == 0 {
-		return nil
-	}
-	// Reinterpreting the integer's storage, rather than converting it,
-	// tells vet that the address comes from C, not from a Go pointer.
-	u := uintptr(p)
-	return unsafe.Slice(*(**byte)(unsafe.Pointer(&u)), n)
-}
+func cmem(p uint64, n uint64) []byte { return dl.CBytes(uintptr(p), n) }
 
 // library is the loaded CUDA libraries: the address of every function in the
 // table, written by load and read-only after.
 type library struct {
-	fns     [calls.Count]uintptr
-	handles [2]uintptr // by Library; 0 where not loaded
+	fns  [calls.Count]uintptr
+	libs [2]*dl.Library // by calls.Library; nil where not loaded
 }
 
-// invoke makes the call through purego, selecting dev first for the calls
+// invoke makes the call, selecting dev first for the calls
 // that depend on the current device. The OS thread stays locked from the
 // selection to the end of the call, since the current device is per thread.
 func (b *library) invoke(c calls.Call, dev int, f *frame) ret {
@@ -196,21 +179,20 @@ func (b *library) invoke(c calls.Call, dev int, f *frame) ret {
 // ccall calls the C function fn with args, which live in a frame, and
 // returns its cudaError_t or CUresult, a C int.
 func ccall(fn uintptr, args []uintptr) Code {
-	r1, _, _ := purego.SyscallN(fn, args...)
-	return Code(int32(r1))
+	return Code(int32(dl.Call(fn, args...)))
 }
 
 // text is CUDA's name and message for code, asked of the library that
 // returned it; "" where it has none.
 func (b *library) text(code Code, which calls.Library) (name, msg string) {
 	if which == calls.RuntimeLibrary {
-		n, _, _ := purego.SyscallN(b.fns[calls.GetErrorName], uintptr(code))
-		m, _, _ := purego.SyscallN(b.fns[calls.GetErrorString], uintptr(code))
+		n := dl.Call(b.fns[calls.GetErrorName], uintptr(code))
+		m := dl.Call(b.fns[calls.GetErrorString], uintptr(code))
 		return dl.GoString(n), dl.GoString(m)
 	}
 	var o [2]uintptr
-	n, _, _ := purego.SyscallN(b.fns[calls.CuGetErrorName], uintptr(code), uintptr(unsafe.Pointer(&o[0])))
-	m, _, _ := purego.SyscallN(b.fns[calls.CuGetErrorString], uintptr(code), uintptr(unsafe.Pointer(&o[1])))
+	n := dl.Call(b.fns[calls.CuGetErrorName], uintptr(code), dl.Addr(&o[0]))
+	m := dl.Call(b.fns[calls.CuGetErrorString], uintptr(code), dl.Addr(&o[1]))
 	if int32(n) == 0 {
 		name = dl.GoString(o[0])
 	}

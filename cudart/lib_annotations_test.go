@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ebitengine/purego"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -36,13 +35,10 @@ func annotatedLib(t *testing.T, path string) *lib {
 // toolLog is every line the fake tool at so has written.
 func toolLog(t *testing.T, so string) []string {
 	t.Helper()
-	h, err := dlopen(so, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	tool, err := dl.Open([]string{so}, []dl.Symbol{{Name: "fakenvtx_log"}}, 0)
 	require.NoError(t, err)
-	defer dlclose(h) // the loader counts opens: the tool stays loaded
-	fn := dlsym(h, "fakenvtx_log")
-	require.NotZero(t, fn)
-	r, _, _ := purego.SyscallN(fn)
-	return strings.Split(strings.TrimSuffix(dl.GoString(r), "\n"), "\n")
+	defer tool.Close() // the loader counts opens: the tool stays loaded
+	return strings.Split(strings.TrimSuffix(dl.GoString(dl.Call(tool.Fns[0])), "\n"), "\n")
 }
 
 // mapped reports whether so is mapped into the process.

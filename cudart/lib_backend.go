@@ -15,7 +15,7 @@ type ret struct {
 	failed calls.Call
 }
 
-// backend makes the calls of the table: *library through purego, a recorder
+// backend makes the calls of the table: *library through internal/dl, a recorder
 // in tests. It selects dev first, on the same OS thread, for the calls the
 // table marks as depending on the current device.
 type backend interface {

@@ -4,18 +4,16 @@ import (
 	"math/bits"
 	"runtime"
 	"sync"
-	"unsafe"
 
-	"github.com/ebitengine/purego"
+	"github.com/cudapool/cudapool/internal/dl"
 )
 
 // This file attaches an NVTX tool the way NVTX's C code does (nvtxInit.h,
 // nvtxExtInit.h) and hands it the memory extension's structs (nvtx_abi.go)
 // laid out as nvToolsExtMem.h declares them, so that compute-sanitizer or
 // Nsight Systems hear the binding's annotations as they would a C program's,
-// with no NVTX header or C compiler at build time. With call.go and dl.go, it
-// is the only file of the package that uses unsafe: the structs are filled
-// in here, so that one NVTX file holds every unsafe conversion.
+// with no NVTX header or C compiler at build time. The structs are filled in
+// here, their addresses and C strings made by internal/dl.
 //
 // A tool may keep what it is given at initialisation (the export tables, the
 // function tables, the slots it fills, the module description) until the
@@ -61,28 +59,28 @@ var (
 	loads sync.Mutex
 )
 
-// makeExportTables fills the export tables once: purego's callbacks are
+// makeExportTables fills the export tables once: callbacks are
 // few and never freed, and a tool may still call those it was given.
 func makeExportTables() {
 	callbacksTable = exportCallbacks{
-		structSize:             unsafe.Sizeof(callbacksTable),
-		getModuleFunctionTable: purego.NewCallback(moduleFunctionTable),
+		structSize:             dl.Sizeof(callbacksTable),
+		getModuleFunctionTable: dl.NewCallback(moduleFunctionTable),
 	}
 	versionInfoTable = exportVersionInfo{
-		structSize:              unsafe.Sizeof(versionInfoTable),
+		structSize:              dl.Sizeof(versionInfoTable),
 		version:                 nvtxVersion,
-		setInjectionNvtxVersion: purego.NewCallback(setInjectionNvtxVersion),
+		setInjectionNvtxVersion: dl.NewCallback(setInjectionNvtxVersion),
 	}
 	for i := 1; i < coreSize; i++ {
-		coreTable[i] = uintptr(unsafe.Pointer(&coreSlots[i]))
+		coreTable[i] = dl.Addr(&coreSlots[i])
 	}
 	for i := 1; i < core2Size; i++ {
-		core2Table[i] = uintptr(unsafe.Pointer(&core2Slots[i]))
+		core2Table[i] = dl.Addr(&core2Slots[i])
 	}
 	for i := 1; i < syncSize; i++ {
-		syncTable[i] = uintptr(unsafe.Pointer(&syncSlots[i]))
+		syncTable[i] = dl.Addr(&syncSlots[i])
 	}
-	getExportTable = purego.NewCallback(exportTable)
+	getExportTable = dl.NewCallback(exportTable)
 }
 
 // exportTable is nvtxGetExportTable: the table a tool asks for by id, or
@@ -90,9 +88,9 @@ func makeExportTables() {
 func exportTable(id uint32) uintptr {
 	switch id {
 	case etidCallbacks:
-		return uintptr(unsafe.Pointer(&callbacksTable))
+		return dl.Addr(&callbacksTable)
 	case etidVersionInfo:
-		return uintptr(unsafe.Pointer(&versionInfoTable))
+		return dl.Addr(&versionInfoTable)
 	}
 	return 0
 }
@@ -116,7 +114,7 @@ func moduleFunctionTable(module uint32, table *uintptr, size *uint32) int32 {
 		*size = uint32(len(t) - 1)
 	}
 	if table != nil {
-		*table = uintptr(unsafe.Pointer(&t[0]))
+		*table = dl.Addr(&t[0])
 	}
 	return 1
 }
@@ -144,20 +142,21 @@ func loadNVTX(path string) *nvtxTool {
 	}
 	loads.Lock()
 	defer loads.Unlock()
-	h, err := openInjection(path)
+	// NVTX's own loader leaves a tool's symbols to be bound on first call.
+	tool, err := dl.Open([]string{path}, nil, dl.Lazy)
 	if err != nil {
 		return nil
 	}
 	coreOK := false
-	if fn := dlsym(h, "InitializeInjectionNvtx2"); fn != 0 {
+	if fn := tool.Sym("InitializeInjectionNvtx2"); fn != 0 {
 		coreOK = initCore(fn)
 	}
-	extInit := dlsym(h, "InitializeInjectionNvtxExtension")
+	extInit := tool.Sym("InitializeInjectionNvtxExtension")
 	if extInit == 0 {
 		// NVTX unloads a library whose code is not in use; once a core
 		// init has succeeded, the tool may call into the process at any time.
 		if !coreOK {
-			dlclose(h)
+			tool.Close()
 		}
 		return nil
 	}
@@ -165,7 +164,7 @@ func loadNVTX(path string) *nvtxTool {
 	// A C program names its domain before its first memory call, which is
 	// what makes NVTX initialise the extension; the tool sees the same order.
 	if create := core2Slots[cbidDomainCreateA]; coreOK && create != 0 {
-		t.domain, _, _ = purego.SyscallN(create, uintptr(unsafe.Pointer(&domainName[0])))
+		t.domain = dl.Call(create, dl.Addr(&domainName[0]))
 	}
 	if !initMem(extInit) {
 		return nil
@@ -191,7 +190,7 @@ func initCore(init uintptr) bool {
 	clear(coreSlots[:])
 	clear(core2Slots[:])
 	clear(syncSlots[:])
-	r, _, _ := purego.SyscallN(init, getExportTable)
+	r := dl.Call(init, getExportTable)
 	if int32(r) == 0 {
 		clear(coreSlots[:])
 		clear(core2Slots[:])
@@ -208,16 +207,16 @@ func initCore(init uintptr) bool {
 func initMem(init uintptr) bool {
 	clear(memSlots[:])
 	memSlots[0] = extStarting
-	memSegment = extModuleSegment{segmentID: 1, slotCount: memSlotCount, functionSlots: uintptr(unsafe.Pointer(&memSlots[1]))}
+	memSegment = extModuleSegment{segmentID: 1, slotCount: memSlotCount, functionSlots: dl.Addr(&memSlots[1])}
 	memModule = extModuleInfo{
 		nvtxVer:       nvtxVersion,
-		structSize:    uint16(unsafe.Sizeof(memModule)),
+		structSize:    uint16(dl.Sizeof(memModule)),
 		moduleID:      extModuleIDMem,
 		compatID:      extCompatIDMem,
 		segmentsCount: 1,
-		segments:      uintptr(unsafe.Pointer(&memSegment)),
+		segments:      dl.Addr(&memSegment),
 	}
-	r, _, _ := purego.SyscallN(init, uintptr(unsafe.Pointer(&memModule)))
+	r := dl.Call(init, dl.Addr(&memModule))
 	ok := int32(r) != 0
 	for i := 1; i < len(memSlots); i++ {
 		if !ok || memSlots[i] == extFresh {
@@ -226,13 +225,6 @@ func initMem(init uintptr) bool {
 	}
 	memSlots[0] = extLoaded
 	return ok
-}
-
-// cString is s as a NUL-terminated C string, in memory the caller keeps.
-func cString(s string) []byte {
-	b := make([]byte, len(s)+1)
-	copy(b, s)
-	return b
 }
 
 // heapCall is what nvtxMemHeapRegister reads.
@@ -248,31 +240,31 @@ func (t *nvtxTool) heapRegister(base DevicePtr, size uint64, name string) uintpt
 	c := &heapCall{rng: memVirtualRangeDesc{size: uintptr(size), ptr: uintptr(base)}}
 	c.desc = memHeapDesc{
 		extCompatID:          extCompatIDMem,
-		structSize:           uint16(unsafe.Sizeof(c.desc)),
+		structSize:           uint16(dl.Sizeof(c.desc)),
 		usage:                heapUsageSubAllocator,
 		typ:                  memTypeVirtualAddress,
-		typeSpecificDescSize: unsafe.Sizeof(c.rng),
-		typeSpecificDesc:     uintptr(unsafe.Pointer(&c.rng)),
+		typeSpecificDescSize: dl.Sizeof(c.rng),
+		typeSpecificDesc:     dl.Addr(&c.rng),
 	}
 	if name != "" {
-		c.cname = cString(name)
+		c.cname = dl.CString(name)
 		c.desc.messageType = messageTypeASCII
-		c.desc.message = uintptr(unsafe.Pointer(&c.cname[0]))
+		c.desc.message = dl.Addr(&c.cname[0])
 	}
-	h, _, _ := purego.SyscallN(t.fns[cbHeapRegister], t.domain, uintptr(unsafe.Pointer(&c.desc)))
+	h := dl.Call(t.fns[cbHeapRegister], t.domain, dl.Addr(&c.desc))
 	runtime.KeepAlive(c)
 	return h
 }
 
 // heapUnregister is nvtxMemHeapUnregister.
 func (t *nvtxTool) heapUnregister(heap uintptr) {
-	purego.SyscallN(t.fns[cbHeapUnregister], t.domain, heap)
+	dl.Call(t.fns[cbHeapUnregister], t.domain, heap)
 }
 
 // heapReset is nvtxMemHeapReset, where the tool has it.
 func (t *nvtxTool) heapReset(heap uintptr) {
 	if t.fns[cbHeapReset] != 0 {
-		purego.SyscallN(t.fns[cbHeapReset], t.domain, heap)
+		dl.Call(t.fns[cbHeapReset], t.domain, heap)
 	}
 }
 
@@ -291,14 +283,14 @@ func (t *nvtxTool) regionsRegister(heap uintptr, regions []MemRegion) {
 	}
 	c.batch = memRegionsRegisterBatch{
 		extCompatID:           extCompatIDMem,
-		structSize:            uint16(unsafe.Sizeof(c.batch)),
+		structSize:            uint16(dl.Sizeof(c.batch)),
 		regionType:            memTypeVirtualAddress,
 		heap:                  heap,
 		regionCount:           uintptr(len(c.ranges)),
-		regionDescElementSize: unsafe.Sizeof(c.ranges[0]),
-		regionDescElements:    uintptr(unsafe.Pointer(&c.ranges[0])),
+		regionDescElementSize: dl.Sizeof(c.ranges[0]),
+		regionDescElements:    dl.Addr(&c.ranges[0]),
 	}
-	purego.SyscallN(t.fns[cbRegionsRegister], t.domain, uintptr(unsafe.Pointer(&c.batch)))
+	dl.Call(t.fns[cbRegionsRegister], t.domain, dl.Addr(&c.batch))
 	runtime.KeepAlive(c)
 }
 
@@ -317,13 +309,13 @@ func (t *nvtxTool) regionsUnregister(addrs []DevicePtr) {
 	}
 	c.batch = memRegionsUnregisterBatch{
 		extCompatID:    extCompatIDMem,
-		structSize:     uint16(unsafe.Sizeof(c.batch)),
+		structSize:     uint16(dl.Sizeof(c.batch)),
 		refType:        regionRefPointer,
 		refCount:       uintptr(len(c.refs)),
-		refElementSize: unsafe.Sizeof(c.refs[0]),
-		refElements:    uintptr(unsafe.Pointer(&c.refs[0])),
+		refElementSize: dl.Sizeof(c.refs[0]),
+		refElements:    dl.Addr(&c.refs[0]),
 	}
-	purego.SyscallN(t.fns[cbRegionsUnregister], t.domain, uintptr(unsafe.Pointer(&c.batch)))
+	dl.Call(t.fns[cbRegionsUnregister], t.domain, dl.Addr(&c.batch))
 	runtime.KeepAlive(c)
 }
 
@@ -351,15 +343,15 @@ func (t *nvtxTool) regionsName(regions []MemRegion) {
 		c.names = append(append(c.names, r.Name...), 0)
 	}
 	for i := range c.descs {
-		c.descs[i].name += uintptr(unsafe.Pointer(&c.names[0]))
+		c.descs[i].name += dl.Addr(&c.names[0])
 	}
 	c.batch = memRegionsNameBatch{
 		extCompatID:       extCompatIDMem,
-		structSize:        uint16(unsafe.Sizeof(c.batch)),
+		structSize:        uint16(dl.Sizeof(c.batch)),
 		regionCount:       uintptr(len(c.descs)),
-		regionElementSize: unsafe.Sizeof(c.descs[0]),
-		regionElements:    uintptr(unsafe.Pointer(&c.descs[0])),
+		regionElementSize: dl.Sizeof(c.descs[0]),
+		regionElements:    dl.Addr(&c.descs[0]),
 	}
-	purego.SyscallN(t.fns[cbRegionsName], t.domain, uintptr(unsafe.Pointer(&c.batch)))
+	dl.Call(t.fns[cbRegionsName], t.domain, dl.Addr(&c.batch))
 	runtime.KeepAlive(c)
 }

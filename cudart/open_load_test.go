@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cudapool/cudapool/cudart/internal/calls"
+	"github.com/cudapool/cudapool/internal/dl"
 )
 
 // openMissing opens with opts and the runtime's environment variable set to
@@ -71,12 +72,12 @@ func TestOpenNonCUDALibrary(t *testing.T) {
 
 func TestOpenDriverMissingIsNotFatal(t *testing.T) {
 	b := &library{}
-	path, err := b.open(calls.DriverLibrary, []string{"/nonexistent/libcuda.so.1"}, rtldNoDelete)
+	path, err := b.open(calls.DriverLibrary, []string{"/nonexistent/libcuda.so.1"}, dl.Resident)
 	assert.Empty(t, path)
 	assert.ErrorIs(t, err, ErrNoDriverLibrary)
 	assert.Contains(t, err.Error(), "/nonexistent/libcuda.so.1: ")
 
-	path, err = b.open(calls.DriverLibrary, []string{"/nonexistent/libcuda.so.1", "libm.so.6"}, rtldNoDelete)
+	path, err = b.open(calls.DriverLibrary, []string{"/nonexistent/libcuda.so.1", "libm.so.6"}, dl.Resident)
 	assert.Empty(t, path)
 	assert.ErrorIs(t, err, ErrNoDriverLibrary)
 	assert.ErrorIs(t, err, ErrSymbolNotFound)

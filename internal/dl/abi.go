@@ -56,12 +56,9 @@ func Addr[T any](p *T) uintptr { return escape(unsafe.Pointer(p)) }
 // SliceAddr is the address of s's first element; 0 for a nil s.
 func SliceAddr[T any](s []T) uintptr { return escape(unsafe.Pointer(unsafe.SliceData(s))) }
 
-// Sizeof is the size of a T in bytes, the structSize a C struct of that
-// layout declares.
-func Sizeof[T any]() uintptr {
-	var v T
-	return unsafe.Sizeof(v)
-}
+// Sizeof is unsafe.Sizeof: the size of v's type in bytes, the structSize a
+// C struct of that layout declares.
+func Sizeof[T any](v T) uintptr { return unsafe.Sizeof(v) }
 
 // Bytes is the memory of *p as bytes, for a function that takes memory and
 // its size, or to check a C layout.

@@ -24,7 +24,7 @@ func TestBytes(t *testing.T) {
 	p := &pair{a: 1, b: 2}
 	b := Bytes(p)
 	assert.Len(t, b, 16, "C pads a before b")
-	assert.Equal(t, uintptr(16), Sizeof[pair]())
+	assert.Equal(t, uintptr(16), Sizeof(*p))
 	assert.Equal(t, uint32(1), binary.LittleEndian.Uint32(b))
 	assert.Equal(t, uint64(2), binary.LittleEndian.Uint64(b[8:]))
 	assert.Equal(t, Addr(p), SliceAddr(b), "the bytes are the struct's")

@@ -7,9 +7,12 @@ import (
 
 // Symbol is a function a binding calls: its C name, and Alt, a name looked
 // up first where the library exports it (a versioned entry point such as
-// cudaMemPrefetchAsync_v2); "" for none.
+// cudaMemPrefetchAsync_v2); "" for none. An Optional symbol is one a library
+// the binding takes may lack (a call of a later version): Open loads without
+// it, its address 0, and the binding says what it can without it.
 type Symbol struct {
 	Name, Alt string
+	Optional  bool
 }
 
 // Mode says how Open maps a library.
@@ -68,7 +71,7 @@ func Open(paths []string, syms []Symbol, mode Mode) (*Library, error) {
 			if l.Fns[i] == 0 {
 				l.Fns[i] = dlsym(h, s.Name)
 			}
-			if l.Fns[i] == 0 {
+			if l.Fns[i] == 0 && !s.Optional {
 				f.Missing = append(f.Missing, s.Name)
 			}
 		}

@@ -37,14 +37,14 @@ func TestOpenListsEveryPathTried(t *testing.T) {
 
 func TestOpenNamesEveryMissingSymbol(t *testing.T) {
 	needLinux(t)
-	syms := []Symbol{{Name: "strlen"}, {Name: "cudapool_none_a"}, {Name: "cudapool_none_b", Alt: "cudapool_none_c"}}
+	syms := []Symbol{{Name: "strlen"}, {Name: "cudapool_none_a"}, {Name: "cudapool_none_b", Alt: "cudapool_none_c"}, {Name: "cudapool_none_d", Optional: true}}
 	l, err := Open([]string{"/nonexistent/libx.so", libc, "libm.so.6"}, syms, 0)
 	assert.Nil(t, l)
 	var f *Failure
 	require.ErrorAs(t, err, &f)
 	assert.Equal(t, []string{"cudapool_none_a", "cudapool_none_b"}, f.Missing, "a missing symbol is named by its Name")
 	require.Len(t, f.Tried, 2, "the first library that loads ends the search")
-	assert.Equal(t, libc+": lacks 2 of the 3 functions needed: cudapool_none_a, cudapool_none_b", f.Tried[1])
+	assert.Equal(t, libc+": lacks 2 of the 4 functions needed: cudapool_none_a, cudapool_none_b", f.Tried[1])
 }
 
 func TestOpenLooksUpAltFirst(t *testing.T) {
@@ -52,6 +52,7 @@ func TestOpenLooksUpAltFirst(t *testing.T) {
 	l, err := Open([]string{"/nonexistent/libx.so", libc}, []Symbol{
 		{Name: "strlen", Alt: "strnlen"},
 		{Name: "strlen", Alt: "cudapool_none"},
+		{Name: "cudapool_none", Optional: true},
 	}, Resident)
 	require.NoError(t, err)
 	defer l.Close()
@@ -59,6 +60,7 @@ func TestOpenLooksUpAltFirst(t *testing.T) {
 	assert.Equal(t, l.Sym("strnlen"), l.Fns[0], "Alt where the library has it")
 	assert.Equal(t, l.Sym("strlen"), l.Fns[1], "Name where it has no Alt")
 	assert.NotEqual(t, l.Fns[0], l.Fns[1])
+	assert.Zero(t, l.Fns[2], "an optional symbol the library lacks")
 	assert.Zero(t, l.Sym("cudapool_none"))
 	assert.True(t, strings.HasPrefix(l.File(), "/"), "File is the file mapped: %q", l.File())
 	assert.Contains(t, l.File(), "libc")
@@ -91,4 +93,24 @@ func TestCandidates(t *testing.T) {
 	} {
 		assert.Equal(t, c.want, Candidates(c.option, c.env, c.defaults...), c.name)
 	}
+}
+
+// TestCallFromAFrameAllocatesNothing: a call whose arguments are in a heap
+// frame, addresses of the frame's own fields among them, allocates nothing,
+// as the bindings' hot paths need.
+func TestCallFromAFrameAllocatesNothing(t *testing.T) {
+	needLinux(t)
+	l, err := Open([]string{libc}, []Symbol{{Name: "strnlen"}}, 0)
+	require.NoError(t, err)
+	defer l.Close()
+	f := &struct {
+		s    [8]byte
+		args [2]uintptr
+	}{s: [8]byte{'c', 'u', 'd', 'a', 0}}
+	var n uintptr
+	assert.Equal(t, 0.0, testing.AllocsPerRun(100, func() {
+		f.args = [2]uintptr{Addr(&f.s), 8}
+		n = Call(l.Fns[0], f.args[:]...)
+	}))
+	assert.Equal(t, uintptr(4), n)
 }
