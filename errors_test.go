@@ -1,12 +1,9 @@
 package cudapool_test
 
 import (
-	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -36,33 +33,17 @@ type errorText struct {
 // and hands each to visit with its path.
 func libraryFiles(t *testing.T, fset *token.FileSet, mode parser.Mode, visit func(path string, f *ast.File)) {
 	t.Helper()
-	if _, err := os.Stat("go.mod"); errors.Is(err, fs.ErrNotExist) {
-		t.Skip("go.mod is not here: run from the repository")
-	}
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || path == "examples") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
+	for _, path := range sourceFiles(t, false) {
 		f, err := parser.ParseFile(fset, path, nil, mode)
-		if err != nil {
-			return err
-		}
+		require.NoError(t, err)
 		visit(path, f)
-		return nil
-	})
-	require.NoError(t, err)
+	}
 }
 
 // internalPath says whether a file of libraryFiles is in an internal
 // package: internal/ at the top or under a package (cudart/internal/).
 func internalPath(path string) bool {
-	return slices.Contains(strings.Split(filepath.Dir(path), string(filepath.Separator)), "internal")
+	return slices.Contains(strings.Split(filepath.ToSlash(filepath.Dir(path)), "/"), "internal")
 }
 
 // errorTexts returns the literal error messages of the library's sources,

@@ -1,13 +1,9 @@
 package cudapool_test
 
 import (
-	"errors"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,35 +47,19 @@ var loaderFiles = []string{
 // imports unsafe or purego but loaderFiles, and each of those still does (a
 // file that no longer needs them leaves the list).
 func TestOnlyTheLoaderImportsUnsafe(t *testing.T) {
-	if _, err := os.Stat("go.mod"); errors.Is(err, fs.ErrNotExist) {
-		t.Skip("go.mod is not here: run from the repository")
-	}
 	var found []string
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
+	for _, path := range sourceFiles(t, true) {
 		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
+		require.NoError(t, err)
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
 			if p == "unsafe" || p == "github.com/ebitengine/purego" || strings.HasPrefix(p, "github.com/ebitengine/purego/") {
-				found = append(found, filepath.ToSlash(path))
+				found = append(found, path)
 				break
 			}
 		}
-		return nil
-	})
-	require.NoError(t, err)
+	}
 	for _, f := range found {
 		assert.Contains(t, loaderFiles, f, "%s imports unsafe or purego: only the loader's files may", f)
 	}
