@@ -26,6 +26,14 @@ func Call(fn uintptr, args ...uintptr) uintptr {
 	return r
 }
 
+// Bind makes *fptr, a Go func variable, call the C function fn, laying out
+// its arguments by their Go types as the C ABI does (purego.RegisterFunc):
+// what Call's words cannot carry, as a struct larger than 16 bytes passed by
+// value (NCCL's ncclUniqueId, 128 bytes), floats, or a struct result. Each
+// call reflects and allocates: for calls off the hot path. A struct type
+// must match the C struct's layout, padding included.
+func Bind(fptr any, fn uintptr) { purego.RegisterFunc(fptr, fn) }
+
 // NewCallback is a C function pointer that calls the Go function fn, whose
 // parameters and result are integers or pointers. Callbacks are few for a
 // process and never freed: make each once.

@@ -19,7 +19,11 @@
 // more:
 //
 //	paths := dl.Candidates(optionPath, os.Getenv("CUDAPOOL_NCCL"), "libnccl.so.2")
-//	lib, err := dl.Open(paths, []dl.Symbol{{Name: "ncclGetVersion"}, {Name: "ncclCommInitRank"}}, dl.Resident)
+//	lib, err := dl.Open(paths, []dl.Symbol{
+//		{Name: "ncclGetVersion"},
+//		{Name: "ncclCommInitRank"},
+//		{Name: "ncclCommWindowRegister", Optional: true}, // NCCL 2.27+
+//	}, dl.Resident)
 //	if err != nil {
 //		var f *dl.Failure // f.Tried: each path and why; f.Missing: the functions lacked
 //		...               // wrap it in the binding's own LoadError
@@ -28,9 +32,16 @@
 //	r := dl.Call(lib.Fns[0], dl.Addr(&version)) // r: the C function's int result, as a word
 //
 // Keep the table one slice indexed by the binding's call constants, so that
-// lib.Fns[c] is call c's function. Resident keeps a library mapped for the
-// process (one that runs threads or keeps state, as the CUDA driver, cuBLAS
-// and NCCL do); Lazy binds symbols on first call, as NVTX loads a tool.
+// lib.Fns[c] is call c's function, and keep each call's arguments and
+// out-parameters in a pooled heap frame, as cudart and cublas do, so that a
+// call allocates nothing. Resident keeps a library mapped for the process
+// (one that runs threads or keeps state, as the CUDA driver, cuBLAS and NCCL
+// do); Lazy binds symbols on first call, as NVTX loads a tool. A call whose
+// arguments are not all words (a struct larger than 16 bytes by value, as
+// ncclCommInitRank's ncclUniqueId) goes through Bind:
+//
+//	var initRank func(comm *uintptr, nranks int32, id uniqueID, rank int32) int32
+//	dl.Bind(&initRank, lib.Fns[1]) // uniqueID: struct{ internal [128]byte }
 //
 // # Adding a call
 //
