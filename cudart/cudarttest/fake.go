@@ -51,6 +51,7 @@ type Fake struct {
 
 	kern  kernelState  // modules, functions and the Go kernels behind them
 	blas  blasState    // cuBLAS handles
+	nccl  ncclState    // NCCL communicators
 	evs   eventState   // events
 	graph captureState // stream captures, graphs and their instantiations
 	annot annotState   // memory annotations: heaps and regions

@@ -147,6 +147,7 @@ func (f *Fake) CheckLeaks() error {
 	for raw, h := range f.blas.handles {
 		leaks = append(leaks, leak{seq: h.seq, text: fmt.Sprintf("cuBLAS handle 0x%x on device %d from cublasCreate (after call #%d)", raw, h.device, h.seq), origin: h.origin.String()})
 	}
+	f.ncclLeaks(func(seq int, text, origin string) { leaks = append(leaks, leak{seq: seq, text: text, origin: origin}) })
 	for _, h := range f.annot.heaps {
 		base := uint64(h.base)
 		var under []string

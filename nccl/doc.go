@@ -1,0 +1,42 @@
+// Package nccl runs NCCL's collectives (all-reduce, all-gather,
+// reduce-scatter, broadcast, reduce) and point-to-point transfers on device
+// memory a program already owns, a pool's buffers included, between the
+// GPUs of one process (one goroutine a rank, or one goroutine driving every
+// device through Group) or of several processes (InitRank with a UniqueID
+// handed from rank 0 to the others).
+//
+// Open loads libnccl at run time through purego, with no cgo; on the fake
+// runtime of cudarttest it is the fake's NCCL instead, which runs the ranks
+// of a Fake with N devices in one process and computes every operation on
+// the CPU, so that collective code is tested without GPUs.
+//
+// A communicator never hangs its caller. Every communicator is
+// non-blocking (NCCL's config blocking = 0): an init, a split, an operation
+// and a destroy return once NCCL says they are done, polling
+// ncclCommGetAsyncError, or after a bound (DefaultTimeout, 10 s, or
+// WithTimeout) with an error wrapping ErrTimeout, having aborted the
+// communicators still in progress. A rank that never joins, a peer that died
+// before posting its part, or ranks that disagree end this way on a GPU; the
+// fake names a disagreement at once (ErrInvalidUsage).
+//
+// Errors are *Error values with NCCL's result name, its message and its last
+// error text (ncclGetLastError); errors.Is matches them against the
+// sentinels ErrInvalidArgument, ErrInvalidUsage and the others.
+//
+// # Memory
+//
+// NCCL takes device memory of its own, outside any allocation the program
+// sees: on an H100 with NCCL 2.28, 392 MiB per device at a communicator's
+// init and 474 MiB more at its first collective; each further communicator
+// of a device took 485 MiB. Size a pool's arena to leave it room: Open and
+// InitAll before the pool asks the device what is free, or subtract it.
+//
+// # Caveats
+//
+// A Comm's calls are serialised and a group locks every communicator it
+// uses until NCCL has matched it: a rank's goroutine that waits on another
+// rank's host code between two operations can deadlock both until the bound
+// ends them. The work NCCL queues runs on the stream given; a kernel waiting
+// for a peer that never comes blocks that stream on a GPU, and a
+// synchronisation of it, until Abort from another goroutine.
+package nccl

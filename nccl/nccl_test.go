@@ -1,0 +1,201 @@
+package nccl_test
+
+import (
+	"encoding/binary"
+	"math"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/nccl"
+)
+
+// rig is a fake of n devices with a communicator, a stream and two buffers
+// of size bytes on each.
+type rig struct {
+	fake  *cudarttest.Fake
+	lib   *nccl.Library
+	comms []*nccl.Comm
+	s     []cudart.Stream
+	a, b  []cudart.DevicePtr
+}
+
+func newRig(t *testing.T, n int, size uint64) *rig {
+	t.Helper()
+	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(n))
+	lib, err := nccl.Open(f)
+	require.NoError(t, err)
+	devs := make([]int, n)
+	for i := range devs {
+		devs[i] = i
+	}
+	comms, err := lib.InitAll(devs)
+	require.NoError(t, err)
+	r := &rig{fake: f, lib: lib, comms: comms}
+	for d := range n {
+		s, err := f.StreamCreate(d)
+		require.NoError(t, err)
+		a, err := f.Malloc(d, size)
+		require.NoError(t, err)
+		b, err := f.Malloc(d, size)
+		require.NoError(t, err)
+		r.s, r.a, r.b = append(r.s, s), append(r.a, a), append(r.b, b)
+	}
+	t.Cleanup(func() {
+		for d := range n {
+			assert.NoError(t, comms[d].Destroy())
+			assert.NoError(t, f.Free(d, r.a[d]))
+			assert.NoError(t, f.Free(d, r.b[d]))
+			assert.NoError(t, f.StreamDestroy(d, r.s[d]))
+		}
+	})
+	return r
+}
+
+func f32s(v ...float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+// ranks runs fn for every rank in a goroutine of its own, and waits.
+func ranks(n int, fn func(r int)) {
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Go(func() { fn(r) })
+	}
+	wg.Wait()
+}
+
+func TestAllReduceOnGoroutines(t *testing.T) {
+	r := newRig(t, 2, 16)
+	for d := range 2 {
+		require.NoError(t, r.fake.Memcpy(d, cudart.DeviceMem(r.a[d], 16), cudart.HostMem(f32s(1, 2, 3, float32(d))), cudart.HostToDevice))
+	}
+	errs := make([]error, 2)
+	ranks(2, func(d int) {
+		errs[d] = r.comms[d].AllReduce(r.a[d], r.b[d], 4, nccl.Float32, nccl.Sum, r.s[d])
+	})
+	for d := range 2 {
+		require.NoError(t, errs[d])
+		require.NoError(t, r.fake.StreamSynchronize(d, r.s[d]))
+		got := make([]byte, 16)
+		require.NoError(t, r.fake.Memcpy(d, cudart.HostMem(got), cudart.DeviceMem(r.b[d], 16), cudart.DeviceToHost))
+		assert.Equal(t, f32s(2, 4, 6, 1), got, "rank %d", d)
+	}
+}
+
+func TestGroupDrivesEveryDeviceFromOneGoroutine(t *testing.T) {
+	r := newRig(t, 4, 8)
+	var ops []nccl.Op
+	for d := range 4 {
+		v := make([]byte, 8)
+		binary.LittleEndian.PutUint64(v, uint64(d+1))
+		require.NoError(t, r.fake.Memcpy(d, cudart.DeviceMem(r.a[d], 8), cudart.HostMem(v), cudart.HostToDevice))
+		ops = append(ops, r.comms[d].AllReduceOp(r.a[d], r.a[d], 1, nccl.Int64, nccl.Prod, r.s[d]))
+	}
+	require.NoError(t, r.lib.Group(ops...))
+	for d := range 4 {
+		require.NoError(t, r.fake.StreamSynchronize(d, r.s[d]))
+		got := make([]byte, 8)
+		require.NoError(t, r.fake.Memcpy(d, cudart.HostMem(got), cudart.DeviceMem(r.a[d], 8), cudart.DeviceToHost))
+		assert.Equal(t, uint64(24), binary.LittleEndian.Uint64(got), "rank %d: 1·2·3·4 in place", d)
+	}
+}
+
+func TestMismatchFailsEveryRankAtOnce(t *testing.T) {
+	r := newRig(t, 2, 16)
+	errs := make([]error, 2)
+	ranks(2, func(d int) {
+		if d == 0 {
+			errs[d] = r.comms[d].AllReduce(r.a[d], r.b[d], 4, nccl.Float32, nccl.Sum, r.s[d])
+		} else {
+			errs[d] = r.comms[d].AllReduce(r.a[d], r.b[d], 3, nccl.Float32, nccl.Sum, r.s[d])
+		}
+	})
+	for d := range 2 {
+		require.ErrorIs(t, errs[d], nccl.ErrInvalidUsage, "rank %d", d)
+		assert.Contains(t, errs[d].Error(), "collective #1 of the communicator differs between ranks")
+		assert.Contains(t, errs[d].Error(), "count 3")
+	}
+}
+
+func TestMissingRankTimesOutAndAborts(t *testing.T) {
+	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
+	lib, err := nccl.Open(f)
+	require.NoError(t, err)
+	id, err := lib.UniqueID()
+	require.NoError(t, err)
+	_, err = lib.InitRank(0, id, 2, 0, nccl.WithTimeout(20e6))
+	require.ErrorIs(t, err, nccl.ErrTimeout)
+	assert.Contains(t, err.Error(), "rank 0 of 2 on device 0")
+	free, _, err := f.MemGetInfo(0)
+	require.NoError(t, err)
+	_, total, err := f.MemGetInfo(0)
+	require.NoError(t, err)
+	assert.Equal(t, total, free, "the aborted communicator holds no memory")
+}
+
+func TestCommunicatorsChargeWhatNCCLTakes(t *testing.T) {
+	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
+	lib, err := nccl.Open(f)
+	require.NoError(t, err)
+	used := func() uint64 {
+		free, total, err := f.MemGetInfo(1)
+		require.NoError(t, err)
+		return total - free
+	}
+	base := used()
+	comms, err := lib.InitAll([]int{0, 1})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(392<<20), used()-base, "init")
+	s := make([]cudart.Stream, 2)
+	p := make([]cudart.DevicePtr, 2)
+	for d := range 2 {
+		s[d], err = f.StreamCreate(d)
+		require.NoError(t, err)
+		p[d], err = f.Malloc(d, 4)
+		require.NoError(t, err)
+	}
+	afterBuf := used()
+	require.NoError(t, lib.Group(comms[0].AllReduceOp(p[0], p[0], 1, nccl.Int32, nccl.Sum, s[0]), comms[1].AllReduceOp(p[1], p[1], 1, nccl.Int32, nccl.Sum, s[1])))
+	assert.Equal(t, uint64(474<<20), used()-afterBuf, "first collective")
+	for d := range 2 {
+		require.NoError(t, comms[d].Destroy())
+		require.NoError(t, comms[d].Destroy(), "Destroy is idempotent")
+		require.NoError(t, f.Free(d, p[d]))
+		require.NoError(t, f.StreamDestroy(d, s[d]))
+	}
+	assert.Equal(t, base, used(), "destroyed communicators give their memory back")
+	require.ErrorIs(t, comms[0].AllReduce(p[0], p[0], 1, nccl.Int32, nccl.Sum, s[0]), nccl.ErrClosed)
+}
+
+func TestBadArgumentsAreNCCLs(t *testing.T) {
+	r := newRig(t, 2, 16)
+	c := r.comms[0]
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"root past the ranks", c.Broadcast(r.a[0], r.b[0], 1, nccl.Float32, 2, r.s[0])},
+		{"negative root", c.Reduce(r.a[0], r.b[0], 1, nccl.Float32, nccl.Sum, -1, r.s[0])},
+		{"unknown type", c.AllReduce(r.a[0], r.b[0], 1, nccl.DataType(12), nccl.Sum, r.s[0])},
+		{"unknown op", c.AllReduce(r.a[0], r.b[0], 1, nccl.Float32, nccl.RedOp(5), r.s[0])},
+	} {
+		require.ErrorIs(t, tc.err, nccl.ErrInvalidArgument, tc.name)
+		var e *nccl.Error
+		require.ErrorAs(t, tc.err, &e, tc.name)
+		assert.Equal(t, "ncclInvalidArgument", e.Name, tc.name)
+		assert.NotEmpty(t, e.Last, "%s: NCCL's last error", tc.name)
+	}
+	// The refused calls took no place in the order: the ranks still agree.
+	ranks(2, func(d int) {
+		assert.NoError(t, r.comms[d].AllGather(r.a[d], r.b[d], 2, nccl.Float32, r.s[d]))
+	})
+}
