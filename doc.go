@@ -25,7 +25,8 @@
 //     run on machines without CUDA.
 //   - cublas: cuBLAS GEMMs on pool memory, loaded the same way: handles bound
 //     to a stream and a workspace from the pool (per slot with
-//     SlotLayout.BLAS), computed on the CPU by the fake.
+//     Library.ForSlots, a pool.Attachment), computed on the CPU by the
+//     fake.
 //   - choose: the runtime a program runs on, CUDA or the fake, from its
 //     -runtime flag or $CUDAPOOL_RUNTIME; every binding takes what it
 //     returns as the runtime it wraps (cudart.As).

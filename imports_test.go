@@ -68,10 +68,11 @@ func TestOnlyTheLoaderImportsUnsafe(t *testing.T) {
 	}
 }
 
-// TestCoreImportsNoBinding: plan, vmem and pinned import no library binding
-// but cudart: nothing they link reaches purego, which loads CUDA's
-// libraries, except through cudart. pool joins them once a slot's cuBLAS
-// handle attaches through an interface; it imports cublas today.
+// TestCoreImportsNoBinding: pool, plan, vmem and pinned import no library
+// binding but cudart: nothing they link reaches purego, which loads CUDA's
+// libraries, except through cudart. A slot's library handle attaches
+// through pool.Attachment, which a binding implements without importing
+// pool.
 func TestCoreImportsNoBinding(t *testing.T) {
 	imports := map[string][]string{}
 	// One field a package: "package>import>import...".
@@ -100,7 +101,7 @@ func TestCoreImportsNoBinding(t *testing.T) {
 		return nil
 	}
 	require.NotNil(t, bindings(golist.Module+"/cublas", map[string]bool{}), "cublas reaches purego outside cudart: the walk finds a binding")
-	for _, p := range []string{"plan", "vmem", "pinned"} {
+	for _, p := range []string{"pool", "plan", "vmem", "pinned"} {
 		via := bindings(golist.Module+"/"+p, map[string]bool{})
 		assert.Nil(t, via, "%s imports a binding: %s", p, strings.Join(via, " -> "))
 	}

@@ -81,6 +81,16 @@
 // refuses every call once its Guard says it has ended. A lease stays on the
 // owner's stream, the one the lender waits for.
 //
+// Library.ForSlots gives every slot of a pool's Slots a handle on the slot's
+// stream, working in a workspace of the slot's region: it is a
+// pool.Attachment, and a request takes its slot's handle lent with
+// pool.Attached[cublas.Lent]. This package does not import pool: the
+// attachment is made of cudart's types and the standard library's.
+//
+//	layout := pool.SlotLayout{Profiles: profiles, Attach: []pool.Attachment{blas.ForSlots(0)}}
+//	...
+//	h, err := pool.Attached[cublas.Lent](slot) // the request's from Acquire to Release
+//
 // # Caveats
 //
 // A Lent used while its lease ends (a request's GEMM racing its own

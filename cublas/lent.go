@@ -7,16 +7,19 @@ import (
 	"github.com/cudapool/cudapool/internal/blas"
 )
 
-// Guard tells a lent handle whether its lease still holds: a pool's slot is
-// one, its generation the lease's token. It is asked under the handle's
-// lock, so it must not call the handle.
-type Guard interface {
-	// LeaseErr is why lease tok has ended, nil while it holds.
+// Guard tells a lent handle whether its lease still holds: LeaseErr(tok) is
+// why lease tok has ended, nil while it holds. A pool's slot is one, its
+// generation the lease's token. It is asked under the handle's lock, so it
+// must not call the handle. It is an alias of an unnamed interface, the
+// same type as pool.Guard, so that *Handle is a pool.Lender[Lent] without
+// this package importing pool.
+type Guard = interface {
 	LeaseErr(tok uint64) error
 }
 
-// Lent is a Handle lent for one lease (Lend): the pool's Slot.BLAS returns
-// one, the request's from Acquire to Release. It runs GEMMs and changes
+// Lent is a Handle lent for one lease (Lend): a pool's slot lends one to
+// each request (pool.Attached[cublas.Lent], with SlotHandles), the
+// request's from Acquire to Release. It runs GEMMs and changes
 // settings as the Handle does, with two differences:
 //
 //   - A lease starts from the owner's settings (stream, workspace, math

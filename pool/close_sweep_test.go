@@ -81,8 +81,7 @@ func slotsCloseCase(name string, blas bool, opts ...pool.Option) closeCase {
 		ss, destroy := userStreams(t, f, 1)
 		layout := newServingLayout(t).layout()
 		if blas {
-			layout.BLAS = must(cublas.Open(f))
-			layout.BLASWorkspace = cublas.MinWorkspace
+			layout.Attach = []pool.Attachment{must(cublas.Open(f)).ForSlots(cublas.MinWorkspace)}
 		}
 		s, err := pool.NewSlots(f, 3, layout, append(opts, pool.WithStreams(ss...))...)
 		require.NoError(t, err)

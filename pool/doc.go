@@ -32,12 +32,15 @@
 // without waiting: the slot serves the next request once the work queued
 // on its stream has finished, which one query of the stream tells. The
 // request path makes no allocation, free or host synchronisation, and no
-// CUDA call under the Slots' lock. With SlotLayout.BLAS each slot also owns
-// a cuBLAS handle on its stream, working in a workspace of its own region
-// (Slot.BLAS), so that GEMMs allocate nothing and a request's graph holds
-// no memory node. The handle is lent to each request as its buffers are: it
+// CUDA call under the Slots' lock. SlotLayout.Attach gives each slot a
+// resource of a library's, opened once on its stream and working in scratch
+// memory of its own region: a cuBLAS handle (cublas.Library.ForSlots), so
+// that GEMMs allocate nothing and a request's graph holds no memory node.
+// The resource is lent to each request as its buffers are (Attached): it
 // starts from the slot's settings whatever the last request changed, and
-// refuses every call once the request has released the slot.
+// refuses every call once the request has released the slot. Package pool
+// imports no library: a binding implements Attachment and Lender with
+// cudart's types alone.
 //
 // Memory bugs inside the arenas are made visible three ways. When a memory
 // tool listens (cudart.Annotations: compute-sanitizer through NVTX, or the

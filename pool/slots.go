@@ -3,12 +3,12 @@ package pool
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/internal/checked"
@@ -25,14 +25,13 @@ type SlotLayout struct {
 	// Profiles are the request's buffers at each shape, at least one. A
 	// slot is sized for the largest; each is planned inside it once.
 	Profiles []*Profile
-	// BLAS, when set, gives every slot a cuBLAS handle of this library on
-	// the slot's stream (Slot.BLAS), working in a workspace of
-	// BLASWorkspace bytes at the end of the slot's device region (0 means
-	// DefaultBLASWorkspace; at least cublas.MinWorkspace). Size the device
-	// around the handles' own memory, which no pool sees: see package
-	// cublas.
-	BLAS          *cublas.Library
-	BLASWorkspace uint64
+	// Attach gives every slot a resource of each attachment's, opened on
+	// the slot's stream and working in scratch memory of the slot's own
+	// region, and lent to each request (Attached): a cuBLAS handle
+	// (cublas.Library.ForSlots), a communicator. At most one of each type.
+	// Size the device around the resources' own memory, which no pool
+	// sees: a cuBLAS handle's is in package cublas.
+	Attach []Attachment
 }
 
 // Slots serves concurrent requests from one pre-planned pool: N slots, each
@@ -46,8 +45,9 @@ type Slots struct {
 	p        *Pool
 	sm       cudart.Streams
 	dev      int
-	blas     *slotBLAS // the slots' cuBLAS handles; nil without
 	slots    []slot
+	attach   []Attachment // SlotLayout.Attach
+	scratch  []scratchAt  // where each attachment's scratch is in a slot
 	profiles []*planned
 	byName   map[string]*planned
 
@@ -91,6 +91,11 @@ type slot struct {
 	hostDev cudart.DevicePtr // device address of its host region, when the host arena is mapped
 	host    []byte           // its host region
 	gen     atomic.Uint64    // a Slot of another generation was released
+	// attached are the slot's resources, by attachment: set once by
+	// NewSlots and never changed after, so that Attached reads them
+	// without a lock; Close closes them, which makes them refuse every
+	// call.
+	attached []io.Closer
 
 	held  *planned // the profile it is held with; nil when free
 	freed bool     // Close destroyed its stream
@@ -121,11 +126,13 @@ type sharedAddr struct {
 //
 // n below 1 or above MaxSlots, a layout with no profile, a profile with no
 // buffer, two profiles of one name, one Profile both Shared and in
-// Profiles, a name both shared and in a profile, or a shared buffer with
-// Live: ErrInvalidOption or ErrInvalidRequest, nothing taken. So is a
-// layout whose device memory is more than the device has free
-// (cudaMemGetInfo), refused before any slot's stream is made: setup costs
-// one CUDA call then, whatever n.
+// Profiles, a name both shared and in a profile, a shared buffer with
+// Live, a nil attachment, two of one type, or one whose Scratch fails:
+// ErrInvalidOption or ErrInvalidRequest, nothing taken. So is a layout
+// whose device memory is more than the device has free (cudaMemGetInfo),
+// refused before any slot's stream is made: setup costs one CUDA call then,
+// whatever n. An attachment that fails to Attach fails NewSlots, which
+// closes the resources already attached.
 func NewSlots(rt cudart.Runtime, n int, layout SlotLayout, opts ...Option) (*Slots, error) {
 	if rt == nil {
 		return nil, fmt.Errorf("%w: NewSlots: nil runtime", ErrInvalidOption)
@@ -152,7 +159,7 @@ func NewSlots(rt cudart.Runtime, n int, layout SlotLayout, opts ...Option) (*Slo
 			s.stride[k] = max(s.stride[k], pr.end[k])
 		}
 	}
-	if err := s.reserveBLAS(layout); err != nil {
+	if err := s.reserveScratch(layout); err != nil {
 		return nil, err
 	}
 	var total [numArenas]uint64
@@ -184,7 +191,7 @@ func NewSlots(rt cudart.Runtime, n int, layout SlotLayout, opts ...Option) (*Slo
 		done = true
 		return nil, errors.Join(err, s.takeBack())
 	}
-	if err := s.makeHandles(); err != nil {
+	if err := s.attachAll(); err != nil {
 		done = true
 		return nil, errors.Join(err, s.takeBack())
 	}

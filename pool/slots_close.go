@@ -39,7 +39,7 @@ func (s *Slots) Close() error {
 		close(s.stop)
 	}
 	<-s.stopped
-	err := errors.Join(s.closeHandles(), s.p.Close())
+	err := errors.Join(s.closeAttached(), s.p.Close())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.p.reset.Reset() {
@@ -69,7 +69,7 @@ func (s *Slots) releasingAny() bool {
 // takeBack undoes a NewSlots that failed half way: the pool first, which
 // waits for the slots' streams, then the streams.
 func (s *Slots) takeBack() error {
-	return errors.Join(s.closeHandles(), s.p.Close(), s.destroyStreams())
+	return errors.Join(s.closeAttached(), s.p.Close(), s.destroyStreams())
 }
 
 // destroyStreams destroys the slots' streams not yet destroyed, keeping

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -45,7 +46,7 @@ func (g *graphNodes) nodes() map[int]cudart.GraphNodeCounts { return g.counts }
 
 // workspace is each cuBLAS handle's workspace in the pool: what cuBLAS
 // takes for itself on Hopper.
-const workspace = pool.DefaultBLASWorkspace
+const workspace = cublas.DefaultWorkspace
 
 // graphFor is the graph of graphs for rows, or 0 launching call by call
 // (graphs nil).

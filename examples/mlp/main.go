@@ -19,8 +19,9 @@
 // Slots: a shared buffer holds the parameters; profiles batch1, batch8 and
 // batch32 each hold pinned input and output staging and two activation
 // buffers; each slot has a stream, a cuBLAS handle on it and a 32 MiB
-// workspace in its own region (SlotLayout.BLAS). A CUDA graph is captured
-// once per slot and profile on the slot's stream, and each graph's nodes
+// workspace in its own region (cublas.Library.ForSlots, attached to the
+// slots). A CUDA graph is captured once per slot and profile on the slot's
+// stream, and each graph's nodes
 // are counted: a memory node in any of them is an error. Baselines: one
 // pool holding one set of the same buffers and a workspace, one stream and
 // one handle, behind a mutex; and per-request cudaMallocAsync, with a

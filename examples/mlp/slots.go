@@ -66,7 +66,7 @@ func newSlotsBackend(m *model, lib *cublas.Library, n int, batches []int, graphs
 		b.prof = append(b.prof, r)
 		profiles = append(profiles, pr)
 	}
-	layout := pool.SlotLayout{Shared: shared, Profiles: profiles, BLAS: lib, BLASWorkspace: workspace}
+	layout := pool.SlotLayout{Shared: shared, Profiles: profiles, Attach: []pool.Attachment{lib.ForSlots(workspace)}}
 	if b.s, err = pool.NewSlots(m.rt, n, layout, pool.WithHostPinning(pinned.MethodHostAlloc)); err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func (b *slotsBackend) buffers(sl pool.Slot, r slotRefs) (out buffers, st cudart
 	if st, err = sl.Stream(); err != nil {
 		return
 	}
-	if h, err = sl.BLAS(); err != nil {
+	if h, err = pool.Attached[cublas.Lent](sl); err != nil {
 		return
 	}
 	if out.in, err = sl.Bytes(r.in); err != nil {

@@ -1,4 +1,4 @@
-package pool_test
+package cublas_test
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func blasSlots(t testing.TB, rt cudart.Runtime, n int, l *gemmLayout) *pool.Slot
 	t.Helper()
 	lib, err := cublas.Open(rt)
 	require.NoError(t, err)
-	s, err := pool.NewSlots(rt, n, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, BLAS: lib})
+	s, err := pool.NewSlots(rt, n, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, Attach: []pool.Attachment{lib.ForSlots(0)}})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, s.Close()) })
 	return s
@@ -62,7 +62,7 @@ func TestSlotsOwnTheirBLAS(t *testing.T) {
 	l := newGemmLayout(t, 4)
 	lib, err := cublas.Open(rt)
 	require.NoError(t, err)
-	s, err := pool.NewSlots(rt, 3, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, BLAS: lib})
+	s, err := pool.NewSlots(rt, 3, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, Attach: []pool.Attachment{lib.ForSlots(0)}})
 	require.NoError(t, err)
 	require.Equal(t, 3, rt.Live().BLASHandles)
 	ctx := context.Background()
@@ -72,7 +72,7 @@ func TestSlotsOwnTheirBLAS(t *testing.T) {
 		sl, err := s.Acquire(ctx, "request")
 		require.NoError(t, err)
 		held = append(held, sl)
-		h, err := sl.BLAS()
+		h, err := pool.Attached[cublas.Lent](sl)
 		require.NoError(t, err)
 		st, err := sl.Stream()
 		require.NoError(t, err)
@@ -84,7 +84,7 @@ func TestSlotsOwnTheirBLAS(t *testing.T) {
 		require.NotNil(t, ws)
 		p, err := ws.Ptr()
 		require.NoError(t, err)
-		assert.Equal(t, uint64(pool.DefaultBLASWorkspace), ws.Size())
+		assert.Equal(t, uint64(cublas.DefaultWorkspace), ws.Size())
 		workspaces[p] = true
 	}
 	assert.Len(t, workspaces, 3, "a handle and a workspace each")
@@ -93,7 +93,7 @@ func TestSlotsOwnTheirBLAS(t *testing.T) {
 	}
 	require.NoError(t, s.Close())
 	assert.Zero(t, rt.Live().BLASHandles, "Close destroys the handles")
-	_, err = held[0].BLAS()
+	_, err = pool.Attached[cublas.Lent](held[0])
 	require.ErrorIs(t, err, pool.ErrClosed)
 }
 
@@ -102,17 +102,20 @@ func TestSlotsBLASRefusals(t *testing.T) {
 	l := newGemmLayout(t, 4)
 	lib, err := cublas.Open(rt)
 	require.NoError(t, err)
-	_, err = pool.NewSlots(rt, 2, pool.SlotLayout{Profiles: []*pool.Profile{l.req}, BLAS: lib, BLASWorkspace: cublas.MinWorkspace - 1})
+	_, err = pool.NewSlots(rt, 2, pool.SlotLayout{Profiles: []*pool.Profile{l.req}, Attach: []pool.Attachment{lib.ForSlots(cublas.MinWorkspace - 1)}})
 	require.ErrorIs(t, err, pool.ErrInvalidRequest)
-	_, err = pool.NewSlots(rt, 2, pool.SlotLayout{Profiles: []*pool.Profile{l.req}, BLASWorkspace: 1 << 20})
-	require.ErrorIs(t, err, pool.ErrInvalidRequest, "a workspace with no library")
+	require.ErrorIs(t, err, cublas.ErrInvalidWorkspace)
+	_, err = pool.NewSlots(rt, 2, pool.SlotLayout{Profiles: []*pool.Profile{l.req}, Attach: []pool.Attachment{cublas.SlotHandles{}}})
+	require.ErrorIs(t, err, pool.ErrInvalidRequest, "no library")
+	require.ErrorIs(t, err, cublas.ErrClosed)
+	require.True(t, rt.Live().Empty(), "refused before anything is taken: %+v", rt.Live())
 
 	s, err := pool.NewSlots(rt, 1, pool.SlotLayout{Profiles: []*pool.Profile{l.req}})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, s.Close()) })
 	sl, err := s.Acquire(context.Background(), "request")
 	require.NoError(t, err)
-	_, err = sl.BLAS()
+	_, err = pool.Attached[cublas.Lent](sl)
 	require.ErrorIs(t, err, pool.ErrInvalidRequest, "no library, no handle")
 	require.NoError(t, s.Release(sl))
 }
@@ -123,7 +126,7 @@ func TestSlotsBLASOnAFullDevice(t *testing.T) {
 	l := newGemmLayout(t, 4)
 	lib, err := cublas.Open(rt)
 	require.NoError(t, err)
-	_, err = pool.NewSlots(rt, 3, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, BLAS: lib})
+	_, err = pool.NewSlots(rt, 3, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, Attach: []pool.Attachment{lib.ForSlots(0)}})
 	require.ErrorIs(t, err, cublas.ErrAllocFailed)
 	require.True(t, rt.Live().Empty(), "%+v", rt.Live())
 }
@@ -138,7 +141,7 @@ func TestASlotsGraphHoldsNoMemoryNode(t *testing.T) {
 	sl, err := s.Acquire(context.Background(), "request")
 	require.NoError(t, err)
 	defer func() { require.NoError(t, s.Release(sl)) }()
-	h, err := sl.BLAS()
+	h, err := pool.Attached[cublas.Lent](sl)
 	require.NoError(t, err)
 	st, err := sl.Stream()
 	require.NoError(t, err)
@@ -196,7 +199,7 @@ func TestConcurrentRequestsGetTheirOwnResults(t *testing.T) {
 				if !assert.NoError(t, err) {
 					return
 				}
-				h, _ := sl.BLAS()
+				h, _ := pool.Attached[cublas.Lent](sl)
 				st, _ := sl.Stream()
 				b, _ := sl.Ptr(l.b)
 				c, _ := sl.Ptr(l.c)
@@ -256,14 +259,14 @@ func TestSlotsTakeAnyWorkspaceSize(t *testing.T) {
 		l := newGemmLayout(t, 3)
 		lib, err := cublas.Open(rt)
 		require.NoError(t, err)
-		s, err := pool.NewSlots(rt, 3, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, BLAS: lib, BLASWorkspace: n})
+		s, err := pool.NewSlots(rt, 3, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, Attach: []pool.Attachment{lib.ForSlots(n)}})
 		require.NoError(t, err, "a workspace of %d B", n)
 		var held []pool.Slot
 		for range 3 {
 			sl, err := s.Acquire(context.Background(), "request")
 			require.NoError(t, err)
 			held = append(held, sl)
-			h, err := sl.BLAS()
+			h, err := pool.Attached[cublas.Lent](sl)
 			require.NoError(t, err)
 			ws, err := h.Workspace()
 			require.NoError(t, err)
@@ -308,7 +311,7 @@ func TestASlotsHandleIsTheRequests(t *testing.T) {
 
 	first, err := s.Acquire(ctx, "request")
 	require.NoError(t, err)
-	h1, err := first.BLAS()
+	h1, err := pool.Attached[cublas.Lent](first)
 	require.NoError(t, err)
 	slotWS, err := h1.Workspace()
 	require.NoError(t, err)
@@ -343,7 +346,7 @@ func TestASlotsHandleIsTheRequests(t *testing.T) {
 
 	second, err := s.Acquire(ctx, "request")
 	require.NoError(t, err)
-	h2, err := second.BLAS()
+	h2, err := pool.Attached[cublas.Lent](second)
 	require.NoError(t, err)
 	mode, err := h2.MathMode()
 	require.NoError(t, err)
@@ -375,7 +378,7 @@ func TestAnUnchangedHandleCostsNothing(t *testing.T) {
 	st, err := sl.Stream()
 	require.NoError(t, err)
 	allocs := testing.AllocsPerRun(100, func() {
-		h, _ := sl.BLAS()
+		h, _ := pool.Attached[cublas.Lent](sl)
 		if _, err := h.MathMode(); err != nil {
 			panic(err)
 		}
@@ -389,14 +392,14 @@ func TestAnUnchangedHandleCostsNothing(t *testing.T) {
 	assert.Zero(t, allocs)
 }
 
-// Slot.BLAS while the slots close returns a handle that refuses, or an
+// pool.Attached while the slots close returns a handle that refuses, or an
 // error; never a nil handle and no error.
 func TestBLASWhileTheSlotsClose(t *testing.T) {
 	rt := cudarttest.NewFakeT(t)
 	l := newGemmLayout(t, 1)
 	lib, err := cublas.Open(rt)
 	require.NoError(t, err)
-	s, err := pool.NewSlots(rt, 1, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, BLAS: lib})
+	s, err := pool.NewSlots(rt, 1, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, Attach: []pool.Attachment{lib.ForSlots(0)}})
 	require.NoError(t, err)
 	sl, err := s.Acquire(context.Background(), "request")
 	require.NoError(t, err)
@@ -411,7 +414,7 @@ func TestBLASWhileTheSlotsClose(t *testing.T) {
 			closed = true
 		default:
 		}
-		h, err := sl.BLAS()
+		h, err := pool.Attached[cublas.Lent](sl)
 		if err != nil {
 			require.ErrorIs(t, err, pool.ErrClosed)
 			continue
@@ -420,6 +423,6 @@ func TestBLASWhileTheSlotsClose(t *testing.T) {
 			require.ErrorIs(t, err, pool.ErrClosed)
 		}
 	}
-	_, err = sl.BLAS()
+	_, err = pool.Attached[cublas.Lent](sl)
 	require.ErrorIs(t, err, pool.ErrClosed)
 }
