@@ -26,7 +26,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -37,6 +36,7 @@ import (
 	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/examples/cli"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -87,19 +87,14 @@ it under compute-sanitizer --tool memcheck to check that the tool sees the
 buffers.`
 
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("annotate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
-	order := fs.String("order", "pool-first", "order of the calls: pool-first, module-first or thread")
-	overflow := fs.Bool("overflow", false, "write one byte past the end of the last buffer")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	cmd := cli.New("annotate", about, stderr)
+	which := cmd.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
+	order := cmd.String("order", "pool-first", "order of the calls: pool-first, module-first or thread")
+	overflow := cmd.Bool("overflow", false, "write one byte past the end of the last buffer")
+	if code, exit := cmd.ParseArgs(args); exit {
+		return code
 	}
-	if fs.NArg() > 0 || !slices.Contains(orders, *order) {
+	if cmd.NArg() > 0 || !slices.Contains(orders, *order) {
 		fmt.Fprintf(stderr, "annotate: want -order pool-first, module-first or thread and no arguments\n")
 		return 2
 	}
@@ -108,8 +103,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer th.stop()
 	rt, err := choose.Open(*which, cudarttest.WithMemcheck())
 	if err != nil {
-		fmt.Fprintf(stderr, "annotate: %v\n", err)
-		return 1
+		return cmd.Fail(1, err)
 	}
 	defer rt.Close()
 	fmt.Fprintf(stdout, "runtime: %s\norder: %s, overflow: %v\n", rt.Description, *order, *overflow)
@@ -125,8 +119,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "overflow caught: %s\n", first)
 		return 0
 	}
-	fmt.Fprintf(stderr, "annotate: %v\n", err)
-	return 1
+	return cmd.Fail(1, err)
 }
 
 // isFault is true for the errors a bad access ends a kernel with: an

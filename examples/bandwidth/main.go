@@ -27,6 +27,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/cudapool/cudapool/choose"
+	"github.com/cudapool/cudapool/examples/cli"
 )
 
 func main() {
@@ -60,23 +61,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func parse(args []string, stderr io.Writer) (config, error) {
-	fs := flag.NewFlagSet("bandwidth", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
+	cmd := cli.New("bandwidth", about, stderr)
 	var c config
-	fs.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+choose.Modes)
-	fs.Func("size", "bytes per copy, e.g. 1GiB, 8MiB (default 1GiB on CUDA, 32MiB on the fake)", bytesFlag(&c.size))
-	fs.Func("pin-size", "bytes pinned and freed to time pinning, e.g. 4GiB (default 4GiB on CUDA, 64MiB on the fake)", bytesFlag(&c.pinSize))
-	fs.IntVar(&c.reps, "reps", 5, "repetitions of each measurement; the median is reported")
-	fs.StringVar(&c.svg, "svg", "", "also write the figures as an SVG bar chart to this file")
-	if err := fs.Parse(args); err != nil {
+	cmd.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+choose.Modes)
+	cmd.Func("size", "bytes per copy, e.g. 1GiB, 8MiB (default 1GiB on CUDA, 32MiB on the fake)", bytesFlag(&c.size))
+	cmd.Func("pin-size", "bytes pinned and freed to time pinning, e.g. 4GiB (default 4GiB on CUDA, 64MiB on the fake)", bytesFlag(&c.pinSize))
+	cmd.IntVar(&c.reps, "reps", 5, "repetitions of each measurement; the median is reported")
+	cmd.StringVar(&c.svg, "svg", "", "also write the figures as an SVG bar chart to this file")
+	if err := cmd.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, err
 		}
 		return c, errUsage
 	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	if cmd.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", cmd.Args())
 	}
 	if c.reps <= 0 {
 		return c, fmt.Errorf("-reps %d: want at least 1", c.reps)

@@ -11,7 +11,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -25,6 +24,7 @@ import (
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/cli"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -33,26 +33,19 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
-	n := fs.Int("n", 10000, "buffers per round")
-	reps := fs.Int("reps", 5, "rounds per method; the median is reported")
-	switch err := fs.Parse(args); {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case err != nil:
-		return 2
+	cmd := cli.New("bench", about, stderr)
+	which := cmd.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
+	n := cmd.Int("n", 10000, "buffers per round")
+	reps := cmd.Int("reps", 5, "rounds per method; the median is reported")
+	if code, exit := cmd.ParseArgs(args); exit {
+		return code
 	}
 	if *n <= 0 || *reps <= 0 {
-		fmt.Fprintln(stderr, "bench: -n and -reps must be positive")
-		return 2
+		return cmd.Fail(2, "-n and -reps must be positive")
 	}
 	rt, err := choose.Open(*which)
 	if err != nil {
-		fmt.Fprintf(stderr, "bench: %v\n", err)
-		return 1
+		return cmd.Fail(1, err)
 	}
 	defer rt.Close()
 	sizes := makeSizes(*n)

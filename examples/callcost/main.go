@@ -11,8 +11,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +21,7 @@ import (
 
 	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/cli"
 )
 
 func main() {
@@ -30,17 +29,12 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("callcost", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
-	rounds := fs.Int("rounds", 10, "timed rounds per call; the median, fastest and slowest are reported")
-	calls := fs.Int("calls", 10000, "calls per round")
-	switch err := fs.Parse(args); {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case err != nil:
-		return 2
+	cmd := cli.New("callcost", about, stderr)
+	which := cmd.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
+	rounds := cmd.Int("rounds", 10, "timed rounds per call; the median, fastest and slowest are reported")
+	calls := cmd.Int("calls", 10000, "calls per round")
+	if code, exit := cmd.ParseArgs(args); exit {
+		return code
 	}
 	if *rounds < 1 || *calls < 1 {
 		fmt.Fprintf(stderr, "callcost: -rounds (%d) and -calls (%d) must be at least 1\n", *rounds, *calls)
@@ -48,8 +42,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	full, err := choose.Open(*which)
 	if err != nil {
-		fmt.Fprintf(stderr, "callcost: %v\n", err)
-		return 1
+		return cmd.Fail(1, err)
 	}
 	defer full.Close()
 	var rt cudart.Runtime = full
@@ -58,8 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "ns per call on the fake runtime (fake runtime: not a GPU timing)")
 	}
 	if err := measure(stdout, stderr, rt, *rounds, *calls); err != nil {
-		fmt.Fprintf(stderr, "callcost: %v\n", err)
-		return 1
+		return cmd.Fail(1, err)
 	}
 	return 0
 }

@@ -19,7 +19,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,6 +29,7 @@ import (
 
 	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/cli"
 )
 
 const dev = 0
@@ -63,27 +63,20 @@ allocations of one size, one at a time and many together, and what cudaFree
 gives back.`
 
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("charge", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
-	async := fs.Bool("async", false, "measure cudaMallocAsync and cudaFreeAsync instead")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	cmd := cli.New("charge", about, stderr)
+	which := cmd.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
+	async := cmd.Bool("async", false, "measure cudaMallocAsync and cudaFreeAsync instead")
+	if code, exit := cmd.ParseArgs(args); exit {
+		return code
 	}
 	rt, err := choose.Open(*which)
 	if err != nil {
-		fmt.Fprintf(stderr, "charge: %v\n", err)
-		return 1
+		return cmd.Fail(1, err)
 	}
 	defer rt.Close()
 	a := allocator{rt: rt, async: *async}
 	if err := measure(rt, a, stdout); err != nil {
-		fmt.Fprintf(stderr, "charge: %v\n", err)
-		return 1
+		return cmd.Fail(1, err)
 	}
 	return 0
 }

@@ -66,13 +66,13 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cublas"
+	"github.com/cudapool/cudapool/examples/cli"
 )
 
 func main() {
@@ -98,23 +98,18 @@ type config struct {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gemm", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
+	cmd := cli.New("gemm", about, stderr)
 	var c config
-	fs.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+choose.Modes)
-	fs.IntVar(&c.reps, "reps", 50, "GEMMs a trial, between its two events (2 on the fake unless given)")
-	fs.IntVar(&c.trials, "trials", 7, "timed trials a shape; the median and the fastest are reported (3 on the fake unless given)")
-	fs.IntVar(&c.warmup, "warmup", 10, "untimed GEMMs a shape before its trials (1 on the fake unless given)")
-	fs.IntVar(&c.scale, "scale", 1, "divide every dimension but the batch by this (32 on the fake unless given)")
-	fs.BoolVar(&c.graph, "graph", false, "capture each trial's GEMMs in a CUDA graph and launch it once, so that the host's calls are out of the timing")
-	fs.BoolVar(&c.machine, "machine", false, `also print each row as a "gemm:" line, as cref/gemm.c does`)
-	fs.StringVar(&c.compare, "compare", "", "a file of cref/gemm.c's output: print the ratio Go/C per shape")
-	switch err := fs.Parse(args); {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case err != nil:
-		return 2
+	cmd.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+choose.Modes)
+	cmd.IntVar(&c.reps, "reps", 50, "GEMMs a trial, between its two events (2 on the fake unless given)")
+	cmd.IntVar(&c.trials, "trials", 7, "timed trials a shape; the median and the fastest are reported (3 on the fake unless given)")
+	cmd.IntVar(&c.warmup, "warmup", 10, "untimed GEMMs a shape before its trials (1 on the fake unless given)")
+	cmd.IntVar(&c.scale, "scale", 1, "divide every dimension but the batch by this (32 on the fake unless given)")
+	cmd.BoolVar(&c.graph, "graph", false, "capture each trial's GEMMs in a CUDA graph and launch it once, so that the host's calls are out of the timing")
+	cmd.BoolVar(&c.machine, "machine", false, `also print each row as a "gemm:" line, as cref/gemm.c does`)
+	cmd.StringVar(&c.compare, "compare", "", "a file of cref/gemm.c's output: print the ratio Go/C per shape")
+	if code, exit := cmd.ParseArgs(args); exit {
+		return code
 	}
 	if c.reps < 1 || c.trials < 1 || c.warmup < 0 || c.scale < 1 {
 		fmt.Fprintf(stderr, "gemm: -reps (%d), -trials (%d) and -scale (%d) must be at least 1, -warmup (%d) at least 0\n", c.reps, c.trials, c.scale, c.warmup)
@@ -122,27 +117,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	rt, err := choose.Open(c.runtime)
 	if err != nil {
-		fmt.Fprintf(stderr, "gemm: %v\n", err)
-		return 1
+		return cmd.Fail(1, err)
 	}
 	defer rt.Close()
 	if !rt.CUDA {
-		given := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 		for _, d := range []struct {
 			name string
 			v    *int
 			fake int
 		}{{"reps", &c.reps, 2}, {"trials", &c.trials, 3}, {"warmup", &c.warmup, 1}, {"scale", &c.scale, 32}} {
-			if !given[d.name] {
+			if !cmd.Given(d.name) {
 				*d.v = d.fake
 			}
 		}
 	}
 	fmt.Fprintf(stdout, "runtime: %s\n", rt.Description)
 	if err := measure(rt, c, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "gemm: %v\n", err)
-		return 1
+		return cmd.Fail(1, err)
 	}
 	return 0
 }

@@ -31,8 +31,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -42,6 +40,7 @@ import (
 	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/examples/cli"
 )
 
 func main() {
@@ -51,24 +50,19 @@ func main() {
 var detectors = []string{"guards", "memcheck", "none"}
 
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("memcheck", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
-	detector := fs.String("detector", "all", "what catches the bugs: all, "+strings.Join(detectors, ", "))
-	only := fs.String("bug", "all", "the bug to make: all, "+strings.Join(bugNames(), ", "))
-	switch err := fs.Parse(args); {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case err != nil:
-		return 2
+	cmd := cli.New("memcheck", about, stderr)
+	which := cmd.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
+	detector := cmd.String("detector", "all", "what catches the bugs: all, "+strings.Join(detectors, ", "))
+	only := cmd.String("bug", "all", "the bug to make: all, "+strings.Join(bugNames(), ", "))
+	if code, exit := cmd.ParseArgs(args); exit {
+		return code
 	}
 	usage := func(format string, args ...any) int {
 		fmt.Fprintf(stderr, "memcheck: "+format+"\n", args...)
 		return 2
 	}
-	if fs.NArg() > 0 {
-		return usage("unexpected arguments %q", fs.Args())
+	if cmd.NArg() > 0 {
+		return usage("unexpected arguments %q", cmd.Args())
 	}
 	if !slices.Contains([]string{"", "auto", "cuda", "fake"}, *which) {
 		return usage("unknown -runtime %q: want %s", *which, choose.Modes)
@@ -88,8 +82,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	rt, err := choose.Open(*which)
 	if err != nil {
-		fmt.Fprintf(stderr, "memcheck: %v\n", err)
-		return 1
+		return cmd.Fail(1, err)
 	}
 	defer rt.Close()
 	dets := []string{*detector}

@@ -76,8 +76,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -85,9 +83,10 @@ import (
 	"strings"
 
 	"github.com/cudapool/cudapool/choose"
+	"github.com/cudapool/cudapool/examples/cli"
 )
 
-const usage = `mlp: a multi-layer perceptron (1024 -> 4096 -> 4096 -> 1024, FP32,
+const about = `mlp: a multi-layer perceptron (1024 -> 4096 -> 4096 -> 1024, FP32,
 cuBLAS GEMMs, bias and ReLU in a PTX kernel) served from pool.Slots, each
 slot with its own stream, cuBLAS handle and workspace and a CUDA graph per
 batch profile (1, 8, 32), load-tested against one pool behind a mutex and
@@ -101,10 +100,7 @@ of the service apart, the ratios, the graphs' memory nodes, the device
 memory taken outside the pool during the timed requests, the parameters'
 read rate against the device's copy bandwidth, and the worst deviation of
 the outputs, all compared with the CPU's outside the timed requests.
-Progress goes to stderr, the tables to stdout.
-
-Flags:
-`
+Progress goes to stderr, the tables to stdout.`
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -131,29 +127,21 @@ func run(args []string, stdout, stderr io.Writer) int { return runWith(args, std
 // runWith is run with tweak, when not nil, applied to the configuration the
 // flags give: the tests' way to break a run on purpose.
 func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
-	fs := flag.NewFlagSet("mlp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usage)
-		fs.PrintDefaults()
-	}
+	cmd := cli.New("mlp", about, stderr)
 	var c config
-	fs.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+choose.Modes)
-	fs.IntVar(&c.requests, "requests", 10000, "timed requests a run, a run being one configuration at one batch size in one launch mode, once for each -repeat where paired (12 on the fake unless given)")
-	fs.IntVar(&c.repeat, "repeat", 3, "times each slot count and cudaMallocAsync with as many clients are measured, one after the other, at each batch size (1 on the fake unless given)")
-	fs.IntVar(&c.clients, "clients", 8, "concurrent clients of the slots, the mutex pool and the reference cudaMallocAsync")
-	slots := fs.String("slots", "1,2,4,8", "slot counts to measure, comma-separated")
-	batches := fs.String("batches", "1,8,32", "batch sizes, comma-separated: a profile each")
-	launch := fs.String("launch", "both", "graph (one CUDA graph launch a request), calls (each copy, GEMM and kernel launched) or both")
-	fs.Uint64Var(&c.seed, "seed", 1, "seed of the parameters and inputs")
-	fs.IntVar(&c.scale, "scale", 1, "divide every width by this, 1 to 16, a power of 2 (16 on the fake unless given)")
-	copyBytes := fs.Uint64("copy", 1<<30, "bytes of the device-to-device copy that measures the bandwidth (16 MiB on the fake unless given)")
-	fs.StringVar(&c.dump, "dump", "", "write the parameters, an input batch per profile and its outputs, and manifest.json, into this directory")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	cmd.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+choose.Modes)
+	cmd.IntVar(&c.requests, "requests", 10000, "timed requests a run, a run being one configuration at one batch size in one launch mode, once for each -repeat where paired (12 on the fake unless given)")
+	cmd.IntVar(&c.repeat, "repeat", 3, "times each slot count and cudaMallocAsync with as many clients are measured, one after the other, at each batch size (1 on the fake unless given)")
+	cmd.IntVar(&c.clients, "clients", 8, "concurrent clients of the slots, the mutex pool and the reference cudaMallocAsync")
+	slots := cmd.String("slots", "1,2,4,8", "slot counts to measure, comma-separated")
+	batches := cmd.String("batches", "1,8,32", "batch sizes, comma-separated: a profile each")
+	launch := cmd.String("launch", "both", "graph (one CUDA graph launch a request), calls (each copy, GEMM and kernel launched) or both")
+	cmd.Uint64Var(&c.seed, "seed", 1, "seed of the parameters and inputs")
+	cmd.IntVar(&c.scale, "scale", 1, "divide every width by this, 1 to 16, a power of 2 (16 on the fake unless given)")
+	copyBytes := cmd.Uint64("copy", 1<<30, "bytes of the device-to-device copy that measures the bandwidth (16 MiB on the fake unless given)")
+	cmd.StringVar(&c.dump, "dump", "", "write the parameters, an input batch per profile and its outputs, and manifest.json, into this directory")
+	if code, exit := cmd.ParseArgs(args); exit {
+		return code
 	}
 	var err error
 	c.slots, err = positives(*slots, 1024)
@@ -168,14 +156,12 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 	}
 	switch {
 	case err != nil:
-		fmt.Fprintf(stderr, "mlp: %v\n", err)
-		return 2
+		return cmd.Fail(2, err)
 	case len(c.launches) == 0:
 		fmt.Fprintf(stderr, "mlp: -launch %q: want graph, calls or both\n", *launch)
 		return 2
 	case c.requests < 1 || c.clients < 1 || c.clients > 1024 || c.repeat < 1 || c.repeat > 100:
-		fmt.Fprintln(stderr, "mlp: -requests must be at least 1, -clients 1 to 1024, -repeat 1 to 100")
-		return 2
+		return cmd.Fail(2, "-requests must be at least 1, -clients 1 to 1024, -repeat 1 to 100")
 	case c.scale < 1 || c.scale > 16 || c.scale&(c.scale-1) != 0:
 		fmt.Fprintf(stderr, "mlp: -scale %d: want a power of 2, 1 to 16\n", c.scale)
 		return 2
@@ -189,30 +175,26 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 	}
 	rt, err := choose.Open(c.runtime)
 	if err != nil {
-		fmt.Fprintf(stderr, "mlp: %v\n", err)
-		return 1
+		return cmd.Fail(1, err)
 	}
 	defer rt.Close()
 	if !rt.CUDA {
-		given := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-		if !given["requests"] {
+		if !cmd.Given("requests") {
 			c.requests = 12
 		}
-		if !given["repeat"] {
+		if !cmd.Given("repeat") {
 			c.repeat = 1
 		}
-		if !given["scale"] {
+		if !cmd.Given("scale") {
 			c.scale = 16
 		}
-		if !given["copy"] {
+		if !cmd.Given("copy") {
 			c.copyBytes = 16 << 20
 		}
 	}
 	fmt.Fprintf(stdout, "runtime: %s\n", rt.Description)
 	if err := measure(rt, c, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "mlp: %v\n", err)
-		return 1
+		return cmd.Fail(1, err)
 	}
 	return 0
 }

@@ -14,13 +14,12 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/cudapool/cudapool/choose"
+	"github.com/cudapool/cudapool/examples/cli"
 )
 
 func main() {
@@ -28,26 +27,19 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("pipeline", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
-	n := fs.Uint("n", 1<<20, "float32 elements in each buffer")
-	replays := fs.Int("replays", 0, "graph launches timed in each of 5 rounds for the replay figure (default 50 on CUDA, 5 on the fake)")
-	switch err := fs.Parse(args); {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case err != nil:
-		return 2
+	cmd := cli.New("pipeline", about, stderr)
+	which := cmd.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
+	n := cmd.Uint("n", 1<<20, "float32 elements in each buffer")
+	replays := cmd.Int("replays", 0, "graph launches timed in each of 5 rounds for the replay figure (default 50 on CUDA, 5 on the fake)")
+	if code, exit := cmd.ParseArgs(args); exit {
+		return code
 	}
 	if *n == 0 || *n > 1<<28 || *replays < 0 {
-		fmt.Fprintln(stderr, "pipeline: -n must be 1 to 268435456 and -replays at least 1 (0: the default)")
-		return 2
+		return cmd.Fail(2, "-n must be 1 to 268435456 and -replays at least 1 (0: the default)")
 	}
 	rt, err := choose.Open(*which)
 	if err != nil {
-		fmt.Fprintf(stderr, "pipeline: %v\n", err)
-		return 1
+		return cmd.Fail(1, err)
 	}
 	defer rt.Close()
 	fmt.Fprintf(stdout, "runtime: %s\n\n", rt.Description)
@@ -64,8 +56,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		*replays = 5
 	}
 	if err := pipeline(rt, uint32(*n), *replays, r); err != nil {
-		fmt.Fprintf(stderr, "pipeline: %v\n", err)
-		return 1
+		return cmd.Fail(1, err)
 	}
 	return 0
 }

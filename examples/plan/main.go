@@ -34,7 +34,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -44,6 +43,8 @@ import (
 	"time"
 
 	"github.com/cudapool/cudapool/plan"
+
+	"github.com/cudapool/cudapool/examples/cli"
 )
 
 func main() {
@@ -71,25 +72,20 @@ type options struct {
 
 // run is the command with its streams as arguments, so tests can run it.
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
+	cmd := cli.New("plan", about, stderr)
 	var o options
-	fs.StringVar(&o.in, "in", "", "input to plan: a trace (JSON, see plan.ReadTrace) or a CSV (see plan.ReadCSV); - for standard input (JSON); none for the embedded "+embeddedName)
-	fs.BoolVar(&o.asJSON, "json", false, "print the plan as one JSON object instead of a summary")
-	fs.StringVar(&o.svg, "svg", "", "also draw the plan into this SVG file")
-	fs.Uint64Var(&o.unit, "unit", 1, "multiply every size and the capacity by this many bytes")
-	fs.Uint64Var(&o.capacity, "capacity", 0, "find a layout within this many bytes (times -unit); 0 for none")
-	fs.DurationVar(&o.limit, "time-limit", 0, "bound the exact search (default: plan's own defaults)")
-	switch err := fs.Parse(args); {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case err != nil:
-		return exitUsage
+	cmd.StringVar(&o.in, "in", "", "input to plan: a trace (JSON, see plan.ReadTrace) or a CSV (see plan.ReadCSV); - for standard input (JSON); none for the embedded "+embeddedName)
+	cmd.BoolVar(&o.asJSON, "json", false, "print the plan as one JSON object instead of a summary")
+	cmd.StringVar(&o.svg, "svg", "", "also draw the plan into this SVG file")
+	cmd.Uint64Var(&o.unit, "unit", 1, "multiply every size and the capacity by this many bytes")
+	cmd.Uint64Var(&o.capacity, "capacity", 0, "find a layout within this many bytes (times -unit); 0 for none")
+	cmd.DurationVar(&o.limit, "time-limit", 0, "bound the exact search (default: plan's own defaults)")
+	if code, exit := cmd.ParseArgs(args); exit {
+		return code
 	}
-	if fs.NArg() > 0 || o.unit == 0 || o.limit < 0 {
+	if cmd.NArg() > 0 || o.unit == 0 || o.limit < 0 {
 		fmt.Fprintln(stderr, "usage: plan [-in trace.json|problem.csv] [-unit N] [-capacity BYTES] [-time-limit D] [-json] [-svg out.svg]")
-		fs.PrintDefaults()
+		cmd.PrintDefaults()
 		return exitUsage
 	}
 	if o.in == "" {

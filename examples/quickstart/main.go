@@ -14,7 +14,6 @@ package main
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/cli"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -31,26 +31,19 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
-	switch err := fs.Parse(args); {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case err != nil:
-		return 2
+	cmd := cli.New("quickstart", about, stderr)
+	which := cmd.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
+	if code, exit := cmd.ParseArgs(args); exit {
+		return code
 	}
 	rt, err := choose.Open(*which)
 	if err != nil {
-		fmt.Fprintf(stderr, "quickstart: %v\n", err)
-		return 1
+		return cmd.Fail(1, err)
 	}
 	defer rt.Close()
 	fmt.Fprintf(stdout, "runtime: %s\n\n", rt.Description)
 	if err := pipeline(rt, stdout); err != nil {
-		fmt.Fprintf(stderr, "quickstart: %v\n", err)
-		return 1
+		return cmd.Fail(1, err)
 	}
 	return 0
 }

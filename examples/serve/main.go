@@ -24,7 +24,6 @@ package main
 import (
 	"errors"
 	"expvar"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -37,11 +36,12 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/cudapool/cudapool/choose"
+	"github.com/cudapool/cudapool/examples/cli"
 	"github.com/cudapool/cudapool/examples/loadgen"
 	"github.com/cudapool/cudapool/pool"
 )
 
-const usage = `serve: concurrent inference requests from pool.Slots, load-tested.
+const about = `serve: concurrent inference requests from pool.Slots, load-tested.
 
 It runs a small model (a chain of kernels over float32 rows, weights shared
 by all requests) per request in a slot, and measures requests/s and the
@@ -53,10 +53,7 @@ a request or kernel by kernel, in process and through a loopback HTTP
 server, and prints the ratios between them. Outputs are compared in full
 with the CPU's in untimed passes; timed requests stage and check samples.
 Then it times the hand-off alone (Acquire + Release by 8 goroutines, no
-work) against a buffered channel used as a semaphore. It stops by itself; progress goes to stderr, the tables to stdout.
-
-Flags:
-`
+work) against a buffered channel used as a semaphore. It stops by itself; progress goes to stderr, the tables to stdout.`
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -76,28 +73,20 @@ type config struct {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usage)
-		fs.PrintDefaults()
-	}
+	cmd := cli.New("serve", about, stderr)
 	var c config
-	fs.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+choose.Modes)
-	fs.IntVar(&c.requests, "requests", 20000, "timed requests a configuration (100 on the fake unless given)")
-	fs.IntVar(&c.clients, "clients", 8, "concurrent clients of the load generator")
-	n := fs.Uint("n", 65536, "float32 elements a batch row (4096 on the fake unless given)")
-	fs.IntVar(&c.layers, "layers", 8, "kernels a request runs")
-	mix := fs.String("mix", "1", "batch sizes of the requests in turn, comma-separated; each is a shape profile")
-	slots := fs.String("slots", "1,2,4,8", "slot counts to measure, comma-separated")
-	launch := fs.String("launch", "both", "graph (one CUDA graph launch a request), kernels (a launch a kernel) or both, each configuration in each")
-	fs.IntVar(&c.handoffs, "handoffs", 1_000_000, "Acquire + Release hand-offs a run of the hand-off measurement, in process (10000 on the fake unless given; 0: none)")
-	via := fs.String("via", "both", "inproc (calls the server code directly: the pool's cost), http (through the loopback HTTP server) or both")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	cmd.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+choose.Modes)
+	cmd.IntVar(&c.requests, "requests", 20000, "timed requests a configuration (100 on the fake unless given)")
+	cmd.IntVar(&c.clients, "clients", 8, "concurrent clients of the load generator")
+	n := cmd.Uint("n", 65536, "float32 elements a batch row (4096 on the fake unless given)")
+	cmd.IntVar(&c.layers, "layers", 8, "kernels a request runs")
+	mix := cmd.String("mix", "1", "batch sizes of the requests in turn, comma-separated; each is a shape profile")
+	slots := cmd.String("slots", "1,2,4,8", "slot counts to measure, comma-separated")
+	launch := cmd.String("launch", "both", "graph (one CUDA graph launch a request), kernels (a launch a kernel) or both, each configuration in each")
+	cmd.IntVar(&c.handoffs, "handoffs", 1_000_000, "Acquire + Release hand-offs a run of the hand-off measurement, in process (10000 on the fake unless given; 0: none)")
+	via := cmd.String("via", "both", "inproc (calls the server code directly: the pool's cost), http (through the loopback HTTP server) or both")
+	if code, exit := cmd.ParseArgs(args); exit {
+		return code
 	}
 	var err error
 	c.mix, err = positives(*mix, 1024)
@@ -113,8 +102,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case err != nil:
-		fmt.Fprintf(stderr, "serve: %v\n", err)
-		return 2
+		return cmd.Fail(2, err)
 	case !c.inProcess && !c.httpd:
 		fmt.Fprintf(stderr, "serve: -via %q: want inproc, http or both\n", *via)
 		return 2
@@ -122,36 +110,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "serve: -launch %q: want graph, kernels or both\n", *launch)
 		return 2
 	case c.handoffs < 0:
-		fmt.Fprintln(stderr, "serve: -handoffs must be 0 or more")
-		return 2
+		return cmd.Fail(2, "-handoffs must be 0 or more")
 	case c.requests < 1 || c.clients < 1 || c.clients > 1024 || c.layers < 1 || c.layers > 1024 || *n == 0 || *n > 1<<24:
-		fmt.Fprintln(stderr, "serve: -requests and -clients (at most 1024) and -layers (at most 1024) must be at least 1, -n 1 to 16777216")
-		return 2
+		return cmd.Fail(2, "-requests and -clients (at most 1024) and -layers (at most 1024) must be at least 1, -n 1 to 16777216")
 	}
 	c.n = uint32(*n)
 	rt, err := choose.Open(c.runtime)
 	if err != nil {
-		fmt.Fprintf(stderr, "serve: %v\n", err)
-		return 1
+		return cmd.Fail(1, err)
 	}
 	defer rt.Close()
 	if !rt.CUDA {
-		given := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-		if !given["requests"] {
+		if !cmd.Given("requests") {
 			c.requests = 100
 		}
-		if !given["n"] {
+		if !cmd.Given("n") {
 			c.n = 4096
 		}
-		if !given["handoffs"] {
+		if !cmd.Given("handoffs") {
 			c.handoffs = 10000
 		}
 	}
 	fmt.Fprintf(stdout, "runtime: %s\n", rt.Description)
 	if err := measure(rt, c, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "serve: %v\n", err)
-		return 1
+		return cmd.Fail(1, err)
 	}
 	return 0
 }

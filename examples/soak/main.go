@@ -18,8 +18,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +26,7 @@ import (
 
 	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/cli"
 )
 
 func main() {
@@ -45,41 +44,33 @@ type config struct {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
+	cmd := cli.New("soak", about, stderr)
+	which := cmd.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
 	var c config
-	fs.IntVar(&c.cycles, "cycles", 0, "ReleaseAll/Satisfy cycles (default 100000 on CUDA, 20000 on the fake)")
-	fs.IntVar(&c.buffers, "buffers", 64, "requests per cycle, of mixed sizes, a quarter of them host buffers")
-	fs.IntVar(&c.samples, "samples", 10, "points at which free memory and RSS are sampled")
-	fs.IntVar(&c.checkEvery, "check-every", 1000, "cycles between host -> device -> host round trips")
-	fs.BoolVar(&c.growable, "growable", false, "use a growable device arena (CUDA virtual memory)")
-	fs.BoolVar(&c.trim, "trim", false, "with -growable: give the arena's memory back at every ReleaseAll")
-	deviceMiB := fs.Uint64("device-mib", 256, "device arena size (maximum, with -growable), MiB")
-	hostMiB := fs.Uint64("host-mib", 64, "pinned host arena size, MiB")
-	tolMiB := fs.Uint64("free-tolerance-mib", 2, "largest accepted change of free device memory, MiB")
-	rssMiB := fs.Uint64("rss-limit-mib", 16, "largest accepted RSS growth after the first sample, MiB")
-	switch err := fs.Parse(args); {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case err != nil:
-		return 2
+	cmd.IntVar(&c.cycles, "cycles", 0, "ReleaseAll/Satisfy cycles (default 100000 on CUDA, 20000 on the fake)")
+	cmd.IntVar(&c.buffers, "buffers", 64, "requests per cycle, of mixed sizes, a quarter of them host buffers")
+	cmd.IntVar(&c.samples, "samples", 10, "points at which free memory and RSS are sampled")
+	cmd.IntVar(&c.checkEvery, "check-every", 1000, "cycles between host -> device -> host round trips")
+	cmd.BoolVar(&c.growable, "growable", false, "use a growable device arena (CUDA virtual memory)")
+	cmd.BoolVar(&c.trim, "trim", false, "with -growable: give the arena's memory back at every ReleaseAll")
+	deviceMiB := cmd.Uint64("device-mib", 256, "device arena size (maximum, with -growable), MiB")
+	hostMiB := cmd.Uint64("host-mib", 64, "pinned host arena size, MiB")
+	tolMiB := cmd.Uint64("free-tolerance-mib", 2, "largest accepted change of free device memory, MiB")
+	rssMiB := cmd.Uint64("rss-limit-mib", 16, "largest accepted RSS growth after the first sample, MiB")
+	if code, exit := cmd.ParseArgs(args); exit {
+		return code
 	}
 	c.deviceBytes, c.hostBytes = *deviceMiB<<20, *hostMiB<<20
 	c.freeTolerance, c.rssLimit = *tolMiB<<20, *rssMiB<<20
 	if c.cycles < 0 || c.buffers < 2 || c.samples < 2 || c.checkEvery < 1 || c.deviceBytes == 0 || c.hostBytes == 0 {
-		fmt.Fprintln(stderr, "soak: -cycles (0: the default) and -check-every must be at least 1, -buffers and -samples at least 2, the arenas not empty")
-		return 2
+		return cmd.Fail(2, "-cycles (0: the default) and -check-every must be at least 1, -buffers and -samples at least 2, the arenas not empty")
 	}
 	if c.trim && !c.growable {
-		fmt.Fprintln(stderr, "soak: -trim needs -growable")
-		return 2
+		return cmd.Fail(2, "-trim needs -growable")
 	}
 	rt, err := choose.Open(*which)
 	if err != nil {
-		fmt.Fprintf(stderr, "soak: %v\n", err)
-		return 1
+		return cmd.Fail(1, err)
 	}
 	defer rt.Close()
 	fmt.Fprintf(stdout, "runtime: %s\n\n", rt.Description)
@@ -102,8 +93,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	samples, err := cycle(rt, c, stdout, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "soak: %v\n", err)
-		return 1
+		return cmd.Fail(1, err)
 	}
 	if err := judge(samples, c, stdout); err != nil {
 		fmt.Fprintf(stderr, "soak: FAIL: %v\n", err)

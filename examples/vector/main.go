@@ -24,7 +24,6 @@ package main
 import (
 	"cmp"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -36,6 +35,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/cudapool/cudapool/choose"
+	"github.com/cudapool/cudapool/examples/cli"
 )
 
 func main() {
@@ -65,25 +65,20 @@ var doublings = map[string]func(*counting, uint64, uint64) (growth, error){
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("vector", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
-	which := fs.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
+	cmd := cli.New("vector", about, stderr)
+	which := cmd.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
 	c := config{from: 2 << 20, max: 32 << 30, step: 1 << 30, margin: 64 << 20}
-	fs.Var((*sizeFlag)(&c.from), "from", "size the doubling starts from")
-	fs.Var((*sizeFlag)(&c.max), "max", "size the doubling grows to, at most (clamped to what is free)")
-	fs.Var((*sizeFlag)(&c.step), "step", "step of the largest-reachable probes")
-	fs.Var((*sizeFlag)(&c.probe), "probe", "largest size the probes try (0: all free memory)")
-	fs.Var((*sizeFlag)(&c.margin), "margin", "memory every step leaves free for CUDA's own use")
-	fs.IntVar(&c.reps, "reps", 5, "rounds of the doubling; the median is reported")
-	fs.DurationVar(&c.budget, "realloc-budget", time.Minute, "time after which the realloc probe stops")
-	methods := fs.String("methods", "realloc,vmem", "doubling methods to time, in order: realloc, vmem")
-	noProbe := fs.Bool("no-probe", false, "skip the largest-reachable probes")
-	switch err := fs.Parse(args); {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case err != nil:
-		return 2
+	cmd.Var((*sizeFlag)(&c.from), "from", "size the doubling starts from")
+	cmd.Var((*sizeFlag)(&c.max), "max", "size the doubling grows to, at most (clamped to what is free)")
+	cmd.Var((*sizeFlag)(&c.step), "step", "step of the largest-reachable probes")
+	cmd.Var((*sizeFlag)(&c.probe), "probe", "largest size the probes try (0: all free memory)")
+	cmd.Var((*sizeFlag)(&c.margin), "margin", "memory every step leaves free for CUDA's own use")
+	cmd.IntVar(&c.reps, "reps", 5, "rounds of the doubling; the median is reported")
+	cmd.DurationVar(&c.budget, "realloc-budget", time.Minute, "time after which the realloc probe stops")
+	methods := cmd.String("methods", "realloc,vmem", "doubling methods to time, in order: realloc, vmem")
+	noProbe := cmd.Bool("no-probe", false, "skip the largest-reachable probes")
+	if code, exit := cmd.ParseArgs(args); exit {
+		return code
 	}
 	c.methods = strings.Split(*methods, ",")
 	for _, m := range c.methods {
@@ -94,13 +89,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	c.noProbe = *noProbe
 	if c.from == 0 || c.step == 0 || c.reps <= 0 || c.max < c.from {
-		fmt.Fprintln(stderr, "vector: -from, -step and -reps must be positive, and -max at least -from")
-		return 2
+		return cmd.Fail(2, "-from, -step and -reps must be positive, and -max at least -from")
 	}
 	rt, err := choose.Open(*which)
 	if err != nil {
-		fmt.Fprintf(stderr, "vector: %v\n", err)
-		return 1
+		return cmd.Fail(1, err)
 	}
 	defer rt.Close()
 	fmt.Fprintf(stdout, "runtime: %s\n", rt.Description)
@@ -108,8 +101,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		c.note = " (fake runtime: not a GPU timing)"
 	}
 	if err := compare(&counting{Full: rt}, c, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "vector: %v\n", err)
-		return 1
+		return cmd.Fail(1, err)
 	}
 	return 0
 }

@@ -1,0 +1,53 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+)
+
+// Command is an example program's command line: a flag.FlagSet that prints
+// about before its flags and writes to the program's stderr.
+type Command struct {
+	*flag.FlagSet
+	stderr io.Writer
+}
+
+// New is the command line of the program called name, which does what
+// about says.
+func New(name, about string, stderr io.Writer) *Command {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", about); fs.PrintDefaults() }
+	return &Command{FlagSet: fs, stderr: stderr}
+}
+
+// ParseArgs parses args. exit says the program is to stop with code: 0
+// after -h, which printed the usage, and 2 after a bad flag, which printed
+// what was wrong.
+func (c *Command) ParseArgs(args []string) (code int, exit bool) {
+	switch err := c.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		return 0, true
+	case err != nil:
+		return 2, true
+	}
+	return 0, false
+}
+
+// Given says whether the command line set the flag called name: the
+// examples run smaller on the fake runtime than on CUDA unless told.
+func (c *Command) Given(name string) bool {
+	given := false
+	c.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// Fail prints the program's name, a colon and a, spaced as fmt.Println
+// spaces them, to stderr and returns code, the program's exit status.
+func (c *Command) Fail(code int, a ...any) int {
+	fmt.Fprint(c.stderr, c.Name()+": ")
+	fmt.Fprintln(c.stderr, a...)
+	return code
+}

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestParseArgs(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		code     int
+		exit     bool
+		n        int
+		stderr   []string // what stderr holds
+		noStderr bool
+	}{
+		{name: "flags", args: []string{"-n", "3"}, n: 3, noStderr: true},
+		{name: "none", n: 1, noStderr: true},
+		{name: "help", args: []string{"-h"}, exit: true, stderr: []string{"demo does things.\n\nFlags:\n", "-n int", "how many (default 1)"}},
+		{name: "unknown flag", args: []string{"-x"}, code: 2, exit: true, stderr: []string{"flag provided but not defined: -x", "demo does things."}},
+		{name: "bad value", args: []string{"-n", "many"}, code: 2, exit: true, stderr: []string{`invalid value "many" for flag -n`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			c := New("demo", "demo does things.", &stderr)
+			n := c.Int("n", 1, "how many")
+			code, exit := c.ParseArgs(tc.args)
+			assert.Equal(t, tc.code, code)
+			assert.Equal(t, tc.exit, exit)
+			if !exit {
+				assert.Equal(t, tc.n, *n)
+			}
+			if tc.noStderr {
+				assert.Empty(t, stderr.String())
+			}
+			for _, s := range tc.stderr {
+				assert.Contains(t, stderr.String(), s)
+			}
+		})
+	}
+}
+
+func TestGiven(t *testing.T) {
+	c := New("demo", "about", &bytes.Buffer{})
+	c.Int("n", 1, "")
+	c.Int("m", 1, "")
+	_, exit := c.ParseArgs([]string{"-n", "1"})
+	assert.False(t, exit)
+	assert.True(t, c.Given("n"), "given, even at its default")
+	assert.False(t, c.Given("m"))
+	assert.False(t, c.Given("other"))
+}
+
+func TestFail(t *testing.T) {
+	var stderr bytes.Buffer
+	c := New("demo", "about", &stderr)
+	assert.Equal(t, 1, c.Fail(1, errors.New("no device")))
+	assert.Equal(t, 2, c.Fail(2, "exhaustion:", errors.New("full")))
+	assert.Equal(t, "demo: no device\ndemo: exhaustion: full\n", stderr.String())
+}
