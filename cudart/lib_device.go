@@ -151,3 +151,26 @@ func limitName(lim Limit) string {
 	}
 	return fmt.Sprintf("cudaLimit(%d)", int(lim))
 }
+
+// pointerAttributes is struct cudaPointerAttributes as CUDA 11 and later lay
+// it out, with room after it: CUDA 13 appends localityDomainOrdinal, and a
+// later runtime may append more, which must land in memory of ours.
+type pointerAttributes struct {
+	typ           int32
+	device        int32
+	devicePointer uint64
+	hostPointer   uint64
+	_             [12]uint64
+}
+
+// PointerAttributes is cudaPointerGetAttributes of p with device selected.
+func (l *lib) PointerAttributes(device int, p DevicePtr) (PointerAttributes, error) {
+	if l.unusable() {
+		return PointerAttributes{}, closedError(calls.PointerGetAttributes)
+	}
+	var a pointerAttributes
+	if r := l.callMem(calls.PointerGetAttributes, device, [2]Mem{structMem(&a)}, uintptr(p)); r.code != 0 {
+		return PointerAttributes{}, l.fail(calls.PointerGetAttributes, r, "(%s) on device %d", p, device)
+	}
+	return PointerAttributes{Type: MemoryType(a.typ), Device: int(a.device), DevicePointer: DevicePtr(a.devicePointer), HostPointer: uintptr(a.hostPointer)}, nil
+}

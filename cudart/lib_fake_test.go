@@ -242,6 +242,12 @@ func TestFakeDevice(t *testing.T) {
 	name, err := l.DeviceName(0)
 	require.NoError(t, err)
 	assert.Equal(t, "Fake GPU 0", name)
+	// The fake C library answers every field apart: see fakecuda.c.
+	at, err := l.PointerAttributes(0, 0x7000)
+	require.NoError(t, err)
+	assert.Equal(t, PointerAttributes{Type: MemoryHost, Device: 0, DevicePointer: 0x7010, HostPointer: 0x7000}, at)
+	_, err = l.PointerAttributes(1, 0x7000)
+	assert.ErrorIs(t, err, ErrInvalidDevice)
 }
 
 // TestFakePrefetchSignature checks that each runtime gets the prefetch

@@ -69,6 +69,7 @@ func methods() []method {
 		{"DeviceName", true, func(l *lib, dev int) error { _, err := l.DeviceName(dev); return err }},
 		{"DeviceReset", true, func(l *lib, dev int) error { return l.DeviceReset(dev) }},
 		{"DeviceCanAccessPeer", false, func(l *lib, dev int) error { _, err := l.DeviceCanAccessPeer(dev, 0); return err }},
+		{"PointerAttributes", true, func(l *lib, dev int) error { _, err := l.PointerAttributes(dev, 0x1000); return err }},
 		{"MemGetAllocationGranularity", true, func(l *lib, dev int) error { _, err := l.MemGetAllocationGranularity(dev, true); return err }},
 		{"MemCreate", true, func(l *lib, dev int) error { _, err := l.MemCreate(dev, 2<<20); return err }},
 		{"MemRelease", false, func(l *lib, _ int) error { return l.MemRelease(1) }},

@@ -137,6 +137,12 @@ type Device interface {
 	// DeviceCanAccessPeer is cudaDeviceCanAccessPeer: whether device can
 	// access memory on peer, which MemSetAccess needs to grant it.
 	DeviceCanAccessPeer(device, peer int) (bool, error)
+	// PointerAttributes is cudaPointerGetAttributes with device selected:
+	// what kind of memory p is in (device, pinned or registered host
+	// memory at either of its addresses, managed, or unknown to CUDA), the
+	// device it belongs to, and its device and host addresses. A host
+	// buffer's device alias is host memory.
+	PointerAttributes(device int, p DevicePtr) (PointerAttributes, error)
 }
 
 // PhysHandle is a CUmemGenericAllocationHandle: physical memory from MemCreate.

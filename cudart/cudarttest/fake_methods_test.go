@@ -54,6 +54,7 @@ func fakeMethods(f *cudarttest.Fake) map[string]func() {
 		"DeviceName":                  func() { _, _ = f.DeviceName(0) },
 		"DeviceReset":                 func() { _ = f.DeviceReset(0) },
 		"DeviceCanAccessPeer":         func() { _, _ = f.DeviceCanAccessPeer(0, 0) },
+		"PointerAttributes":           func() { _, _ = f.PointerAttributes(0, 0x1000) },
 		"MemGetAllocationGranularity": func() { _, _ = f.MemGetAllocationGranularity(0, true) },
 		"MemCreate":                   func() { _, _ = f.MemCreate(0, 1) },
 		"MemRelease":                  func() { _ = f.MemRelease(1) },

@@ -90,6 +90,23 @@ int cudaDeviceCanAccessPeer(int *can, int device, int peer) {
 	*can = 0;
 	return device == 0 && peer == 0 ? 0 : 101;
 }
+/* Every field apart, so that a test tells a misread layout: the memory is
+   host memory pinned on the current device, reached by the device 16 bytes
+   higher. */
+typedef struct {
+	int type;
+	int device;
+	void *devicePointer;
+	void *hostPointer;
+} attrs_t;
+int cudaPointerGetAttributes(attrs_t *a, const void *p) {
+	if (current != 0) return 201;
+	a->type = 1;
+	a->device = current;
+	a->devicePointer = (char *)p + 16;
+	a->hostPointer = (void *)p;
+	return 0;
+}
 int cudaMemGetInfo(size_t *free, size_t *total) {
 	*free = 1 << 30;
 	*total = 2u << 30;

@@ -55,12 +55,13 @@ type suite struct {
 // capability: device info, malloc and free, every copy kind, memset, the
 // errors CUDA reports, pinned host memory, host registration, streams,
 // managed memory, stream-ordered allocation, device limits and versions,
-// virtual memory and peer access, kernels launched from PTX, events, stream
-// capture into graphs, the device-side malloc heap, memory annotations, and
-// device reset, which comes last as it destroys what the device holds. On a
-// runtime that implements RegisterKernel, as the fake does, the suite
-// registers Go implementations of its PTX kernels first. A group whose
-// interface rt does not implement is skipped.
+// what CUDA tells of an address, virtual memory and peer access, kernels
+// launched from PTX, events, stream capture into graphs, the device-side
+// malloc heap, memory annotations, and device reset, which comes last as it
+// destroys what the device holds. On a runtime that implements
+// RegisterKernel, as the fake does, the suite registers Go implementations
+// of its PTX kernels first. A group whose interface rt does not implement
+// is skipped.
 //
 // It asserts only documented CUDA behaviour, so it holds for real CUDA on a
 // GPU and for the fake alike. It uses a few MiB of device memory and frees
@@ -90,6 +91,7 @@ func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...Option) {
 	t.Run("Managed", s.testManaged)
 	t.Run("Async", s.testAsync)
 	t.Run("Device", s.testDevice)
+	t.Run("PointerAttributes", s.testPointerAttributes)
 	t.Run("VirtualMemory", s.testVirtualMemory)
 	t.Run("Kernels", s.testKernels)
 	t.Run("Events", s.testEvents)

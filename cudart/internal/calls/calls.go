@@ -73,6 +73,7 @@ const (
 	GraphNodeGetType
 	DeviceReset
 	DeviceCanAccessPeer
+	PointerGetAttributes
 	CuGetErrorName
 	CuGetErrorString
 	CuInit
@@ -246,6 +247,7 @@ var table = [Count]callInfo{
 	GraphNodeGetType:        {"cudaGraphNodeGetType", RuntimeLibrary, CapGraphs, []string{"GraphNodeType"}, true, []Arg{ArgAddr, ArgOut}, ResultRuntime, ""},
 	DeviceReset:             {"cudaDeviceReset", RuntimeLibrary, CapDevice, []string{"DeviceReset"}, true, nil, ResultRuntime, ""},
 	DeviceCanAccessPeer:     {"cudaDeviceCanAccessPeer", RuntimeLibrary, CapDevice, []string{"DeviceCanAccessPeer"}, false, []Arg{ArgOut, ArgInt, ArgInt}, ResultRuntime, ""},
+	PointerGetAttributes:    {"cudaPointerGetAttributes", RuntimeLibrary, CapDevice, []string{"PointerAttributes"}, true, []Arg{ArgMem, ArgAddr}, ResultRuntime, ""},
 
 	CuGetErrorName:                {"cuGetErrorName", DriverLibrary, Binding, nil, false, []Arg{ArgInt, ArgOut}, ResultDriver, ""},
 	CuGetErrorString:              {"cuGetErrorString", DriverLibrary, Binding, nil, false, []Arg{ArgInt, ArgOut}, ResultDriver, ""},
