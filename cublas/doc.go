@@ -57,13 +57,21 @@
 // arguments that would make cuBLAS read or write memory at address 0, or
 // whose sizes do not fit its int, with ErrInvalidValue; calls on a closed
 // handle with ErrClosed; an unusable workspace (released, too small, on
-// another device or at address 0) with ErrInvalidWorkspace; a stream of
+// another device, at address 0, or not device memory) with
+// ErrInvalidWorkspace; a stream of
 // another device than the handle's with ErrInvalidStream, at NewHandle and
 // SetStream. The stream's device is the runtime's answer
 // (cudart.Streams.StreamDevice): a runtime older than CUDA 12.8 knows it
 // only for the streams its StreamCreate made, and a stream made elsewhere
-// is taken unchecked there. A setter that fails changes nothing, in cuBLAS
-// or in the Handle.
+// is taken unchecked there. What memory a workspace is in is CUDA's answer
+// too (cudart.Device.PointerAttributes, cudaPointerGetAttributes): host
+// memory however it is reached (a mapped host arena's buffer, whose Ptr is
+// its device alias) and managed memory are refused, as is an address CUDA
+// does not know. It is asked whenever a workspace is set, never before a
+// GEMM; only a runtime that cannot select devices (cudart.Device), which
+// the fake may be wrapped in, cannot say, and its workspaces are taken
+// unchecked. A setter that fails changes nothing, in cuBLAS or in the
+// Handle.
 //
 // # Adding a cuBLAS call
 //

@@ -103,7 +103,7 @@ var ErrDeviceReset = errors.New("cublas: device reset")
 
 // ErrInvalidWorkspace means SetWorkspace refused a workspace: too small, on
 // another device, or not usable memory (a released pool buffer, a host
-// buffer). A GEMM on a handle whose workspace has since been released by its
+// buffer however mapped, managed memory). A GEMM on a handle whose workspace has since been released by its
 // pool fails with it too, before cuBLAS is called.
 var ErrInvalidWorkspace = errors.New("cublas: invalid workspace")
 

@@ -230,10 +230,12 @@ func (h *Handle) bindWorkspace(f *blas.Frame, p cudart.DevicePtr, n uint64) erro
 // SetWorkspace makes cuBLAS work in ws (cublasSetWorkspace) instead of memory
 // it allocates itself. ws must be device memory on the handle's device, at
 // least MinWorkspace bytes, usable now and not at address 0; otherwise the
-// error wraps ErrInvalidWorkspace and the previous workspace stays. The
-// handle keeps ws and asks its Ptr again before each GEMM: a workspace
-// released by its pool since is refused then, with ErrInvalidWorkspace, and
-// nothing runs.
+// error wraps ErrInvalidWorkspace and the previous workspace stays. Device
+// memory is what CUDA says of the address (cudaPointerGetAttributes): a
+// host buffer of a mapped host arena, whose Ptr is its device alias, is
+// refused, and so is managed memory. The handle keeps ws and asks its Ptr
+// again before each GEMM: a workspace released by its pool since is refused
+// then, with ErrInvalidWorkspace, and nothing runs.
 func (h *Handle) SetWorkspace(ws Workspace) error {
 	f := getFrame()
 	defer putFrame(f)
@@ -278,6 +280,9 @@ func (h *Handle) usable(ws Workspace) (cudart.DevicePtr, error) {
 	if p == 0 {
 		// cuBLAS takes it and its next GEMM faults the device.
 		return 0, fmt.Errorf("%w: the workspace is at address 0", ErrInvalidWorkspace)
+	}
+	if err := h.l.deviceMemory(h.device, p); err != nil {
+		return 0, err
 	}
 	return p, nil
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/pinned"
+	"github.com/cudapool/cudapool/pool"
 )
 
 // A stream of another device is refused at NewHandle and SetStream, naming
@@ -97,4 +99,39 @@ func TestAFailedSetStreamChangesNothing(t *testing.T) {
 	st, err = h.Stream()
 	require.NoError(t, err)
 	assert.Equal(t, before, st)
+}
+
+// A host buffer of a mapped host arena has a device address (its Ptr is
+// the alias), and so has a managed buffer; neither is device memory, and
+// SetWorkspace refuses both, on the Handle and on a lease, naming the
+// memory type, before cuBLAS sees them. The workspace before stays.
+func TestAWorkspaceInHostOrManagedMemoryIsRefused(t *testing.T) {
+	rt, _, h, ws, _ := setup(t)
+	p, err := pool.New(rt, pool.WithDeviceBytes(0), pool.WithHostBytes(64<<20), pool.WithHostFlags(pinned.Mapped), pool.WithManagedBytes(64<<20))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, p.Close()) })
+	host, err := p.WantHost(32<<20, pool.Name("host workspace"))
+	require.NoError(t, err)
+	managed, err := p.WantManaged(32<<20, pool.Name("managed workspace"))
+	require.NoError(t, err)
+	require.NoError(t, p.Commit())
+	alias, err := host.Ptr()
+	require.NoError(t, err)
+	require.NotZero(t, alias, "a mapped host buffer has a device address")
+
+	var gen generation
+	lent := h.Lend(&gen, 0)
+	for _, c := range []struct {
+		ws   *pool.Buffer
+		want string
+	}{{host, "cudaMemoryTypeHost"}, {managed, "cudaMemoryTypeManaged"}} {
+		for who, set := range map[string]func(cublas.Workspace) error{"Handle": h.SetWorkspace, "Lent": lent.SetWorkspace} {
+			err := set(c.ws)
+			require.ErrorIs(t, err, cublas.ErrInvalidWorkspace, "%s: %s", who, c.want)
+			assert.Contains(t, err.Error(), c.want, who)
+			got, err := h.Workspace()
+			require.NoError(t, err)
+			assert.Same(t, ws, got, "%s: the workspace before stays", who)
+		}
+	}
 }
