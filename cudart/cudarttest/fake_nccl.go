@@ -302,7 +302,13 @@ func (f *Fake) ncclCall(fr *ncclabi.Frame) ncclabi.Result {
 		}
 		return ncclabi.Success
 	}
-	return f.ncclArgs(c, fr)
+	// A refused operation fails a non-blocking communicator for good, as
+	// NCCL's ncclEnqueueCheck sets its asynchronous error.
+	r := f.ncclArgs(c, fr)
+	if r != ncclabi.Success {
+		c.err = r
+	}
+	return r
 }
 
 // state is what ncclCommGetAsyncError reports.

@@ -10,6 +10,7 @@ import (
 // has, 0 for an optional one it lacks.
 type Lib struct {
 	fns       []uintptr // by Call
+	initRank  initRankFunc
 	setDevice func(device int) error
 }
 
@@ -29,7 +30,7 @@ func symbols() []dl.Symbol {
 // threads of its own.
 func Load(paths []string, setDevice func(device int) error) (*Lib, string, error) {
 	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
-		// The unique id passed by value is marshalled for these two ABIs.
+		// The unique id passed by value is proven on these two ABIs.
 		f := &dl.Failure{}
 		for _, p := range paths {
 			f.Tried = append(f.Tried, p+": no NCCL call ABI on "+runtime.GOARCH)
@@ -40,7 +41,9 @@ func Load(paths []string, setDevice func(device int) error) (*Lib, string, error
 	if err != nil {
 		return nil, "", err
 	}
-	return &Lib{fns: l.Fns, setDevice: setDevice}, l.Path, nil
+	lib := &Lib{fns: l.Fns, setDevice: setDevice}
+	dl.Bind(&lib.initRank, l.Fns[CommInitRankConfig])
+	return lib, l.Path, nil
 }
 
 // Has reports whether the library exports c.
@@ -111,7 +114,8 @@ func (l *Lib) call(f *Frame) {
 	case GetUniqueID:
 		r = dl.Call(fn, dl.Addr(&f.ID))
 	case CommInitRankConfig:
-		r = initRankConfig(fn, out, f.NRanks, &f.ID, f.Rank, cfg)
+		f.Result = Result(l.initRank(&f.Out, f.NRanks, cUniqueID{f.ID}, f.Rank, &f.Config))
+		return
 	case CommSplit:
 		r = dl.Call(fn, f.Comm, i32(f.Color), i32(f.Key), out, cfg)
 	case CommFinalize, CommDestroy, CommAbort:
@@ -149,35 +153,12 @@ func (l *Lib) call(f *Frame) {
 	f.Result = Result(int32(uint32(r)))
 }
 
-// initRankConfig calls ncclCommInitRankConfig(comm*, nranks, ncclUniqueId
-// commId, rank, config*), whose 128-byte id is passed by value.
-//
-// On amd64 (System V) an aggregate over 16 bytes is of class MEMORY: the
-// caller copies it into the stack argument area, in order with any other
-// stack argument, and the integer arguments after it still take the next
-// free registers. So comm, nranks, rank and config go in the first four
-// integer registers (rdi, rsi, rdx, rcx), the fifth and sixth (r8, r9) are
-// unused, and the id's sixteen eightbytes are the first stack arguments:
-// the loader passes arguments past the sixth on the stack, in order.
-//
-// On arm64 (AAPCS64) an aggregate over 16 bytes is copied by the caller and
-// passed as a pointer to the copy, in the argument's own register.
-func initRankConfig(fn, comm uintptr, nranks int32, id *UniqueID, rank int32, cfg uintptr) uintptr {
-	n, rk := dl.Int(nranks), dl.Int(rank)
-	if runtime.GOARCH == "arm64" {
-		cp := new(UniqueID)
-		*cp = *id
-		r := dl.Call(fn, comm, n, dl.Addr(cp), rk, cfg)
-		runtime.KeepAlive(cp)
-		return r
-	}
-	var w [UniqueIDBytes / 8]uintptr
-	for i := range w {
-		b := id[i*8 : i*8+8]
-		w[i] = uintptr(uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-			uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56)
-	}
-	return dl.Call(fn, comm, n, rk, cfg, 0, 0,
-		w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7],
-		w[8], w[9], w[10], w[11], w[12], w[13], w[14], w[15])
-}
+// cUniqueID is ncclUniqueId as C declares it: a struct of 128 bytes,
+// passed by value.
+type cUniqueID struct{ internal UniqueID }
+
+// initRankFunc is ncclCommInitRankConfig's C signature. Its id is a struct
+// over 16 bytes passed by value, which the words of dl.Call cannot carry
+// (amd64 passes it on the stack between register arguments, arm64 by the
+// address of a copy): dl.Bind lays it out.
+type initRankFunc func(comm *uint64, nranks int32, id cUniqueID, rank int32, config *Config) int32
