@@ -77,7 +77,7 @@ func TestAGemmPastItsBufferNamesTheBuffer(t *testing.T) {
 	// The fault is sticky: a reset destroys the pool's memory and the handle.
 	require.NoError(t, rt.DeviceReset(0))
 	require.ErrorIs(t, p.Close(), pool.ErrDeviceReset)
-	require.Zero(t, rt.Live().BLASHandles, "the reset destroyed the handle")
+	require.Zero(t, rt.Live().LibraryHandles, "the reset destroyed the handle")
 	require.ErrorIs(t, h.Gemm(cublas.Gemm{}), cublas.ErrDeviceReset)
 	require.ErrorIs(t, h.Close(), cublas.ErrDeviceReset)
 	require.NoError(t, h.Close(), "the second Close")

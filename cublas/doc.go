@@ -7,7 +7,11 @@
 // error that lists every path tried. On the fake runtime of cudarttest, or a
 // runtime that wraps it and says so with Unwrap (cudart.As), Open returns the
 // fake's cuBLAS, which computes the same calls on the CPU and loads no
-// library, so a test written once runs on the fake and on a GPU:
+// library, so a test written once runs on the fake and on a GPU. The fake's
+// cuBLAS sits beside the binding (cublas/internal/fakeblas), reaching the
+// fake runtime through cudarttest's Library hook, so that nothing under
+// cudart knows cuBLAS; the test needs nothing but this package and the
+// fake:
 //
 //	blas, err := cublas.Open(rt) // rt: cudart.Open(), the fake, or one chosen
 //	h, err := blas.NewHandle(0, stream)
@@ -78,7 +82,7 @@
 // A new call touches three files: its row in the table of internal/blas
 // (calls.go: its C name and how a frame becomes its arguments), the method
 // here that fills the frame and turns the status into an error, and the
-// fake's case in cudart/cudarttest/fake_blas.go. Its assertion goes in the
+// fake's case in internal/fakeblas/fakeblas.go. Its assertion goes in the
 // conformance suite's suite_blas.go.
 //
 // # Lending a handle

@@ -80,7 +80,7 @@ func TestInjectedCUBLASFailures(t *testing.T) {
 			fail()
 			h, err := e.blas.NewHandle(0, e.s)
 			require.Nil(t, h)
-			require.Zero(t, e.rt.Live().BLASHandles, "NewHandle destroyed the handle it could not finish")
+			require.Zero(t, e.rt.Live().LibraryHandles, "NewHandle destroyed the handle it could not finish")
 			return err
 		}},
 		{"SetStream", "cublasSetStream", internalError, func(t *testing.T, e env, fail func()) error {
@@ -124,17 +124,21 @@ func TestInjectedCUBLASFailures(t *testing.T) {
 
 // FailCall refuses a name neither the runtime nor its cuBLAS makes, listing
 // the cuBLAS names with the runtime's; the status calls, which the fake
-// answers from its own table, are not among them.
+// answers from its own table, are not among them. The fake knows cuBLAS's
+// names once cublas.Open has attached its cuBLAS, and says so before.
 func TestFailCallNamesCUBLASCalls(t *testing.T) {
 	rt := cudarttest.NewFakeT(t)
-	err := rt.FailCall("cublasSgemm", 13)
+	err := rt.FailCall("cublasGetProperty", 7)
+	require.Error(t, err, "no cuBLAS before cublas.Open")
+	assert.Contains(t, err.Error(), "once its binding is opened on the fake")
+	blas, err := cublas.Open(rt)
+	require.NoError(t, err)
+	err = rt.FailCall("cublasSgemm", 13)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "cublasGemmStridedBatchedEx")
 	assert.Contains(t, err.Error(), "cudaMalloc")
 	require.Error(t, rt.FailCall("cublasGetStatusName", 13))
 	require.NoError(t, rt.FailCall("cublasGetProperty", 7))
-	blas, err := cublas.Open(rt)
-	require.NoError(t, err)
 	_, err = blas.Version()
 	require.ErrorIs(t, err, cublas.ErrInvalidValue, "every call fails until ClearFaults")
 	_, err = blas.Version()

@@ -6,7 +6,9 @@ import (
 	"os"
 	"sync"
 
+	"github.com/cudapool/cudapool/cublas/internal/fakeblas"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/internal/blas"
 	"github.com/cudapool/cudapool/internal/dl"
 	"github.com/cudapool/cudapool/internal/opt"
@@ -47,12 +49,6 @@ func WithLibraryPath(path string) Option {
 	return option(func(c *config) { c.path = path })
 }
 
-// fakeBLAS is what the fake runtime in cudarttest implements: its cuBLAS,
-// computed on the CPU.
-type fakeBLAS interface {
-	CUBLAS() blas.Backend
-}
-
 // Library is cuBLAS for one runtime: libcublas for a cudart.Library, the
 // fake's CPU implementation for a cudarttest.Fake or a wrapper of one. Make handles with
 // NewHandle. A Library is safe for concurrent use.
@@ -86,8 +82,8 @@ func Open(rt cudart.Runtime, opts ...Option) (*Library, error) {
 		return nil, fmt.Errorf("%w: nil runtime", ErrInvalidOption)
 	}
 	dev, ok := rt.(cudart.Device)
-	if f, isFake := cudart.As[fakeBLAS](rt); isFake {
-		return &Library{rt: rt, dev: dev, be: f.CUBLAS(), path: "fake"}, nil
+	if f, isFake := cudart.As[*cudarttest.Fake](rt); isFake {
+		return &Library{rt: rt, dev: dev, be: fakeblas.Open(f), path: "fake"}, nil
 	}
 	if !ok {
 		return nil, fmt.Errorf("%w: the runtime (%T) cannot select devices (cudart.Device), which cuBLAS needs", ErrInvalidOption, rt)

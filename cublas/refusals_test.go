@@ -25,7 +25,7 @@ func TestAnotherDevicesStreamIsRefused(t *testing.T) {
 	_, err = blas.NewHandle(0, s1)
 	require.ErrorIs(t, err, cublas.ErrInvalidStream)
 	assert.Contains(t, err.Error(), "device 1's, the handle device 0's")
-	assert.Zero(t, rt.Live().BLASHandles, "refused before cublasCreate")
+	assert.Zero(t, rt.Live().LibraryHandles, "refused before cublasCreate")
 
 	h, err := blas.NewHandle(0, 0)
 	require.NoError(t, err)

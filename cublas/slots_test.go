@@ -64,7 +64,7 @@ func TestSlotsOwnTheirBLAS(t *testing.T) {
 	require.NoError(t, err)
 	s, err := pool.NewSlots(rt, 3, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, Attach: []pool.Attachment{lib.ForSlots(0)}})
 	require.NoError(t, err)
-	require.Equal(t, 3, rt.Live().BLASHandles)
+	require.Equal(t, 3, rt.Live().LibraryHandles)
 	ctx := context.Background()
 	workspaces := map[cudart.DevicePtr]bool{}
 	var held []pool.Slot
@@ -92,7 +92,7 @@ func TestSlotsOwnTheirBLAS(t *testing.T) {
 		require.NoError(t, s.Release(sl))
 	}
 	require.NoError(t, s.Close())
-	assert.Zero(t, rt.Live().BLASHandles, "Close destroys the handles")
+	assert.Zero(t, rt.Live().LibraryHandles, "Close destroys the handles")
 	_, err = pool.Attached[cublas.Lent](held[0])
 	require.ErrorIs(t, err, pool.ErrClosed)
 }

@@ -137,8 +137,9 @@
 // For tests of failure paths, FailNth, FailCall and FailCallNth inject CUDA
 // errors; an injected failure changes nothing. They refuse, with an error, a
 // name the fake never calls, listing those it does. FailCall and FailCallNth
-// fail the fake's cuBLAS calls too (cublasCreate, cublasGemmEx, ...), with
-// the cublasStatus_t given as the code. Calls lists the CUDA calls
+// fail the calls of libraries' fakes too, once the library's binding is
+// opened on the fake (cublasCreate, cublasGemmEx, ... after cublas.Open),
+// with the library's status given as the code. Calls lists the CUDA calls
 // made so far, so that a test can count the calls of a lifecycle and then fail
 // each in turn. The names are those of the binding's one table of calls: the fake
 // makes the calls the binding makes, in the same order, DeviceName's
@@ -161,6 +162,15 @@
 // instantiation does; the capture must free it too, or its end fails with
 // cudaErrorNotSupported. Events complete in stream order; EventElapsedTime
 // counts FakeEventTick per call made between the two completions.
+//
+// A library built on CUDA brings its own fake, beside its binding: cuBLAS's
+// sits in package cublas, which returns it from cublas.Open on a Fake, so a
+// test needs nothing else to run GEMMs on the CPU. The library's fake
+// reaches the Fake only through the Library that Attach gives it: it
+// queues its work on streams, to run in stream order with checked access
+// to device memory, charges the device for its handles, which CheckLeaks
+// reports if never freed, and takes the faults FailCall injects by its
+// call names. Nothing in this package knows a library.
 //
 // Memory annotations (cudart.Annotations) are checked by the binding's rules
 // always and enforced WithMemcheck (NewFakeT's default): then the fake is the tool, as

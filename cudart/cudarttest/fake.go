@@ -50,8 +50,8 @@ type Fake struct {
 	scratch, scratch2 []span // resolve buffers reused by copies
 
 	kern  kernelState  // modules, functions and the Go kernels behind them
-	blas  blasState    // cuBLAS handles
 	nccl  ncclState    // NCCL communicators
+	libs  libraryState // the libraries attached (Attach) and what they made
 	evs   eventState   // events
 	graph captureState // stream captures, graphs and their instantiations
 	annot annotState   // memory annotations: heaps and regions
@@ -77,10 +77,6 @@ type deviceState struct {
 	// DeviceReset included, once a reset followed a fatal fault: kept
 	// across resets, as only a new process recovers.
 	lost *failure
-	// blasModule is whether cuBLAS's kernels are loaded into the device's
-	// context (blasModuleCharge, counted in used): from the first
-	// cublasCreate until a reset ends the context.
-	blasModule bool
 }
 
 // chunks is the chunk pool of allocations of kind k.

@@ -6,7 +6,6 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/internal/calls"
-	"github.com/cudapool/cudapool/internal/blas"
 )
 
 // answers reports whether the fake makes call c: every call of cudart's table
@@ -14,37 +13,26 @@ import (
 func answers(c calls.Call) bool { return c.Capability() != calls.Binding }
 
 // target is what an injected fault fails: a call of cudart's table, or a
-// cuBLAS function of the cuBLAS binding's table.
+// call of a library whose fake is attached (Attach).
 type target struct {
-	call  calls.Call
-	blas  bool
-	bcall blas.Call
+	call    calls.Call
+	lib     string // the library's name; empty for a call of cudart's
+	libCall string
 }
 
-// blasAnswers reports whether the fake's cuBLAS makes c: every function of
-// the binding's table but those giving the text of a status, which the
-// fake's cuBLAS reads from its own table (Text).
-func blasAnswers(c blas.Call) bool { return c != blas.GetStatusName && c != blas.GetStatusString }
-
-// blasName matches name against c's C name, with or without the "_v2" that
-// cublas_v2.h adds to cublasCreate and its kind: "cublasCreate" is
-// "cublasCreate_v2".
-func blasName(c blas.Call, name string) bool {
-	return name == c.String() || name == strings.TrimSuffix(c.String(), "_v2")
-}
-
-// lookupCall finds the call of a CUDA or cuBLAS name the fake answers. An
-// unknown name is a mistake in the test (a fault that would never fire), so
-// it is an error that lists the names the fake answers.
-func lookupCall(name string) (target, error) {
+// lookupCall finds the call of a CUDA name, or of a library attached, that
+// the fake answers. An unknown name is a mistake in the test (a fault that
+// would never fire), so it is an error that lists the names the fake
+// answers.
+func (f *Fake) lookupCall(name string) (target, error) {
 	c, err := calls.Lookup(name)
 	if err == nil && answers(c) {
 		return target{call: c}, nil
 	}
-	for bc := range blas.Count {
-		if blasAnswers(bc) && blasName(bc, name) {
-			return target{blas: true, bcall: bc}, nil
-		}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t, ok := f.lookupLibraryCall(name); ok {
+		return t, nil
 	}
 	var names []string
 	for _, c := range calls.All() {
@@ -52,12 +40,8 @@ func lookupCall(name string) (target, error) {
 			names = append(names, c.String())
 		}
 	}
-	for bc := range blas.Count {
-		if blasAnswers(bc) {
-			names = append(names, bc.String())
-		}
-	}
-	return target{}, fmt.Errorf("cudarttest: the fake makes no call %q; it makes %s", name, strings.Join(names, ", "))
+	names = append(names, f.libraryCalls()...)
+	return target{}, fmt.Errorf("cudarttest: the fake makes no call %q; it makes %s (a library's calls are among them once its binding is opened on the fake)", name, strings.Join(names, ", "))
 }
 
 // fault is an injected failure: the next calls matching its target (any
@@ -83,13 +67,14 @@ func (f *Fake) FailNth(n int, code cudart.Code) error {
 // "cuMemMap") fail with code until ClearFaults. A name the fake never calls
 // is refused with an error that lists the names it does.
 //
-// The fake's cuBLAS (CUBLAS) takes faults too: name a cuBLAS function as
-// the binding's table does ("cublasGemmEx", "cublasCreate_v2") or as C
-// code calls it ("cublasCreate"), and give as code the cublasStatus_t it is
-// to return (13, CUBLAS_STATUS_EXECUTION_FAILED, say). A cuBLAS call that
-// fails so changes nothing, as cuBLAS's refusals do.
+// The fakes of libraries attached to the fake (Attach), cuBLAS's once
+// cublas.Open has opened it on the fake, take faults too: name a library's
+// function as its table does ("cublasGemmEx", "cublasCreate_v2") or as C
+// code calls it ("cublasCreate"), and give as code the status it is to
+// return (13, CUBLAS_STATUS_EXECUTION_FAILED, say). A library's call that
+// fails so changes nothing, as the library's refusals do.
 func (f *Fake) FailCall(name string, code cudart.Code) error {
-	c, err := lookupCall(name)
+	c, err := f.lookupCall(name)
 	if err != nil {
 		return err
 	}
@@ -100,7 +85,7 @@ func (f *Fake) FailCall(name string, code cudart.Code) error {
 // code (n counts from 1). An unknown name or an n below 1 is refused, as by
 // FailCall.
 func (f *Fake) FailCallNth(name string, n int, code cudart.Code) error {
-	c, err := lookupCall(name)
+	c, err := f.lookupCall(name)
 	if err != nil {
 		return err
 	}
@@ -149,15 +134,7 @@ func (f *Fake) ResetCalls() {
 func (f *Fake) enter(c calls.Call) *failure {
 	f.calls = append(f.calls, c)
 	f.seq++
-	return f.inject(func(x fault) bool { return x.anyCall || (!x.blas && x.call == c) })
-}
-
-// enterBLAS returns the injected failure cuBLAS call c must report, if any:
-// its code is the cublasStatus_t. The fake's cuBLAS calls it first, under
-// f.mu, before it changes anything. cuBLAS's calls are not the runtime's:
-// they are not logged, and FailNth does not count them.
-func (f *Fake) enterBLAS(c blas.Call) *failure {
-	return f.inject(func(x fault) bool { return x.blas && x.bcall == c })
+	return f.inject(func(x fault) bool { return x.anyCall || (x.lib == "" && x.call == c) })
 }
 
 // inject counts down the faults that match a call and returns the failure

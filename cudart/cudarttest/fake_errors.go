@@ -22,7 +22,11 @@ func fail(code cudart.Code, format string, args ...any) *failure {
 // err builds the *cudart.Error of a failed call to c, its arguments
 // described by format and args, e.g. "(%s)".
 func (x *failure) err(c calls.Call, format string, args ...any) error {
-	call := c.String() + fmt.Sprintf(format, args...)
+	return x.errOf(c.String() + fmt.Sprintf(format, args...))
+}
+
+// errOf builds the *cudart.Error of call, described in full.
+func (x *failure) errOf(call string) error {
 	if x.why != "" {
 		call += ": " + x.why
 	}

@@ -113,14 +113,14 @@ func (f *Fake) settleCaptureMem(cp *capture, x *failure) *failure {
 // cudart.GraphNodeMemAlloc or cudart.GraphNodeMemFree, and reports whether
 // s captures: nothing is recorded when it does not.
 //
-// Fake code of a library that takes scratch memory inside a capture calls
-// it, as CUDA's cuBLAS does for a GEMM with no workspace set: with
-// GraphNodeMemAlloc before it records its own work on s (through enqueue),
-// and with GraphNodeMemFree after, so that the graph holds the nodes CUDA's
-// would. The nodes stand for memory the fake neither allocates nor charges,
-// and run nothing when the graph is launched. The caller holds f.mu and has
-// checked s and its device (streamCall). Any other typ panics: it is a bug
-// in the fake.
+// Library.Enqueue calls it for a library's work that takes scratch memory
+// inside a capture (Work.Scratch), as CUDA's cuBLAS does for a GEMM with no
+// workspace set: with GraphNodeMemAlloc before it records the work on s
+// (through enqueue), and with GraphNodeMemFree after, so that the graph
+// holds the nodes CUDA's would. The nodes stand for memory the fake neither
+// allocates nor charges, and run nothing when the graph is launched. The
+// caller holds f.mu and has checked s and its device (streamOn). Any other
+// typ panics: it is a bug in the fake.
 func (f *Fake) recordMemNode(s cudart.Stream, typ cudart.GraphNodeType) bool {
 	call := calls.MallocAsync
 	switch typ {

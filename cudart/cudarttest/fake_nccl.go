@@ -360,7 +360,7 @@ func (f *Fake) ncclArgs(c *ncclComm, fr *ncclabi.Frame) ncclabi.Result {
 		return f.ncclFail(c, ncclabi.InvalidArgument, "%s : count %d is past any device's memory", fr.Call, fr.Count)
 	}
 	s := cudart.Stream(fr.Stream)
-	dev, x := f.blasStream(c.device, s)
+	dev, x := f.streamOf(c.device, s)
 	if x == nil && dev != c.device {
 		x = fail(400, "stream 0x%x is of device %d, the communicator of device %d", fr.Stream, dev, c.device)
 	}

@@ -69,7 +69,7 @@ func (f *Fake) reset(device int) *failure {
 		}
 	}
 	f.dropHandles(device)
-	f.dropBLAS(device)
+	f.dropResources(device)
 	old := f.devs[device]
 	ds := &f.devs[device]
 	*ds = freshDevice()

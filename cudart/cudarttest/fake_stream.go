@@ -164,6 +164,13 @@ func (f *Fake) streamCall(c calls.Call, device int, s cudart.Stream) (int, *fail
 	if x := f.check(c, device); x != nil {
 		return 0, x
 	}
+	return f.streamOf(device, s)
+}
+
+// streamOf is the device of s, a stream queued on for device: device for
+// the default streams; a stream that is not live, or whose device does not
+// work, fails.
+func (f *Fake) streamOf(device int, s cudart.Stream) (int, *failure) {
 	if s == 0 || s == streamLegacyHandle || s == streamPerThreadHandle {
 		return device, nil
 	}

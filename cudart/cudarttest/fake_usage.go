@@ -40,7 +40,9 @@ type Usage struct {
 	Graphs        int // cudaStreamEndCapture
 	GraphExecs    int // cudaGraphInstantiate
 	MemHeaps      int // nvtxMemHeapRegister
-	BLASHandles   int // cublasCreate
+	// LibraryHandles are the handles libraries' fakes made through the
+	// Library hook (Attach): cuBLAS handles (cublasCreate).
+	LibraryHandles int
 }
 
 // Empty reports whether nothing is live.
@@ -97,7 +99,7 @@ func (f *Fake) Live() Usage {
 	u.Modules, u.Events = len(f.kern.modules), len(f.evs.live)
 	u.Graphs, u.GraphExecs = len(f.graph.graphs), len(f.graph.execs)
 	u.MemHeaps = len(f.annot.heaps)
-	u.BLASHandles = len(f.blas.handles)
+	u.LibraryHandles = f.libraryHandles()
 	return u
 }
 
@@ -143,10 +145,8 @@ func (f *Fake) CheckLeaks() error {
 	for i := range leaks {
 		leaks[i].origin = f.origins[leaks[i].seq].String()
 	}
-	// cuBLAS's calls are not the runtime's: a handle keeps its own origin.
-	for raw, h := range f.blas.handles {
-		leaks = append(leaks, leak{seq: h.seq, text: fmt.Sprintf("cuBLAS handle 0x%x on device %d from cublasCreate (after call #%d)", raw, h.device, h.seq), origin: h.origin.String()})
-	}
+	// A library's calls are not the runtime's: a handle keeps its own origin.
+	f.resourceLeaks(func(seq int, text, origin string) { leaks = append(leaks, leak{seq: seq, text: text, origin: origin}) })
 	f.ncclLeaks(func(seq int, text, origin string) { leaks = append(leaks, leak{seq: seq, text: text, origin: origin}) })
 	for _, h := range f.annot.heaps {
 		base := uint64(h.base)

@@ -1,12 +1,13 @@
 // Package blas is the machinery of the cuBLAS binding: the one table of the
 // cuBLAS functions package cublas calls, the frame their arguments travel in,
-// and the Backend that runs them, libcublas through internal/dl or the fake in
-// cudarttest. It is not part of a user's API.
+// and the Backend that runs them, libcublas through internal/dl or the fake
+// beside the binding (cublas/internal/fakeblas). It is not part of a user's
+// API.
 //
 // A new cuBLAS call is a row of the table here (its constant, C name and how
 // its frame becomes the C arguments), the cublas method that fills the frame
 // and turns the status into an error, and the fake's case in
-// cudart/cudarttest/fake_blas.go: three files.
+// cublas/internal/fakeblas/fakeblas.go: three files.
 package blas
 
 import (
@@ -178,8 +179,8 @@ func (f *Frame) outAddr() uintptr { return dl.Addr(&f.outSlot) }
 func (f *Frame) alpha() uintptr { return dl.Addr(&f.G.Alpha) }
 func (f *Frame) beta() uintptr  { return dl.Addr(&f.G.Beta) }
 
-// Backend runs the calls of the table: libcublas (Load) or the fake in
-// cudarttest.
+// Backend runs the calls of the table: libcublas (Load) or the fake
+// (cublas/internal/fakeblas).
 type Backend interface {
 	// Invoke makes call c with f on device, and returns cuBLAS's status. An
 	// error is a failure to select the device, before cuBLAS was called.

@@ -1,11 +1,13 @@
-package cudarttest
+package fakeblas
 
 import (
 	"encoding/binary"
 	"math"
 
+	"fmt"
+
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/cudart/internal/calls"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/internal/blas"
 )
 
@@ -24,9 +26,9 @@ func gemmTypes(g blas.Gemm) bool {
 	return false
 }
 
-// blasGemm checks g as cublasGemmEx does, then queues it on h's stream:
-// call c of handle raw.
-func (f *Fake) blasGemm(c blas.Call, raw uintptr, h *blasHandle, g blas.Gemm) blas.Status {
+// gemm checks g as cublasGemmEx does, then queues it on h's stream: call c
+// of handle raw.
+func (b *Backend) gemm(c blas.Call, raw uintptr, h *handle, g blas.Gemm) blas.Status {
 	rowsA, rowsB := g.M, g.K
 	if g.TransA != blas.OpN {
 		rowsA = g.K
@@ -50,39 +52,28 @@ func (f *Fake) blasGemm(c blas.Call, raw uintptr, h *blasHandle, g blas.Gemm) bl
 	if g.M == 0 || g.N == 0 || g.Batch == 0 {
 		return blas.StatusSuccess
 	}
-	qdev, x := f.blasStream(h.device, h.stream)
-	if x == nil && qdev != h.device {
-		x = fail(400, "the handle's stream is of device %d, the handle of device %d", qdev, h.device)
-	}
-	if x != nil {
-		return blas.StatusExecutionFailed
-	}
 	s, tf32 := h.stream, h.mode&^16 == 3
-	run := func() *failure {
+	run := func(a *cudarttest.Access) error {
 		// Every operand is checked before anything is allocated or
 		// computed: a shape that fits cuBLAS's int may not fit memory.
 		for _, o := range gemmOperands(g) {
-			if why := f.checkOperand(h.device, o, int64(g.Batch)); why != "" {
-				return fail(700, "%s on handle 0x%x, stream 0x%x: %s", c, raw, uintptr(s), why)
+			if why := checkOperand(a, o, int64(g.Batch)); why != "" {
+				return fmt.Errorf("%s on handle 0x%x, stream 0x%x: %s", c, raw, uintptr(s), why)
 			}
 		}
-		k := &KernelContext{f: f, device: h.device, name: c.String()}
 		for i := range int64(g.Batch) {
-			if !gemmOne(k, g, i, tf32) {
-				break
+			if err := gemmOne(a, g, i, tf32); err != nil {
+				return err
 			}
 		}
-		return k.fault
+		return nil
 	}
 	// Captured with no workspace, cuBLAS takes one from the stream's
 	// memory pool around its kernel: the graph gets an allocation and a
 	// free node.
-	captured := h.ws == 0 && f.recordMemNode(s, cudart.GraphNodeMemAlloc)
-	if x := f.enqueue(qdev, s, calls.CuLaunchKernel, run); x != nil {
+	w := cudarttest.Work{Device: h.device, Stream: s, Call: c.String(), Scratch: h.ws == 0, Run: run}
+	if err := b.lib.Enqueue(w); err != nil {
 		return blas.StatusExecutionFailed
-	}
-	if captured {
-		f.recordMemNode(s, cudart.GraphNodeMemFree)
 	}
 	return blas.StatusSuccess
 }
@@ -92,17 +83,17 @@ func (f *Fake) blasGemm(c blas.Call, raw uintptr, h *blasHandle, g blas.Gemm) bl
 // zeros included, so that NaN and Inf propagate as IEEE arithmetic has them
 // (NaN·0 and Inf·0 are NaN), as cuBLAS's kernels do; C is not read when beta
 // is 0, as cuBLAS documents, so that NaN in C does not reach the result
-// then. It reports false, with k's fault set, if an access faulted, which
-// checkOperand has ruled out.
-func gemmOne(k *KernelContext, g blas.Gemm, i int64, tf32 bool) bool {
+// then. Its error is an access that faulted, which checkOperand has ruled
+// out.
+func gemmOne(a *cudarttest.Access, g blas.Gemm, i int64, tf32 bool) error {
 	m, n, kk := int(g.M), int(g.N), int(g.K)
-	a, ok := readOp(k, g.A+uintptr(i*g.StrideA*elemSize(g.AType)), g.AType, int(g.LDA), g.TransA != blas.OpN, m, kk, tf32)
-	if !ok {
-		return false
+	opA, err := readOp(a, g.A+uintptr(i*g.StrideA*elemSize(g.AType)), g.AType, int(g.LDA), g.TransA != blas.OpN, m, kk, tf32)
+	if err != nil {
+		return err
 	}
-	b, ok := readOp(k, g.B+uintptr(i*g.StrideB*elemSize(g.BType)), g.BType, int(g.LDB), g.TransB != blas.OpN, kk, n, tf32)
-	if !ok {
-		return false
+	opB, err := readOp(a, g.B+uintptr(i*g.StrideB*elemSize(g.BType)), g.BType, int(g.LDB), g.TransB != blas.OpN, kk, n, tf32)
+	if err != nil {
+		return err
 	}
 	cp := g.C + uintptr(i*g.StrideC*elemSize(g.CType))
 	es := int(elemSize(g.CType))
@@ -111,15 +102,17 @@ func gemmOne(k *KernelContext, g blas.Gemm, i int64, tf32 bool) bool {
 	for j := range n {
 		clear(acc)
 		for l := range kk {
-			bl := float64(b[l+j*kk])
-			ac := a[l*m : (l+1)*m]
+			bl := float64(opB[l+j*kk])
+			ac := opA[l*m : (l+1)*m]
 			for r, av := range ac {
 				acc[r] += float64(av) * bl
 			}
 		}
 		p := cudart.DevicePtr(cp + uintptr(j*int(g.LDC)*es))
-		if g.Beta != 0 && !k.Read(p, col) {
-			return false
+		if g.Beta != 0 {
+			if err := a.Read(p, col); err != nil {
+				return err
+			}
 		}
 		for r := range m {
 			v := float64(g.Alpha) * acc[r]
@@ -128,17 +121,17 @@ func gemmOne(k *KernelContext, g blas.Gemm, i int64, tf32 bool) bool {
 			}
 			encode(col[r*es:], g.CType, float32(v))
 		}
-		if !k.Write(p, col) {
-			return false
+		if err := a.Write(p, col); err != nil {
+			return err
 		}
 	}
-	return true
+	return nil
 }
 
 // readOp reads op(X), rows×cols, column-major and dense, from the matrix at
-// p with leading dimension ld, transposed when trans. It reports false if a
-// read faulted.
-func readOp(k *KernelContext, p uintptr, t int32, ld int, trans bool, rows, cols int, tf32 bool) ([]float32, bool) {
+// p with leading dimension ld, transposed when trans. Its error is a read
+// that faulted.
+func readOp(a *cudarttest.Access, p uintptr, t int32, ld int, trans bool, rows, cols int, tf32 bool) ([]float32, error) {
 	out := make([]float32, rows*cols)
 	es := int(elemSize(t))
 	// X is stored rows×cols, or cols×rows when transposed: read its columns.
@@ -148,8 +141,8 @@ func readOp(k *KernelContext, p uintptr, t int32, ld int, trans bool, rows, cols
 	}
 	buf := make([]byte, sr*es)
 	for c := range sc {
-		if !k.Read(cudart.DevicePtr(p+uintptr(c*ld*es)), buf) {
-			return nil, false
+		if err := a.Read(cudart.DevicePtr(p+uintptr(c*ld*es)), buf); err != nil {
+			return nil, err
 		}
 		for r := range sr {
 			v := decode(buf[r*es:], t)
@@ -163,7 +156,7 @@ func readOp(k *KernelContext, p uintptr, t int32, ld int, trans bool, rows, cols
 			}
 		}
 	}
-	return out, true
+	return out, nil
 }
 
 func elemSize(t int32) int64 {

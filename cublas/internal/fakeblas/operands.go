@@ -1,9 +1,10 @@
-package cudarttest
+package fakeblas
 
 import (
 	"fmt"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/internal/blas"
 	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/internal/checked"
@@ -20,7 +21,7 @@ type gemmOperand struct {
 	rows, cols uint64
 	ld         uint64
 	stride     int64
-	verb       string // "read", or "write" for C
+	write      bool // C's; A and B are read
 }
 
 // gemmOperands are the operands g touches: A and B unless K is 0, and C.
@@ -38,10 +39,10 @@ func gemmOperands(g blas.Gemm) []gemmOperand {
 		ra, ca := stored(g.TransA, m, k)
 		rb, cb := stored(g.TransB, k, n)
 		out = append(out,
-			gemmOperand{"A", g.TransA, uint64(g.A), g.AType, ra, ca, uint64(g.LDA), g.StrideA, "read"},
-			gemmOperand{"B", g.TransB, uint64(g.B), g.BType, rb, cb, uint64(g.LDB), g.StrideB, "read"})
+			gemmOperand{"A", g.TransA, uint64(g.A), g.AType, ra, ca, uint64(g.LDA), g.StrideA, false},
+			gemmOperand{"B", g.TransB, uint64(g.B), g.BType, rb, cb, uint64(g.LDB), g.StrideB, false})
 	}
-	return append(out, gemmOperand{"C", blas.OpN, uint64(g.C), g.CType, m, n, uint64(g.LDC), g.StrideC, "write"})
+	return append(out, gemmOperand{"C", blas.OpN, uint64(g.C), g.CType, m, n, uint64(g.LDC), g.StrideC, true})
 }
 
 // describe names o in messages, e.g. "A (T, 16×64 stored, ld 16,
@@ -55,7 +56,7 @@ func (o gemmOperand) describe() string {
 // anything is read: with arithmetic that cannot wrap, so that a shape
 // whose bytes do not fit in memory, or in 64 bits, is a fault and not an
 // allocation. It returns why the first access that faults does, or "".
-func (f *Fake) checkOperand(device int, o gemmOperand, batch int64) string {
+func checkOperand(a *cudarttest.Access, o gemmOperand, batch int64) string {
 	es := uint64(elemSize(o.t))
 	colBytes := o.rows * es // below 2^33: rows fits cuBLAS's int
 	step := o.ld * es
@@ -84,7 +85,7 @@ func (f *Fake) checkOperand(device int, o gemmOperand, batch int64) string {
 		} else {
 			hi += reach
 		}
-		if end, ok := checked.Add(hi, span); ok && lo <= o.p && hi >= o.p && f.accessible(device, lo, end-lo, o.verb) == nil {
+		if end, ok := checked.Add(hi, span); ok && lo <= o.p && hi >= o.p && a.Check(cudart.DevicePtr(lo), end-lo, o.write) == nil {
 			return ""
 		}
 	}
@@ -102,7 +103,7 @@ func (f *Fake) checkOperand(device int, o gemmOperand, batch int64) string {
 		if !ok || (o.stride < 0 && off > o.p) || (o.stride >= 0 && base < o.p) {
 			return fmt.Sprintf("%s at 0x%x with a stride of %d elements starts outside the 64-bit address space", what, o.p, o.stride)
 		}
-		if end, ok := checked.Add(base, span); ok && ok1 && ok2 && f.accessible(device, base, end-base, o.verb) == nil {
+		if end, ok := checked.Add(base, span); ok && ok1 && ok2 && a.Check(cudart.DevicePtr(base), end-base, o.write) == nil {
 			continue
 		}
 		for c := range o.cols {
@@ -111,12 +112,13 @@ func (f *Fake) checkOperand(device int, o gemmOperand, batch int64) string {
 			if !ok {
 				return fmt.Sprintf("%s at %s: column %d, %s from it, starts past 2^64", what, cudart.DevicePtr(base), c, bytesize.Exact(off))
 			}
-			x := f.accessible(device, p, colBytes, o.verb)
-			if x == nil {
+			err := a.Check(cudart.DevicePtr(p), colBytes, o.write)
+			if err == nil {
 				continue
 			}
 			at := fmt.Sprintf("%s at %s: column %d, [%s, +%s)", what, cudart.DevicePtr(base), c, cudart.DevicePtr(p), bytesize.Exact(colBytes))
-			if end, label, ok := f.bufferAt(base); ok {
+			if label, bufEnd, ok := a.Buffer(cudart.DevicePtr(base)); ok {
+				end := uint64(bufEnd)
 				if colEnd, ok := checked.Add(p, colBytes); !ok || colEnd > end {
 					if !ok {
 						return fmt.Sprintf("%s, runs past 2^64 and the end of %s, the buffer %s starts in", at, label, o.name)
@@ -124,39 +126,8 @@ func (f *Fake) checkOperand(device int, o gemmOperand, batch int64) string {
 					return fmt.Sprintf("%s, ends %s past the end of %s, the buffer %s starts in", at, bytesize.Exact(colEnd-end), label, o.name)
 				}
 			}
-			return at + ": " + x.why
+			return at + ": " + err.Error()
 		}
 	}
 	return ""
-}
-
-// accessible checks a kernel's access of n bytes at a on device, as
-// KernelContext.Read and Write do, copying nothing.
-func (f *Fake) accessible(device int, a, n uint64, verb string) *failure {
-	if x := f.memcheck(a, n, verb); x != nil {
-		return x
-	}
-	spans, x := f.resolve(f.scratch[:0], cudart.DevicePtr(a), n, device)
-	f.scratch = spans[:0]
-	return x
-}
-
-// bufferAt is the buffer that holds address a, for messages: with memcheck,
-// the annotated buffer (a pool's), else the allocation; its end and its
-// name. It reports false when a is in neither, or in an annotated heap but
-// in none of its buffers.
-func (f *Fake) bufferAt(a uint64) (end uint64, label string, ok bool) {
-	if f.opts.memcheck {
-		reg := f.annotations()
-		if r, ok := reg.Containing(a); ok {
-			return r.End(), r.Label(), true
-		}
-		if reg.Check(a, 1) != nil {
-			return 0, "", false
-		}
-	}
-	if r := f.containing(a); r != nil {
-		return r.end(), r.describe(), true
-	}
-	return 0, "", false
 }

@@ -1,0 +1,313 @@
+package cudarttest_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/internal/check/assert"
+	"github.com/cudapool/cudapool/internal/check/require"
+)
+
+// toy is the fake of a small library, "toy", with the calls toyCreate_v2
+// and toyFill: what a library's fake keeps, made once a fake.
+type toy struct {
+	lib  *cudarttest.Library
+	made int // times Attach made it
+	// reach and done are a collective's ranks reached, by device, and
+	// whether it ran: only its pieces touch them, under the fake's lock.
+	reach map[int]bool
+	done  bool
+}
+
+func attachToy(f *cudarttest.Fake) *toy {
+	return cudarttest.Attach(f, "toy", []string{"toyCreate_v2", "toyFill"}, func(l *cudarttest.Library) *toy {
+		return &toy{lib: l, made: 1, reach: map[int]bool{}}
+	})
+}
+
+// fill is toyFill: n bytes of v at p, queued on s of device.
+func (y *toy) fill(device int, s cudart.Stream, p cudart.DevicePtr, v byte, n int) error {
+	return y.lib.Enqueue(cudarttest.Work{Device: device, Stream: s, Call: "toyFill", Run: func(a *cudarttest.Access) error {
+		return a.Write(p, bytes.Repeat([]byte{v}, n))
+	}})
+}
+
+// The library's state is made once a fake, however many times it attaches.
+func TestAttachMakesTheStateOnce(t *testing.T) {
+	f := cudarttest.NewFakeT(t)
+	y := attachToy(f)
+	assert.True(t, y == attachToy(f), "the second Attach returns the first's state")
+	assert.Equal(t, 1, y.made)
+	g := cudarttest.NewFakeT(t)
+	assert.False(t, y == attachToy(g), "another fake has its own")
+}
+
+// bufferAndStream makes n bytes of device memory and a stream on device,
+// freed and destroyed at cleanup.
+func bufferAndStream(t *testing.T, f *cudarttest.Fake, device int, n uint64) (cudart.DevicePtr, cudart.Stream) {
+	t.Helper()
+	p, err := f.Malloc(device, n)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, f.Free(device, p)) })
+	s, err := f.StreamCreate(device)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, f.StreamDestroy(device, s)) })
+	return p, s
+}
+
+// A library's work runs when a synchronisation reaches it, in stream order
+// with the runtime's own work, and not before.
+func TestLibraryWorkRunsInStreamOrder(t *testing.T) {
+	f := cudarttest.NewFakeT(t)
+	y := attachToy(f)
+	p, s := bufferAndStream(t, f, 0, 64)
+	require.NoError(t, f.MemsetAsync(0, p, 1, 64, s))
+	var seen []byte
+	require.NoError(t, y.lib.Enqueue(cudarttest.Work{Device: 0, Stream: s, Call: "toyFill", Run: func(a *cudarttest.Access) error {
+		seen = make([]byte, 64)
+		if err := a.Read(p, seen); err != nil {
+			return err
+		}
+		return a.Write(p, bytes.Repeat([]byte{2}, 32))
+	}}))
+	require.NoError(t, f.MemsetAsync(0, p.Add(16), 3, 8, s))
+	require.True(t, seen == nil, "queued work runs at a synchronisation")
+	require.NoError(t, f.StreamSynchronize(0, s))
+	assert.Equal(t, bytes.Repeat([]byte{1}, 64), seen, "the work ran after the memset before it")
+	out := make([]byte, 64)
+	require.NoError(t, f.Memcpy(0, cudart.HostMem(out), cudart.DeviceMem(p, 64), cudart.DeviceToHost))
+	want := slicesConcat(bytes.Repeat([]byte{2}, 16), bytes.Repeat([]byte{3}, 8), bytes.Repeat([]byte{2}, 8), bytes.Repeat([]byte{1}, 32))
+	assert.Equal(t, want, out, "and before the memset after it")
+	assert.Equal(t, []string{"cudaMalloc", "cudaStreamCreate", "cudaMemsetAsync", "cudaMemsetAsync", "cudaStreamSynchronize", "cudaMemcpy"}, f.Calls(), "the library's calls are not the runtime's")
+}
+
+func slicesConcat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+
+// Work that touches memory outside an allocation faults the device when it
+// runs, as a kernel does: the synchronisation and every later call return
+// cudaErrorIllegalAddress, naming the call and the allocation, and nothing
+// more is queued.
+func TestLibraryWorkFaultIsSticky(t *testing.T) {
+	f := cudarttest.NewFakeT(t)
+	y := attachToy(f)
+	p, err := f.Malloc(0, 64)
+	require.NoError(t, err)
+	require.NoError(t, y.fill(0, 0, p, 7, 65))
+	err = f.DeviceSynchronize(0)
+	require.ErrorIs(t, err, cudart.ErrIllegalAddress)
+	assert.Contains(t, err.Error(), "toyFill writes 65 B at")
+	assert.Contains(t, err.Error(), "from cudaMalloc")
+	t.Log(err)
+	require.ErrorIs(t, f.StreamSynchronize(0, 0), cudart.ErrIllegalAddress, "the fault is sticky")
+	require.ErrorIs(t, y.fill(0, 0, p, 7, 1), cudart.ErrIllegalAddress, "nothing more is queued")
+	require.ErrorIs(t, y.lib.SetDevice(0), cudart.ErrIllegalAddress)
+	require.NoError(t, f.DeviceReset(0))
+	require.ErrorIs(t, y.lib.SetDevice(0), cudart.ErrDevicesUnavailable, "a reset after a fatal fault leaves the device lost")
+}
+
+// Check and Buffer tell the library, before it changes anything, whether an
+// access would fault and which buffer it starts in.
+func TestLibraryWorkChecksBeforeItWrites(t *testing.T) {
+	f := cudarttest.NewFakeT(t)
+	y := attachToy(f)
+	p, err := f.Malloc(0, 64)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, f.Free(0, p)) })
+	var inside, past error
+	var name string
+	var end cudart.DevicePtr
+	var ok bool
+	require.NoError(t, y.lib.Enqueue(cudarttest.Work{Device: 0, Stream: 0, Call: "toyFill", Run: func(a *cudarttest.Access) error {
+		inside, past = a.Check(p, 64, true), a.Check(p.Add(32), 64, false)
+		name, end, ok = a.Buffer(p.Add(8))
+		return nil
+	}}))
+	require.NoError(t, f.DeviceSynchronize(0))
+	assert.NoError(t, inside)
+	assert.ErrorContains(t, past, "past the end of device memory")
+	require.True(t, ok)
+	assert.Contains(t, name, "device memory")
+	assert.Equal(t, p.Add(64), end)
+}
+
+// FailCall and FailCallNth take a library's names once it is attached, with
+// or without "_v2"; Injected counts FailCallNth's calls down; FailNth counts
+// the runtime's calls only.
+func TestLibraryFaultInjection(t *testing.T) {
+	f := cudarttest.NewFakeT(t)
+	err := f.FailCall("toyFill", 13)
+	require.Error(t, err, "no library is attached")
+	assert.Contains(t, err.Error(), "once its binding is opened on the fake")
+	y := attachToy(f)
+	require.NoError(t, f.FailCallNth("toyCreate", 2, 3), "the C name of toyCreate_v2")
+	_, hit := y.lib.Injected("toyCreate_v2")
+	assert.False(t, hit, "the first call")
+	code, hit := y.lib.Injected("toyCreate_v2")
+	assert.True(t, hit, "the second call fails")
+	assert.Equal(t, cudart.Code(3), code)
+	_, hit = y.lib.Injected("toyCreate_v2")
+	assert.False(t, hit, "once")
+	require.NoError(t, f.FailNth(1, 2))
+	_, hit = y.lib.Injected("toyFill")
+	assert.False(t, hit, "FailNth counts the runtime's calls")
+	_, err = f.Malloc(0, 1)
+	require.ErrorIs(t, err, cudart.ErrMemoryAllocation)
+	require.NoError(t, f.FailCall("toyFill", 13))
+	for range 2 {
+		code, hit = y.lib.Injected("toyFill")
+		assert.True(t, hit)
+		assert.Equal(t, cudart.Code(13), code)
+	}
+	f.ClearFaults()
+	_, hit = y.lib.Injected("toyFill")
+	assert.False(t, hit)
+	err = f.FailCall("toySgemm", 13)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "toyCreate_v2, toyFill")
+}
+
+// What a library makes is charged to the device until freed or reset; a
+// handle never freed is a leak reported with its line, and the library's
+// upkeep is not.
+func TestLibraryResources(t *testing.T) {
+	rec := &recorder{TB: t}
+	f := cudarttest.NewFakeT(rec, cudarttest.WithDeviceMemory(1<<30))
+	y := attachToy(f)
+	free := func() uint64 {
+		n, _, err := f.MemGetInfo(0)
+		require.NoError(t, err)
+		return n
+	}
+	before := free()
+	_, file, line, _ := runtime.Caller(0)
+	h, err := y.lib.Make(cudarttest.Resource{Device: 0, Bytes: 64 << 20, Call: "toyCreate", What: "toy handle"})
+	require.NoError(t, err)
+	up, err := y.lib.Make(cudarttest.Resource{Device: 0, Bytes: 2 << 20, Call: "toyCreate"})
+	require.NoError(t, err)
+	assert.Equal(t, before-66<<20, free())
+	assert.Equal(t, 1, f.Live().LibraryHandles, "the upkeep is no handle")
+	_, err = y.lib.Make(cudarttest.Resource{Device: 0, Bytes: 1 << 30, Call: "toyCreate", What: "toy handle"})
+	require.ErrorIs(t, err, cudart.ErrMemoryAllocation)
+	assert.Equal(t, before-66<<20, free(), "a refused Make charges nothing")
+	err = f.CheckLeaks()
+	require.ErrorIs(t, err, cudarttest.ErrLeaked)
+	assert.Contains(t, err.Error(), fmt.Sprintf("toy handle 0x%x on device 0 from toyCreate", h))
+	assert.Contains(t, err.Error(), fmt.Sprintf("called at %s:%d in cudart/cudarttest_test.TestLibraryResources", filepath.Base(file), line+1))
+	assert.NotContains(t, err.Error(), fmt.Sprintf("0x%x", up), "the upkeep is no leak")
+	t.Log(err)
+	require.True(t, y.lib.Free(h))
+	require.False(t, y.lib.Free(h), "freed already")
+	assert.False(t, y.lib.Live(h))
+	assert.True(t, y.lib.Live(up))
+	assert.Equal(t, before-2<<20, free())
+	require.NoError(t, f.DeviceReset(0))
+	assert.False(t, y.lib.Live(up), "the reset destroyed the upkeep")
+	assert.False(t, y.lib.Free(up))
+	assert.Equal(t, before, free())
+	rec.runCleanups()
+	assert.Empty(t, rec.errors)
+}
+
+// A capture records a library's work as a kernel node, with an allocation
+// and a free node around it for work that takes scratch memory, and the
+// graph's launch runs it.
+func TestLibraryWorkIsCapturedAsAKernel(t *testing.T) {
+	f := cudarttest.NewFakeT(t)
+	y := attachToy(f)
+	p, s := bufferAndStream(t, f, 0, 64)
+	for _, scratch := range []bool{false, true} {
+		runs := 0
+		require.NoError(t, f.StreamBeginCapture(0, s, cudart.CaptureModeGlobal))
+		require.NoError(t, y.lib.Enqueue(cudarttest.Work{Device: 0, Stream: s, Call: "toyFill", Scratch: scratch, Run: func(a *cudarttest.Access) error {
+			runs++
+			return a.Write(p, []byte{byte(runs)})
+		}}))
+		g, err := f.StreamEndCapture(0, s)
+		require.NoError(t, err)
+		counts, err := cudart.CountGraphNodes(f, 0, g)
+		require.NoError(t, err)
+		want := cudart.GraphNodeCounts{cudart.GraphNodeKernel: 1}
+		if scratch {
+			want[cudart.GraphNodeMemAlloc], want[cudart.GraphNodeMemFree] = 1, 1
+		}
+		assert.Equal(t, want, counts, "scratch %t", scratch)
+		x, err := f.GraphInstantiate(0, g)
+		require.NoError(t, err)
+		require.NoError(t, f.GraphLaunch(0, x, s))
+		require.NoError(t, f.GraphLaunch(0, x, s))
+		require.NoError(t, f.StreamSynchronize(0, s))
+		assert.Equal(t, 2, runs, "each launch runs it")
+		require.NoError(t, f.GraphExecDestroy(0, x))
+		require.NoError(t, f.GraphDestroy(0, g))
+	}
+}
+
+// A collective queued as a piece on each device's stream, coordinated by
+// the library as the Library documents: a synchronisation of one device
+// runs the other device's earlier work, then the sum, written to both.
+func TestLibraryCollectiveSpansDevices(t *testing.T) {
+	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
+	y := attachToy(f)
+	type rank struct {
+		p cudart.DevicePtr
+		s cudart.Stream
+	}
+	var ranks [2]rank
+	for d := range ranks {
+		p, s := bufferAndStream(t, f, d, 4)
+		ranks[d] = rank{p, s}
+		require.NoError(t, f.MemsetAsync(d, p, byte(10*(d+1)), 4, s))
+	}
+	// allReduce's piece of rank d: the last rank reached sums every rank's
+	// word into each.
+	piece := func(d int) func(a *cudarttest.Access) error {
+		return func(a *cudarttest.Access) error {
+			y.reach[d] = true
+			for o, r := range ranks {
+				if !y.reach[o] {
+					if err := a.Wait(o, r.s); err != nil {
+						return err
+					}
+				}
+			}
+			if y.done || len(y.reach) < len(ranks) {
+				return nil
+			}
+			y.done = true
+			var sum uint32
+			for o, r := range ranks {
+				word := make([]byte, 4)
+				if err := a.On(o).Read(r.p, word); err != nil {
+					return err
+				}
+				sum += binary.LittleEndian.Uint32(word)
+			}
+			for o, r := range ranks {
+				if err := a.On(o).Write(r.p, binary.LittleEndian.AppendUint32(nil, sum)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	for d, r := range ranks {
+		require.NoError(t, y.lib.Enqueue(cudarttest.Work{Device: d, Stream: r.s, Call: "toyAllReduce", Run: piece(d)}))
+	}
+	require.NoError(t, f.StreamSynchronize(0, ranks[0].s))
+	assert.True(t, y.done, "synchronising device 0 ran the collective")
+	for d, r := range ranks {
+		require.NoError(t, f.StreamSynchronize(d, r.s))
+		out := make([]byte, 4)
+		require.NoError(t, f.Memcpy(d, cudart.HostMem(out), cudart.DeviceMem(r.p, 4), cudart.DeviceToHost))
+		assert.Equal(t, uint32(0x0a0a0a0a+0x14141414), binary.LittleEndian.Uint32(out), "device %d", d)
+	}
+	_, err := y.lib.StreamDevice(0, ranks[1].s)
+	require.NoError(t, err)
+	require.ErrorIs(t, y.lib.Enqueue(cudarttest.Work{Device: 0, Stream: ranks[1].s, Call: "toyAllReduce", Run: piece(0)}), cudart.ErrInvalidResourceHandle, "a stream of another device")
+}

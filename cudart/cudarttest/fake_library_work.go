@@ -1,0 +1,185 @@
+package cudarttest
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/internal/calls"
+	"github.com/cudapool/cudapool/internal/bytesize"
+)
+
+// Synchronize runs everything queued on device, as cudaDeviceSynchronize
+// does, the call not logged: for the library's calls that CUDA documents as
+// synchronising (cublasDestroy). It returns the device's sticky fault, if
+// any, as SetDevice does for a device that does not work.
+func (l *Library) Synchronize(device int) error {
+	f := l.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	x := f.device(device)
+	if x == nil {
+		x = f.syncDevice(device)
+	}
+	if x != nil {
+		return x.err(calls.DeviceSynchronize, "(%d) for %s", device, l.name)
+	}
+	return nil
+}
+
+// Work is a library call's work on a stream: one of the library's kernels.
+type Work struct {
+	Device int           // the call's device
+	Stream cudart.Stream // a stream of Device, or a default stream
+	Call   string        // the library's call that queues it, for messages
+	// Scratch marks work that takes memory from the stream's memory pool
+	// around its kernel, as cuBLAS does with no workspace set: a capture
+	// records a memory-allocation node before its kernel node and a
+	// memory-free node after, as CUDA's would. The fake charges nothing for
+	// it.
+	Scratch bool
+	// Run does the work when a synchronisation reaches it. An error faults
+	// the device: cudaErrorIllegalAddress, or the code of a *cudart.Error
+	// it wraps where FailAsync takes that code, with the error's text.
+	Run func(a *Access) error
+}
+
+// Enqueue queues w on its stream, to run in stream order with the rest of
+// the device's work (see the package documentation), or records it into the
+// stream's capture, to run at each launch of the graph. It refuses, queueing
+// nothing, a device that does not work (as SetDevice), a stream that is not
+// live or is another device's (cudaErrorInvalidResourceHandle), and work on
+// the legacy default stream while a stream of the device captures, which
+// invalidates the capture, as CUDA does.
+func (l *Library) Enqueue(w Work) error {
+	f := l.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, x := f.streamOn(w.Device, w.Stream)
+	if x == nil && d != w.Device {
+		x = fail(400, "stream 0x%x is of device %d", uintptr(w.Stream), d)
+	}
+	if x != nil {
+		return x.err(calls.CuLaunchKernel, " for %s on device %d", w.Call, w.Device)
+	}
+	run := func() *failure {
+		err := w.Run(&Access{f: f, device: w.Device, call: w.Call})
+		if err == nil {
+			return nil
+		}
+		x := &failure{code: 700, why: err.Error()}
+		if ce := (*cudart.Error)(nil); errors.As(err, &ce) {
+			x.code = ce.Code
+		}
+		return x
+	}
+	captured := w.Scratch && f.recordMemNode(w.Stream, cudart.GraphNodeMemAlloc)
+	if x := f.enqueue(d, w.Stream, calls.CuLaunchKernel, run); x != nil {
+		return x.err(calls.CuLaunchKernel, " for %s on device %d", w.Call, w.Device)
+	}
+	if captured {
+		f.recordMemNode(w.Stream, cudart.GraphNodeMemFree)
+	}
+	return nil
+}
+
+// Access is what a library's Work reaches device memory through while it
+// runs. Each access is checked as a kernel's is: it must lie in a live
+// allocation or in mapped memory the device may access, and under
+// WithMemcheck in the regions annotated when the work was queued. An
+// access that fails changes nothing, and its error says why, naming the
+// buffer, for the library's message.
+type Access struct {
+	f      *Fake
+	device int
+	call   string
+}
+
+// Read copies len(b) bytes of device memory at p into b.
+func (a *Access) Read(p cudart.DevicePtr, b []byte) error {
+	if x := a.f.memcpy(a.device, cudart.HostMem(b), cudart.DeviceMem(p, uint64(len(b))), cudart.DeviceToHost, true); x != nil {
+		return fmt.Errorf("%s reads %s at %s: %s", a.call, bytesize.Exact(uint64(len(b))), p, x.why)
+	}
+	return nil
+}
+
+// Write copies b to device memory at p.
+func (a *Access) Write(p cudart.DevicePtr, b []byte) error {
+	if x := a.f.memcpy(a.device, cudart.DeviceMem(p, uint64(len(b))), cudart.HostMem(b), cudart.HostToDevice, true); x != nil {
+		return fmt.Errorf("%s writes %s at %s: %s", a.call, bytesize.Exact(uint64(len(b))), p, x.why)
+	}
+	return nil
+}
+
+// Check checks an access of n bytes at p, a write if write, as Read and
+// Write do, copying nothing: for work that checks all it touches before it
+// changes anything. The error is why the access would fail.
+func (a *Access) Check(p cudart.DevicePtr, n uint64, write bool) error {
+	verb := "read"
+	if write {
+		verb = "write"
+	}
+	if x := a.f.accessible(a.device, uint64(p), n, verb); x != nil {
+		return errors.New(x.why)
+	}
+	return nil
+}
+
+// accessible checks an access of n bytes at a on device, as a kernel's
+// reads and writes are checked, copying nothing.
+func (f *Fake) accessible(device int, a, n uint64, verb string) *failure {
+	if x := f.memcheck(a, n, verb); x != nil {
+		return x
+	}
+	spans, x := f.resolve(f.scratch[:0], cudart.DevicePtr(a), n, device)
+	f.scratch = spans[:0]
+	return x
+}
+
+// Buffer is the buffer that holds address p, for messages: under
+// WithMemcheck the annotated one (a pool's buffer), else the allocation;
+// its name and its end. It reports false when p is in neither, or in an
+// annotated heap but in none of its regions.
+func (a *Access) Buffer(p cudart.DevicePtr) (name string, end cudart.DevicePtr, ok bool) {
+	f := a.f
+	if f.opts.memcheck {
+		reg := f.annotations()
+		if r, ok := reg.Containing(uint64(p)); ok {
+			return r.Label(), cudart.DevicePtr(r.End()), true
+		}
+		if reg.Check(uint64(p), 1) != nil {
+			return "", 0, false
+		}
+	}
+	if r := f.containing(uint64(p)); r != nil {
+		return r.describe(), cudart.DevicePtr(r.end()), true
+	}
+	return "", 0, false
+}
+
+// Wait runs what is queued on stream s of device, and what that work waits
+// for, before it returns, as a stream's wait for an event recorded on s
+// would when it runs: for work that spans devices, a collective's (see
+// Library). Its error is device's sticky fault, or why s was refused.
+func (a *Access) Wait(device int, s cudart.Stream) error {
+	f := a.f
+	d, x := f.streamOn(device, s)
+	if x == nil && d != device {
+		x = fail(400, "stream 0x%x is of device %d", uintptr(s), d)
+	}
+	if x == nil {
+		x = f.drain(device, s)
+	}
+	if x != nil {
+		return fmt.Errorf("%s waits for stream 0x%x of device %d: %s", a.call, uintptr(s), device, x.why)
+	}
+	return nil
+}
+
+// On is the Access of device's memory, checked as device's kernels'
+// accesses are: for work that spans devices, once Wait has run what that
+// device's part of it waits for. A device the fake lacks gives an Access
+// whose every access fails.
+func (a *Access) On(device int) *Access {
+	return &Access{f: a.f, device: device, call: a.call}
+}
