@@ -426,3 +426,58 @@ func TestBLASWhileTheSlotsClose(t *testing.T) {
 	_, err = pool.Attached[cublas.Lent](sl)
 	require.ErrorIs(t, err, pool.ErrClosed)
 }
+
+// Slots on two devices: each slot's handle is on the slot's device and
+// stream, working in a workspace there, and its GEMM runs there.
+func TestSlotHandlesOnEveryDevice(t *testing.T) {
+	rt := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
+	l := newGemmLayout(t, 2)
+	lib, err := cublas.Open(rt)
+	require.NoError(t, err)
+	m, err := pool.NewMultiSlots(rt, []int{0, 1}, 2, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, Attach: []pool.Attachment{lib.ForSlots(0)}})
+	require.NoError(t, err)
+	require.Equal(t, 4, rt.Live().LibraryHandles)
+	ctx := context.Background()
+	var held []pool.Slot
+	for range 4 {
+		sl, err := m.Acquire(ctx, "request")
+		require.NoError(t, err)
+		held = append(held, sl)
+		h, err := pool.Attached[cublas.Lent](sl)
+		require.NoError(t, err)
+		d, err := h.Device()
+		require.NoError(t, err)
+		require.Equal(t, sl.Device(), d)
+		st, err := h.Stream()
+		require.NoError(t, err)
+		require.Equal(t, must(sl.Stream()), st)
+		ws, err := h.Workspace()
+		require.NoError(t, err)
+		require.Equal(t, sl.Device(), ws.Device())
+		a, b, c := must(sl.Ptr(l.a)), must(sl.Ptr(l.b)), must(sl.Ptr(l.c))
+		v := float32(sl.Device()*10 + sl.Index() + 1)
+		require.NoError(t, rt.MemcpyAsync(sl.Device(), cudart.DeviceMem(a, 16), cudart.HostMem(floats(1, 0, 0, 1)), cudart.HostToDevice, st))
+		require.NoError(t, rt.MemcpyAsync(sl.Device(), cudart.DeviceMem(b, 16), cudart.HostMem(floats(v, v, v, v)), cudart.HostToDevice, st))
+		m32 := func(p cudart.DevicePtr) cublas.Matrix { return cublas.Matrix{Ptr: p, Type: cublas.Float32, LD: 2} }
+		require.NoError(t, h.Gemm(cublas.Gemm{M: 2, N: 2, K: 2, Alpha: 1, A: m32(a), B: m32(b), C: m32(c)}))
+		out := make([]byte, 16)
+		require.NoError(t, rt.MemcpyAsync(sl.Device(), cudart.HostMem(out), cudart.DeviceMem(c, 16), cudart.DeviceToHost, st))
+		require.NoError(t, rt.StreamSynchronize(sl.Device(), st))
+		assert.Equal(t, floats(v, v, v, v), out, "slot %d of device %d", sl.Index(), sl.Device())
+	}
+	devs := map[int]int{}
+	for _, sl := range held {
+		devs[sl.Device()]++
+		require.NoError(t, m.Release(sl))
+	}
+	assert.Equal(t, map[int]int{0: 2, 1: 2}, devs)
+	require.NoError(t, m.Close())
+	assert.Zero(t, rt.Live().LibraryHandles)
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

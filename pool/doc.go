@@ -42,6 +42,10 @@
 // imports no library: a binding implements Attachment and Lender with
 // cudart's types alone.
 //
+// NewMultiSlots puts such slots on several devices, one Slots on each with
+// the shared buffers on each, and its Acquire hands out a free slot of any
+// device, or waits on all of them at once, FIFO, for the first one freed.
+//
 // Memory bugs inside the arenas are made visible three ways. When a memory
 // tool listens (cudart.Annotations: compute-sanitizer through NVTX, or the
 // fake WithMemcheck), each arena is a heap and each placed buffer a named

@@ -44,6 +44,15 @@ func (sl Slot) Index() int {
 	return sl.s.index
 }
 
+// Device is the ordinal of the device the slot is on: the one its
+// MultiSlots Acquire found it on. -1 for the zero Slot.
+func (sl Slot) Device() int {
+	if sl.s == nil {
+		return -1
+	}
+	return sl.s.owner.dev
+}
+
 // Profile is the name of the profile the slot was acquired with.
 func (sl Slot) Profile() string {
 	if sl.prof == nil {

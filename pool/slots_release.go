@@ -1,9 +1,6 @@
 package pool
 
-import (
-	"fmt"
-	"slices"
-)
+import "fmt"
 
 // Release gives the slot back, without waiting. Its stream may still have
 // work queued: the slot goes to the next Acquire only once that work has
@@ -138,10 +135,9 @@ func (s *Slots) settleOne() bool {
 	s.doneAsking()
 	if err != nil {
 		s.draining.pushFront(d)
-		if len(s.waiters) > 0 {
-			w := s.waiters[0]
-			s.waiters = slices.Delete(s.waiters, 0, 1)
-			w.finish(nil, err)
+		if w := s.first(); w != nil {
+			w.hand(nil, err)
+			w.wake()
 		}
 		return true
 	}

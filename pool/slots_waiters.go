@@ -9,12 +9,26 @@ type waiter struct {
 	done bool          // handed a slot or an error; guarded by Slots.mu
 	slot *slot
 	err  error
+	// group is the MultiSlots Acquire this waiter is one device's part
+	// of, nil for an Acquire of the Slots: only the part that claims it
+	// is handed anything, and it wakes the group's waiter.
+	group *groupWaiter
 }
 
-// finish hands w its outcome and wakes it. The caller holds Slots.mu.
+// claim says whether w may be handed an outcome: always, unless it is part
+// of a group waiter that another part, or a cancellation, has claimed. The
+// caller holds Slots.mu.
+func (w *waiter) claim() bool {
+	return w.group == nil || w.group.won.CompareAndSwap(nil, w)
+}
+
+// finish hands w its outcome and wakes it, if w claims it. The caller
+// holds Slots.mu.
 func (w *waiter) finish(sl *slot, err error) {
-	w.hand(sl, err)
-	w.wake()
+	if w.claim() {
+		w.hand(sl, err)
+		w.wake()
+	}
 }
 
 // hand gives w its outcome, for a wake to come. The caller holds Slots.mu.
@@ -24,9 +38,27 @@ func (w *waiter) hand(sl *slot, err error) {
 
 // wake tells w that it has its outcome, once; a nil w is no one to wake.
 func (w *waiter) wake() {
-	if w != nil {
+	switch {
+	case w == nil:
+	case w.group != nil:
+		w.group.ch <- struct{}{}
+	default:
 		w.ch <- struct{}{}
 	}
+}
+
+// first takes the first waiter that claims its outcome off the queue,
+// dropping those of group waiters claimed elsewhere (their owner recycles
+// them), or returns nil. The caller holds s.mu.
+func (s *Slots) first() *waiter {
+	for len(s.waiters) > 0 {
+		w := s.waiters[0]
+		s.waiters = slices.Delete(s.waiters, 0, 1)
+		if w.claim() {
+			return w
+		}
+	}
+	return nil
 }
 
 // newWaiter reuses a finished waiter when there is one. The caller holds
@@ -43,7 +75,7 @@ func (s *Slots) newWaiter() *waiter {
 // recycle empties w, whose channel is empty, and keeps it for the next
 // wait. The caller holds s.mu.
 func (s *Slots) recycle(w *waiter) {
-	w.prof, w.slot, w.err, w.done = nil, nil, nil, false
+	w.prof, w.slot, w.err, w.done, w.group = nil, nil, nil, false, nil
 	s.spare = append(s.spare, w)
 }
 
@@ -71,9 +103,7 @@ func (s *Slots) give(sl *slot, reset bool) *waiter {
 		}
 		s.waiters = s.waiters[:0]
 	}
-	if len(s.waiters) > 0 {
-		w := s.waiters[0]
-		s.waiters = slices.Delete(s.waiters, 0, 1)
+	if w := s.first(); w != nil {
 		s.hold(sl, w.prof)
 		sl.waits++
 		w.prof.waits++
