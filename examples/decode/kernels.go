@@ -1,0 +1,495 @@
+package main
+
+// kernelsPTX are the decoder's kernels, written by hand for sm_80 and
+// later (the driver compiles them for the device at load, sm_90 included).
+// Every activation is column-major: a column per token row of the step.
+// A step's rows are described by desc, four int32 a row: the token id, the
+// row of the page table that holds its sequence's pages, its position, and
+// 0. Pages are addressed as kvcache lays them out: page p of the arena at
+// pages + p × stride, inside it layer l's keys of token slot t at
+// ((2l × pt + t) × kvdim) elements and its values at ((2l+1) × pt + t) ×
+// kvdim, kvdim = KV heads × 64, FP16.
+//
+//	embed(f32 *x, i32 *desc, f16 *emb, f16 *pos, u32 d, u32 n)
+//	    x[:, r] = emb[:, token_r] + pos[:, position_r]; a thread an element
+//	rmsnorm(f16 *out, f32 *x, f16 *gain, i32 *idx, u32 d, f32 eps)
+//	    out[:, j] = x[:, c] / sqrt(mean(x[:, c]²) + eps) × gain, c = idx[j]
+//	    (j where idx is 0); a block of 256 threads a column
+//	kv_store(f32 *qkv, i32 *desc, i32 *table, u64 pages, u64 stride,
+//	         u32 maxPages, u32 layer, u32 qdim, u32 kvdim, u32 pt, u32 n)
+//	    the K and V rows of qkv (after Q's qdim) to row r's page and slot, FP16
+//	attention(f16 *out, f32 *qkv, i32 *desc, i32 *table, u64 pages,
+//	          u64 stride, u32 maxPages, u32 layer, u32 heads, u32 kvheads,
+//	          u32 pt, f32 scale)
+//	    grid (heads, n), a warp a block: row r's query of head h against the
+//	    keys and values of positions 0..position_r of its sequence, read
+//	    through the page table, online softmax, FP16 out
+//	relu_f16(f16 *out, f32 *in, u32 n)   out = FP16(max(in, 0))
+//	argmax(i32 *out, f32 *logits, u32 vocab)
+//	    a block of 256 threads a column: the first index of the largest
+const kernelsPTX = `
+.version 8.0
+.target sm_80
+.address_size 64
+
+.shared .align 4 .b8 rms_red[1024];
+.shared .align 4 .b8 amax_val[1024];
+.shared .align 4 .b8 amax_idx[1024];
+
+.visible .entry embed(.param .u64 p_x, .param .u64 p_desc, .param .u64 p_emb, .param .u64 p_pos, .param .u32 p_d, .param .u32 p_n)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<16>;
+	.reg .b16 %h<3>;
+	.reg .f32 %f<4>;
+	.reg .b64 %rd<16>;
+	ld.param.u64 %rd1, [p_x];
+	ld.param.u64 %rd2, [p_desc];
+	ld.param.u64 %rd3, [p_emb];
+	ld.param.u64 %rd4, [p_pos];
+	ld.param.u32 %r1, [p_d];
+	ld.param.u32 %r2, [p_n];
+	mov.u32 %r3, %ctaid.x;
+	mov.u32 %r4, %ntid.x;
+	mov.u32 %r5, %tid.x;
+	mad.lo.s32 %r6, %r3, %r4, %r5;
+	mul.lo.u32 %r7, %r1, %r2;
+	setp.ge.u32 %p1, %r6, %r7;
+	@%p1 bra $L_embed_done;
+	div.u32 %r8, %r6, %r1;
+	rem.u32 %r9, %r6, %r1;
+	cvta.to.global.u64 %rd5, %rd2;
+	mul.wide.u32 %rd6, %r8, 16;
+	add.s64 %rd7, %rd5, %rd6;
+	ld.global.u32 %r10, [%rd7];
+	ld.global.u32 %r11, [%rd7+8];
+	cvta.to.global.u64 %rd8, %rd3;
+	mul.wide.u32 %rd9, %r10, %r1;
+	cvt.u64.u32 %rd15, %r9;
+	add.s64 %rd9, %rd9, %rd15;
+	shl.b64 %rd9, %rd9, 1;
+	add.s64 %rd10, %rd8, %rd9;
+	ld.global.u16 %h1, [%rd10];
+	cvta.to.global.u64 %rd11, %rd4;
+	mul.wide.u32 %rd12, %r11, %r1;
+	add.s64 %rd12, %rd12, %rd15;
+	shl.b64 %rd12, %rd12, 1;
+	add.s64 %rd13, %rd11, %rd12;
+	ld.global.u16 %h2, [%rd13];
+	cvt.f32.f16 %f1, %h1;
+	cvt.f32.f16 %f2, %h2;
+	add.rn.f32 %f3, %f1, %f2;
+	cvta.to.global.u64 %rd14, %rd1;
+	mul.wide.u32 %rd15, %r6, 4;
+	add.s64 %rd14, %rd14, %rd15;
+	st.global.f32 [%rd14], %f3;
+$L_embed_done:
+	ret;
+}
+
+.visible .entry rmsnorm(.param .u64 p_out, .param .u64 p_x, .param .u64 p_gain, .param .u64 p_idx, .param .u32 p_d, .param .f32 p_eps)
+{
+	.reg .pred %p<4>;
+	.reg .b32 %r<10>;
+	.reg .b16 %h<3>;
+	.reg .f32 %f<12>;
+	.reg .b64 %rd<24>;
+	ld.param.u64 %rd1, [p_out];
+	ld.param.u64 %rd2, [p_x];
+	ld.param.u64 %rd3, [p_gain];
+	ld.param.u64 %rd4, [p_idx];
+	ld.param.u32 %r1, [p_d];
+	ld.param.f32 %f1, [p_eps];
+	mov.u32 %r2, %ctaid.x;
+	mov.u32 %r3, %tid.x;
+	mov.u32 %r4, %ntid.x;
+	mov.u32 %r5, %r2;
+	setp.eq.s64 %p1, %rd4, 0;
+	@%p1 bra $L_rms_src;
+	cvta.to.global.u64 %rd5, %rd4;
+	mul.wide.u32 %rd6, %r2, 4;
+	add.s64 %rd7, %rd5, %rd6;
+	ld.global.u32 %r5, [%rd7];
+$L_rms_src:
+	cvta.to.global.u64 %rd8, %rd2;
+	mul.wide.u32 %rd9, %r5, %r1;
+	shl.b64 %rd9, %rd9, 2;
+	add.s64 %rd10, %rd8, %rd9;
+	mov.f32 %f2, 0f00000000;
+	mov.u32 %r6, %r3;
+$L_rms_sum:
+	setp.ge.u32 %p2, %r6, %r1;
+	@%p2 bra $L_rms_sum_done;
+	mul.wide.u32 %rd11, %r6, 4;
+	add.s64 %rd12, %rd10, %rd11;
+	ld.global.f32 %f3, [%rd12];
+	fma.rn.f32 %f2, %f3, %f3, %f2;
+	add.s32 %r6, %r6, %r4;
+	bra $L_rms_sum;
+$L_rms_sum_done:
+	mov.u64 %rd13, rms_red;
+	mul.wide.u32 %rd14, %r3, 4;
+	add.s64 %rd15, %rd13, %rd14;
+	st.shared.f32 [%rd15], %f2;
+	bar.sync 0;
+	shr.u32 %r7, %r4, 1;
+$L_rms_red:
+	setp.eq.u32 %p2, %r7, 0;
+	@%p2 bra $L_rms_red_done;
+	setp.ge.u32 %p3, %r3, %r7;
+	@%p3 bra $L_rms_red_skip;
+	mul.wide.u32 %rd16, %r7, 4;
+	add.s64 %rd17, %rd15, %rd16;
+	ld.shared.f32 %f4, [%rd17];
+	ld.shared.f32 %f5, [%rd15];
+	add.rn.f32 %f5, %f5, %f4;
+	st.shared.f32 [%rd15], %f5;
+$L_rms_red_skip:
+	bar.sync 0;
+	shr.u32 %r7, %r7, 1;
+	bra $L_rms_red;
+$L_rms_red_done:
+	ld.shared.f32 %f6, [rms_red];
+	cvt.rn.f32.u32 %f7, %r1;
+	div.rn.f32 %f8, %f6, %f7;
+	add.rn.f32 %f8, %f8, %f1;
+	sqrt.rn.f32 %f8, %f8;
+	rcp.rn.f32 %f9, %f8;
+	cvta.to.global.u64 %rd18, %rd1;
+	mul.wide.u32 %rd19, %r2, %r1;
+	shl.b64 %rd19, %rd19, 1;
+	add.s64 %rd18, %rd18, %rd19;
+	cvta.to.global.u64 %rd20, %rd3;
+	mov.u32 %r6, %r3;
+$L_rms_out:
+	setp.ge.u32 %p2, %r6, %r1;
+	@%p2 bra $L_rms_done;
+	mul.wide.u32 %rd11, %r6, 4;
+	add.s64 %rd12, %rd10, %rd11;
+	ld.global.f32 %f3, [%rd12];
+	mul.wide.u32 %rd21, %r6, 2;
+	add.s64 %rd22, %rd20, %rd21;
+	ld.global.u16 %h1, [%rd22];
+	cvt.f32.f16 %f10, %h1;
+	mul.rn.f32 %f3, %f3, %f9;
+	mul.rn.f32 %f3, %f3, %f10;
+	cvt.rn.f16.f32 %h2, %f3;
+	add.s64 %rd23, %rd18, %rd21;
+	st.global.u16 [%rd23], %h2;
+	add.s32 %r6, %r6, %r4;
+	bra $L_rms_out;
+$L_rms_done:
+	ret;
+}
+
+.visible .entry kv_store(.param .u64 p_qkv, .param .u64 p_desc, .param .u64 p_table, .param .u64 p_pages, .param .u64 p_stride, .param .u32 p_maxPages, .param .u32 p_layer, .param .u32 p_qdim, .param .u32 p_kvdim, .param .u32 p_pt, .param .u32 p_n)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<32>;
+	.reg .b16 %h<2>;
+	.reg .f32 %f<2>;
+	.reg .b64 %rd<24>;
+	ld.param.u64 %rd1, [p_qkv];
+	ld.param.u64 %rd2, [p_desc];
+	ld.param.u64 %rd3, [p_table];
+	ld.param.u64 %rd4, [p_pages];
+	ld.param.u64 %rd5, [p_stride];
+	ld.param.u32 %r1, [p_maxPages];
+	ld.param.u32 %r2, [p_layer];
+	ld.param.u32 %r3, [p_qdim];
+	ld.param.u32 %r4, [p_kvdim];
+	ld.param.u32 %r5, [p_pt];
+	ld.param.u32 %r6, [p_n];
+	mov.u32 %r7, %ctaid.x;
+	mov.u32 %r8, %ntid.x;
+	mov.u32 %r9, %tid.x;
+	mad.lo.s32 %r10, %r7, %r8, %r9;
+	shl.b32 %r11, %r4, 1;
+	mul.lo.u32 %r12, %r11, %r6;
+	setp.ge.u32 %p1, %r10, %r12;
+	@%p1 bra $L_kv_done;
+	div.u32 %r13, %r10, %r11;
+	rem.u32 %r14, %r10, %r11;
+	setp.ge.u32 %p2, %r14, %r4;
+	selp.u32 %r15, 1, 0, %p2;
+	mul.lo.u32 %r16, %r15, %r4;
+	sub.u32 %r17, %r14, %r16;
+	cvta.to.global.u64 %rd6, %rd2;
+	mul.wide.u32 %rd7, %r13, 16;
+	add.s64 %rd8, %rd6, %rd7;
+	ld.global.u32 %r18, [%rd8+4];
+	ld.global.u32 %r19, [%rd8+8];
+	add.s32 %r20, %r3, %r11;
+	mul.wide.u32 %rd9, %r13, %r20;
+	add.s32 %r21, %r3, %r14;
+	cvt.u64.u32 %rd10, %r21;
+	add.s64 %rd9, %rd9, %rd10;
+	shl.b64 %rd9, %rd9, 2;
+	cvta.to.global.u64 %rd11, %rd1;
+	add.s64 %rd12, %rd11, %rd9;
+	ld.global.f32 %f1, [%rd12];
+	div.u32 %r22, %r19, %r5;
+	rem.u32 %r23, %r19, %r5;
+	mul.wide.u32 %rd13, %r18, %r1;
+	cvt.u64.u32 %rd14, %r22;
+	add.s64 %rd13, %rd13, %rd14;
+	shl.b64 %rd13, %rd13, 2;
+	cvta.to.global.u64 %rd15, %rd3;
+	add.s64 %rd16, %rd15, %rd13;
+	ld.global.s32 %r24, [%rd16];
+	shl.b32 %r25, %r2, 1;
+	add.s32 %r25, %r25, %r15;
+	mad.lo.s32 %r26, %r25, %r5, %r23;
+	mad.lo.s32 %r27, %r26, %r4, %r17;
+	mul.wide.u32 %rd17, %r27, 2;
+	cvt.s64.s32 %rd18, %r24;
+	mul.lo.s64 %rd19, %rd18, %rd5;
+	cvta.to.global.u64 %rd20, %rd4;
+	add.s64 %rd21, %rd20, %rd19;
+	add.s64 %rd22, %rd21, %rd17;
+	cvt.rn.f16.f32 %h1, %f1;
+	st.global.u16 [%rd22], %h1;
+$L_kv_done:
+	ret;
+}
+
+.visible .entry attention(.param .u64 p_out, .param .u64 p_qkv, .param .u64 p_desc, .param .u64 p_table, .param .u64 p_pages, .param .u64 p_stride, .param .u32 p_maxPages, .param .u32 p_layer, .param .u32 p_heads, .param .u32 p_kvheads, .param .u32 p_pt, .param .f32 p_scale)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<40>;
+	.reg .b16 %h<8>;
+	.reg .f32 %f<40>;
+	.reg .b64 %rd<32>;
+	ld.param.u64 %rd1, [p_out];
+	ld.param.u64 %rd2, [p_qkv];
+	ld.param.u64 %rd3, [p_desc];
+	ld.param.u64 %rd4, [p_table];
+	ld.param.u64 %rd5, [p_pages];
+	ld.param.u64 %rd6, [p_stride];
+	ld.param.u32 %r1, [p_maxPages];
+	ld.param.u32 %r2, [p_layer];
+	ld.param.u32 %r3, [p_heads];
+	ld.param.u32 %r4, [p_kvheads];
+	ld.param.u32 %r5, [p_pt];
+	ld.param.f32 %f1, [p_scale];
+	mov.u32 %r6, %ctaid.x;
+	mov.u32 %r7, %ctaid.y;
+	mov.u32 %r8, %tid.x;
+	shl.b32 %r9, %r3, 6;
+	shl.b32 %r10, %r4, 6;
+	shl.b32 %r11, %r10, 1;
+	add.s32 %r11, %r11, %r9;
+	div.u32 %r12, %r3, %r4;
+	div.u32 %r13, %r6, %r12;
+	shl.b32 %r14, %r8, 1;
+	shl.b32 %r15, %r6, 6;
+	add.s32 %r15, %r15, %r14;
+	mul.wide.u32 %rd7, %r7, %r11;
+	cvt.u64.u32 %rd8, %r15;
+	add.s64 %rd7, %rd7, %rd8;
+	shl.b64 %rd7, %rd7, 2;
+	cvta.to.global.u64 %rd9, %rd2;
+	add.s64 %rd10, %rd9, %rd7;
+	ld.global.f32 %f2, [%rd10];
+	ld.global.f32 %f3, [%rd10+4];
+	mul.rn.f32 %f2, %f2, %f1;
+	mul.rn.f32 %f3, %f3, %f1;
+	cvta.to.global.u64 %rd11, %rd3;
+	mul.wide.u32 %rd12, %r7, 16;
+	add.s64 %rd13, %rd11, %rd12;
+	ld.global.u32 %r16, [%rd13+4];
+	ld.global.u32 %r17, [%rd13+8];
+	mul.wide.u32 %rd14, %r16, %r1;
+	shl.b64 %rd14, %rd14, 2;
+	cvta.to.global.u64 %rd15, %rd4;
+	add.s64 %rd16, %rd15, %rd14;
+	shl.b32 %r18, %r2, 1;
+	mul.lo.u32 %r18, %r18, %r5;
+	mul.lo.u32 %r18, %r18, %r10;
+	shl.b32 %r19, %r13, 6;
+	add.s32 %r18, %r18, %r19;
+	add.s32 %r18, %r18, %r14;
+	shl.b32 %r18, %r18, 1;
+	mul.lo.u32 %r20, %r5, %r10;
+	shl.b32 %r20, %r20, 1;
+	add.s32 %r21, %r18, %r20;
+	shl.b32 %r22, %r10, 1;
+	cvta.to.global.u64 %rd17, %rd5;
+	mov.f32 %f4, 0fFF800000;
+	mov.f32 %f5, 0f00000000;
+	mov.f32 %f6, 0f00000000;
+	mov.f32 %f7, 0f00000000;
+	mov.u32 %r23, 0;
+$L_att_loop:
+	setp.gt.u32 %p1, %r23, %r17;
+	@%p1 bra $L_att_done;
+	div.u32 %r24, %r23, %r5;
+	rem.u32 %r25, %r23, %r5;
+	mul.wide.u32 %rd18, %r24, 4;
+	add.s64 %rd19, %rd16, %rd18;
+	ld.global.s32 %r26, [%rd19];
+	cvt.s64.s32 %rd20, %r26;
+	mul.lo.s64 %rd21, %rd20, %rd6;
+	add.s64 %rd21, %rd17, %rd21;
+	mul.wide.u32 %rd22, %r25, %r22;
+	add.s64 %rd21, %rd21, %rd22;
+	cvt.u64.u32 %rd23, %r18;
+	add.s64 %rd24, %rd21, %rd23;
+	ld.global.b32 %r27, [%rd24];
+	cvt.u64.u32 %rd25, %r21;
+	add.s64 %rd26, %rd21, %rd25;
+	ld.global.b32 %r28, [%rd26];
+	mov.b32 {%h1, %h2}, %r27;
+	mov.b32 {%h3, %h4}, %r28;
+	cvt.f32.f16 %f8, %h1;
+	cvt.f32.f16 %f9, %h2;
+	cvt.f32.f16 %f10, %h3;
+	cvt.f32.f16 %f11, %h4;
+	mul.rn.f32 %f12, %f2, %f8;
+	fma.rn.f32 %f12, %f3, %f9, %f12;
+	shfl.sync.bfly.b32 %f13, %f12, 16, 31, -1;
+	add.rn.f32 %f12, %f12, %f13;
+	shfl.sync.bfly.b32 %f13, %f12, 8, 31, -1;
+	add.rn.f32 %f12, %f12, %f13;
+	shfl.sync.bfly.b32 %f13, %f12, 4, 31, -1;
+	add.rn.f32 %f12, %f12, %f13;
+	shfl.sync.bfly.b32 %f13, %f12, 2, 31, -1;
+	add.rn.f32 %f12, %f12, %f13;
+	shfl.sync.bfly.b32 %f13, %f12, 1, 31, -1;
+	add.rn.f32 %f12, %f12, %f13;
+	max.f32 %f14, %f4, %f12;
+	sub.rn.f32 %f15, %f4, %f14;
+	mul.rn.f32 %f15, %f15, 0f3FB8AA3B;
+	ex2.approx.ftz.f32 %f15, %f15;
+	sub.rn.f32 %f16, %f12, %f14;
+	mul.rn.f32 %f16, %f16, 0f3FB8AA3B;
+	ex2.approx.ftz.f32 %f16, %f16;
+	fma.rn.f32 %f5, %f5, %f15, %f16;
+	mul.rn.f32 %f6, %f6, %f15;
+	fma.rn.f32 %f6, %f16, %f10, %f6;
+	mul.rn.f32 %f7, %f7, %f15;
+	fma.rn.f32 %f7, %f16, %f11, %f7;
+	mov.f32 %f4, %f14;
+	add.s32 %r23, %r23, 1;
+	bra $L_att_loop;
+$L_att_done:
+	rcp.rn.f32 %f17, %f5;
+	mul.rn.f32 %f18, %f6, %f17;
+	mul.rn.f32 %f19, %f7, %f17;
+	cvt.rn.f16.f32 %h5, %f18;
+	cvt.rn.f16.f32 %h6, %f19;
+	mov.b32 %r29, {%h5, %h6};
+	mul.wide.u32 %rd27, %r7, %r9;
+	add.s64 %rd27, %rd27, %rd8;
+	shl.b64 %rd27, %rd27, 1;
+	cvta.to.global.u64 %rd28, %rd1;
+	add.s64 %rd29, %rd28, %rd27;
+	st.global.b32 [%rd29], %r29;
+	ret;
+}
+
+.visible .entry relu_f16(.param .u64 p_out, .param .u64 p_in, .param .u32 p_n)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<8>;
+	.reg .b16 %h<2>;
+	.reg .f32 %f<3>;
+	.reg .b64 %rd<8>;
+	ld.param.u64 %rd1, [p_out];
+	ld.param.u64 %rd2, [p_in];
+	ld.param.u32 %r1, [p_n];
+	mov.u32 %r2, %ctaid.x;
+	mov.u32 %r3, %ntid.x;
+	mov.u32 %r4, %tid.x;
+	mad.lo.s32 %r5, %r2, %r3, %r4;
+	setp.ge.u32 %p1, %r5, %r1;
+	@%p1 bra $L_relu_done;
+	cvta.to.global.u64 %rd3, %rd2;
+	mul.wide.u32 %rd4, %r5, 4;
+	add.s64 %rd5, %rd3, %rd4;
+	ld.global.f32 %f1, [%rd5];
+	max.f32 %f2, %f1, 0f00000000;
+	cvt.rn.f16.f32 %h1, %f2;
+	cvta.to.global.u64 %rd6, %rd1;
+	mul.wide.u32 %rd7, %r5, 2;
+	add.s64 %rd6, %rd6, %rd7;
+	st.global.u16 [%rd6], %h1;
+$L_relu_done:
+	ret;
+}
+
+.visible .entry argmax(.param .u64 p_out, .param .u64 p_logits, .param .u32 p_vocab)
+{
+	.reg .pred %p<6>;
+	.reg .b32 %r<16>;
+	.reg .f32 %f<6>;
+	.reg .b64 %rd<20>;
+	ld.param.u64 %rd1, [p_out];
+	ld.param.u64 %rd2, [p_logits];
+	ld.param.u32 %r1, [p_vocab];
+	mov.u32 %r2, %ctaid.x;
+	mov.u32 %r3, %tid.x;
+	mov.u32 %r4, %ntid.x;
+	cvta.to.global.u64 %rd3, %rd2;
+	mul.wide.u32 %rd4, %r2, %r1;
+	shl.b64 %rd4, %rd4, 2;
+	add.s64 %rd5, %rd3, %rd4;
+	mov.f32 %f1, 0fFF800000;
+	mov.u32 %r5, -1;
+	mov.u32 %r6, %r3;
+$L_amax_scan:
+	setp.ge.u32 %p1, %r6, %r1;
+	@%p1 bra $L_amax_scanned;
+	mul.wide.u32 %rd6, %r6, 4;
+	add.s64 %rd7, %rd5, %rd6;
+	ld.global.f32 %f2, [%rd7];
+	setp.gt.f32 %p2, %f2, %f1;
+	@%p2 mov.f32 %f1, %f2;
+	@%p2 mov.u32 %r5, %r6;
+	add.s32 %r6, %r6, %r4;
+	bra $L_amax_scan;
+$L_amax_scanned:
+	mov.u64 %rd8, amax_val;
+	mov.u64 %rd9, amax_idx;
+	mul.wide.u32 %rd10, %r3, 4;
+	add.s64 %rd11, %rd8, %rd10;
+	add.s64 %rd12, %rd9, %rd10;
+	st.shared.f32 [%rd11], %f1;
+	st.shared.u32 [%rd12], %r5;
+	bar.sync 0;
+	shr.u32 %r7, %r4, 1;
+$L_amax_red:
+	setp.eq.u32 %p1, %r7, 0;
+	@%p1 bra $L_amax_red_done;
+	setp.ge.u32 %p2, %r3, %r7;
+	@%p2 bra $L_amax_red_skip;
+	mul.wide.u32 %rd13, %r7, 4;
+	add.s64 %rd14, %rd11, %rd13;
+	add.s64 %rd15, %rd12, %rd13;
+	ld.shared.f32 %f3, [%rd14];
+	ld.shared.u32 %r8, [%rd15];
+	ld.shared.f32 %f4, [%rd11];
+	ld.shared.u32 %r9, [%rd12];
+	setp.gt.f32 %p3, %f3, %f4;
+	setp.eq.f32 %p4, %f3, %f4;
+	setp.lt.u32 %p5, %r8, %r9;
+	and.pred %p4, %p4, %p5;
+	or.pred %p3, %p3, %p4;
+	@%p3 st.shared.f32 [%rd11], %f3;
+	@%p3 st.shared.u32 [%rd12], %r8;
+$L_amax_red_skip:
+	bar.sync 0;
+	shr.u32 %r7, %r7, 1;
+	bra $L_amax_red;
+$L_amax_red_done:
+	setp.ne.u32 %p1, %r3, 0;
+	@%p1 bra $L_amax_done;
+	ld.shared.u32 %r10, [amax_idx];
+	cvta.to.global.u64 %rd16, %rd1;
+	mul.wide.u32 %rd17, %r2, 4;
+	add.s64 %rd18, %rd16, %rd17;
+	st.global.u32 [%rd18], %r10;
+$L_amax_done:
+	ret;
+}
+`
