@@ -315,29 +315,32 @@ $L_kv_done:
 	add.s32 %r21, %r18, %r20;
 	shl.b32 %r22, %r10, 1;
 	cvta.to.global.u64 %rd17, %rd5;
+	cvt.u64.u32 %rd23, %r18;
+	cvt.u64.u32 %rd25, %r21;
+	cvt.u64.u32 %rd22, %r22;
+	mov.u64 %rd19, %rd16;
+	mov.u64 %rd24, 0;
+	mov.u64 %rd26, 0;
 	mov.f32 %f4, 0fFF800000;
 	mov.f32 %f5, 0f00000000;
 	mov.f32 %f6, 0f00000000;
 	mov.f32 %f7, 0f00000000;
 	mov.u32 %r23, 0;
+	mov.u32 %r25, 0;
 $L_att_loop:
 	setp.gt.u32 %p1, %r23, %r17;
 	@%p1 bra $L_att_done;
-	div.u32 %r24, %r23, %r5;
-	rem.u32 %r25, %r23, %r5;
-	mul.wide.u32 %rd18, %r24, 4;
-	add.s64 %rd19, %rd16, %rd18;
+	setp.ne.u32 %p2, %r25, 0;
+	@%p2 bra $L_att_slot;
 	ld.global.s32 %r26, [%rd19];
+	add.s64 %rd19, %rd19, 4;
 	cvt.s64.s32 %rd20, %r26;
 	mul.lo.s64 %rd21, %rd20, %rd6;
 	add.s64 %rd21, %rd17, %rd21;
-	mul.wide.u32 %rd22, %r25, %r22;
-	add.s64 %rd21, %rd21, %rd22;
-	cvt.u64.u32 %rd23, %r18;
 	add.s64 %rd24, %rd21, %rd23;
-	ld.global.b32 %r27, [%rd24];
-	cvt.u64.u32 %rd25, %r21;
 	add.s64 %rd26, %rd21, %rd25;
+$L_att_slot:
+	ld.global.b32 %r27, [%rd24];
 	ld.global.b32 %r28, [%rd26];
 	mov.b32 {%h1, %h2}, %r27;
 	mov.b32 {%h3, %h4}, %r28;
@@ -370,6 +373,11 @@ $L_att_loop:
 	mul.rn.f32 %f7, %f7, %f15;
 	fma.rn.f32 %f7, %f16, %f11, %f7;
 	mov.f32 %f4, %f14;
+	add.s64 %rd24, %rd24, %rd22;
+	add.s64 %rd26, %rd26, %rd22;
+	add.s32 %r25, %r25, 1;
+	setp.eq.u32 %p2, %r25, %r5;
+	@%p2 mov.u32 %r25, 0;
 	add.s32 %r23, %r23, 1;
 	bra $L_att_loop;
 $L_att_done:
