@@ -48,7 +48,7 @@ func newAsyncBackend(m *model, lib *cublas.Library, clients int, batches []int, 
 			err = errors.Join(err, b.close())
 		}
 	}()
-	if b.w, err = m.rt.Malloc(dev, m.paramBytes()); err != nil {
+	if b.w, err = m.rt.Malloc(dev, m.Bytes()); err != nil {
 		return nil, err
 	}
 	if err := m.loadParams(b.w); err != nil {
@@ -66,10 +66,10 @@ func newAsyncBackend(m *model, lib *cublas.Library, clients int, batches []int, 
 		if c.h, err = lib.NewHandle(dev, c.st); err != nil {
 			return nil, err
 		}
-		if c.bufs.in, err = m.rt.MallocHost(dev, uint64(4*m.dims[0]*most)); err != nil {
+		if c.bufs.in, err = m.rt.MallocHost(dev, uint64(4*m.Dims[0]*most)); err != nil {
 			return nil, err
 		}
-		if c.bufs.out, err = m.rt.MallocHost(dev, uint64(4*m.dims[layers]*most)); err != nil {
+		if c.bufs.out, err = m.rt.MallocHost(dev, uint64(4*m.Dims[layers]*most)); err != nil {
 			return nil, err
 		}
 		if !graphs {

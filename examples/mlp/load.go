@@ -1,6 +1,10 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/cudapool/cudapool/examples/mlpmodel"
+)
 
 // workload is the requests of one batch size: a few inputs, staged as
 // bytes, and their outputs on the CPU.
@@ -15,9 +19,9 @@ const variants = 2
 
 func newWorkload(m *model, seed uint64, rows int) *workload {
 	w := &workload{rows: rows}
-	for _, in := range inputs(m.dims, seed, rows, variants) {
-		w.inputs = append(w.inputs, floatBytes(in))
-		w.want = append(w.want, m.reference(in, rows))
+	for _, in := range mlpmodel.Inputs(m.Dims, seed, rows, variants) {
+		w.inputs = append(w.inputs, mlpmodel.FloatBytes(in))
+		w.want = append(w.want, m.Reference(in, rows))
 	}
 	return w
 }
@@ -37,8 +41,8 @@ type exchange interface {
 type request struct {
 	in   []byte
 	want []float32
-	full *worst // nil: sampled
-	at   int    // the first sample, moving from one request to the next
+	full *mlpmodel.Worst // nil: sampled
+	at   int             // the first sample, moving from one request to the next
 }
 
 // samples is how many output elements a timed request checks.
@@ -50,14 +54,14 @@ func (x *request) fill(staging []byte) error {
 }
 
 func (x *request) read(out []byte) error {
-	got := floatsOf(out[:4*len(x.want)])
+	got := mlpmodel.FloatsOf(out[:4*len(x.want)])
 	if x.full != nil {
-		return x.full.compare(got, x.want)
+		return x.full.Compare(got, x.want)
 	}
 	stride := max(1, len(x.want)/samples)
 	for i := x.at % stride; i < len(x.want); i += stride {
-		if d := deviationOf(got[i], x.want[i]); d.ratio > 1 {
-			return fmt.Errorf("%w: element %d is %v, want %v (a timed request's sample)", errMismatch, i, got[i], x.want[i])
+		if d := mlpmodel.DeviationOf(got[i], x.want[i]); d.Ratio > 1 {
+			return fmt.Errorf("%w: element %d is %v, want %v (a timed request's sample)", mlpmodel.ErrMismatch, i, got[i], x.want[i])
 		}
 	}
 	return nil
@@ -65,7 +69,7 @@ func (x *request) read(out []byte) error {
 
 // requests makes each client's exchange for request i, reused from one
 // request to the next.
-func requests(w *workload, clients int, full *worst) func(c, i int) exchange {
+func requests(w *workload, clients int, full *mlpmodel.Worst) func(c, i int) exchange {
 	xs := make([]request, clients)
 	return func(c, i int) exchange {
 		v := i % len(w.inputs)

@@ -2,11 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/binary"
-	"encoding/json"
-	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,6 +11,8 @@ import (
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+
+	"github.com/cudapool/cudapool/examples/mlpmodel"
 )
 
 func TestDefaultRunOnTheFake(t *testing.T) {
@@ -86,62 +83,11 @@ func TestDumpRoundTrips(t *testing.T) {
 	var out, errOut bytes.Buffer
 	require.Equal(t, 0, run([]string{"-runtime=fake", "-slots", "1", "-launch", "graph", "-requests", "2", "-dump", dir}, &out, &errOut), errOut.String())
 	assert.Contains(t, out.String(), "dumped to "+dir)
-	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
-	require.NoError(t, err)
-	var mf manifest
-	require.NoError(t, json.Unmarshal(raw, &mf))
-	require.Equal(t, "column-major", mf.Layout)
+	mf, err := mlpmodel.CheckDump(dir)
+	require.NoError(t, err, "recomputed from the files and the manifest alone")
 	require.Len(t, mf.Layers, 3)
 	assert.Equal(t, []int{256, 64}, mf.Layers[0].Weights.Shape)
 	require.Len(t, mf.Batches, 3)
-	// Recompute from the files and the manifest alone.
-	read := func(tn tensor) []float64 {
-		b, err := os.ReadFile(filepath.Join(dir, tn.File))
-		require.NoError(t, err)
-		n := 1
-		for _, d := range tn.Shape {
-			n *= d
-		}
-		require.Len(t, b, 4*n, tn.File)
-		v := make([]float64, n)
-		for i := range v {
-			v[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
-		}
-		return v
-	}
-	for _, bf := range mf.Batches {
-		x, cols := read(bf.Input), bf.Input.Shape[1]
-		require.Equal(t, bf.Batch, cols)
-		for _, l := range mf.Layers {
-			w, bias := read(l.Weights), read(l.Bias)
-			rows, k := l.Weights.Shape[0], l.Weights.Shape[1]
-			y := make([]float64, rows*cols)
-			for c := range cols {
-				for i := range rows {
-					var acc float64
-					for j := range k {
-						acc += w[i+j*rows] * x[j+c*k]
-					}
-					v := float64(float32(acc)) + bias[i]
-					if l.Activation == "relu" {
-						v = max(v, 0)
-					}
-					y[i+c*rows] = v
-				}
-			}
-			x = y
-		}
-		got := read(bf.Output)
-		require.Len(t, got, len(x))
-		nonzero := 0
-		for i := range got {
-			assert.InDelta(t, x[i], got[i], max(mf.Tolerance.Absolute, mf.Tolerance.Relative*math.Abs(x[i])), "batch %d, output %d", bf.Batch, i)
-			if got[i] != 0 {
-				nonzero++
-			}
-		}
-		assert.Greater(t, nonzero, len(got)/2, "outputs that mean something")
-	}
 }
 
 func TestHelpPrintsAParagraphThenTheFlags(t *testing.T) {
@@ -172,11 +118,7 @@ func fakeModel(t *testing.T) (*cublas.Library, *model) {
 	f := cudarttest.NewFake()
 	lib, err := cublas.Open(f)
 	require.NoError(t, err)
-	var dims [4]int
-	for i, d := range fullDims {
-		dims[i] = d / 16
-	}
-	m, err := newModel(f, dims, 1)
+	m, err := newModel(f, mlpmodel.Scaled(16), 1)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, m.close()) })
 	return lib, m

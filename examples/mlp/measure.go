@@ -13,6 +13,8 @@ import (
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/examples/loadgen"
+
+	"github.com/cudapool/cudapool/examples/mlpmodel"
 )
 
 // The baselines' names in the tables: cudaMallocAsync's with its clients
@@ -58,7 +60,7 @@ type session struct {
 	m       *model
 	c       config
 	loads   map[int]*workload
-	worst   worst
+	worst   mlpmodel.Worst
 	stderr  io.Writer
 	results map[bool]map[int][]*series // [graphs][rows], in the order measured
 	pairs   map[bool]map[int][]pairing // [graphs][rows], by slot count
@@ -88,22 +90,19 @@ func measure(rt *choose.Runtime, c config, stdout, stderr io.Writer) (err error)
 	if err != nil {
 		return err
 	}
-	var dims [4]int
-	for i, d := range fullDims {
-		dims[i] = d / c.scale
-	}
+	dims := mlpmodel.Scaled(c.scale)
 	m, err := newModel(rt, dims, c.seed)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, m.close()) }()
 	fmt.Fprintf(stdout, "cuBLAS %s; model %d -> %d -> %d -> %d, FP32, parameters %s (%d B) from seed %d; batches %v\n",
-		v, dims[0], dims[1], dims[2], dims[3], mib(m.paramBytes()), m.paramBytes(), c.seed, c.batches)
+		v, dims[0], dims[1], dims[2], dims[3], mib(m.Bytes()), m.Bytes(), c.seed, c.batches)
 	s := newSession(lib, m, c, stderr)
 	if c.corruptParams {
 		// After the reference: the devices get a parameter the CPU did
 		// not use.
-		m.params[m.offW[1]] += 0.5
+		m.Values[m.OffW[1]] += 0.5
 	}
 	bw, err := copyBandwidth(rt, c.copyBytes)
 	if err != nil {
@@ -279,7 +278,7 @@ func (s *session) measureOne(cf configuration, graphs bool) (err error) {
 // at least, so that every input variant is checked.
 func (s *session) measureBatch(b backend, clients, rows int) (measured, error) {
 	w := s.loads[rows]
-	pass := func(n int, full *worst) (loadgen.Result, error) {
+	pass := func(n int, full *mlpmodel.Worst) (loadgen.Result, error) {
 		x := requests(w, clients, full)
 		return loadgen.Run(clients, n, func(c, i int) (time.Duration, error) {
 			return b.serve(context.Background(), c, rows, x(c, i))

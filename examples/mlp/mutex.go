@@ -33,9 +33,9 @@ func newMutexBackend(m *model, lib *cublas.Library, batches []int, graphs bool) 
 		return nil, err
 	}
 	most := slices.Max(batches)
-	in, out, act := uint64(4*m.dims[0]*most), uint64(4*m.dims[layers]*most), m.actBytes(most)
+	in, out, act := uint64(4*m.Dims[0]*most), uint64(4*m.Dims[layers]*most), m.actBytes(most)
 	const slack = 4 << 10 // rounding of each buffer to 256 B
-	if b.p, err = pool.New(m.rt, pool.WithDeviceBytes(2*act+m.paramBytes()+workspace+slack), pool.WithHostBytes(in+out+slack),
+	if b.p, err = pool.New(m.rt, pool.WithDeviceBytes(2*act+m.Bytes()+workspace+slack), pool.WithHostBytes(in+out+slack),
 		pool.WithHostPinning(pinned.MethodHostAlloc), pool.WithStreams(b.st)); err != nil {
 		return nil, errors.Join(err, m.rt.StreamDestroy(dev, b.st))
 	}
@@ -52,7 +52,7 @@ func newMutexBackend(m *model, lib *cublas.Library, batches []int, graphs bool) 
 		name string
 	}{
 		{&bin, b.p.WantHost, in, "in"}, {&bout, b.p.WantHost, out, "out"},
-		{&x, b.p.WantDevice, act, "x"}, {&y, b.p.WantDevice, act, "y"}, {&w, b.p.WantDevice, m.paramBytes(), "params"},
+		{&x, b.p.WantDevice, act, "x"}, {&y, b.p.WantDevice, act, "y"}, {&w, b.p.WantDevice, m.Bytes(), "params"},
 		{&ws, b.p.WantDevice, workspace, "cublas workspace"},
 	} {
 		if *r.buf, err = r.want(r.size, pool.Name(r.name)); err != nil {

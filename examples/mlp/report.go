@@ -10,12 +10,14 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/cudapool/cudapool/examples/loadgen"
+
+	"github.com/cudapool/cudapool/examples/mlpmodel"
 )
 
 // report prints the tables, the ratios, the launch-bound comparison, the
 // graphs' nodes, the memory and the outputs' worst deviation.
 func (s *session) report(out io.Writer, bw float64, launchBound []measured) {
-	params := float64(s.m.paramBytes())
+	params := float64(s.m.Bytes())
 	if bw > 0 {
 		fmt.Fprintf(out, "\ndevice-to-device copy bandwidth: %s/s (read + write; a cudaMemcpyAsync of %s between events, fastest of 5)\n", humanize.IBytes(uint64(bw)), mib(s.c.copyBytes))
 	} else {
@@ -62,7 +64,7 @@ func (s *session) report(out io.Writer, bw float64, launchBound []measured) {
 			fmt.Fprintf(out, "  %-*s  cuBLAS handles %d: %s\n", width, st.name, st.handles, signedBytes(st.outside))
 		}
 	}
-	fmt.Fprintf(out, "\noutputs against the CPU reference, outside the timed requests (tolerance %g relative or %g absolute): %v\n", relTol, absTol, &s.worst)
+	fmt.Fprintf(out, "\noutputs against the CPU reference, outside the timed requests (tolerance %g relative or %g absolute): %v\n", mlpmodel.RelTol, mlpmodel.AbsTol, &s.worst)
 	s.printTargets(out, bw, graph, async)
 }
 
@@ -136,7 +138,7 @@ func (s *session) printRatios(out io.Writer) {
 // printTargets sums up the figures issue's targets are about.
 func (s *session) printTargets(out io.Writer, bw float64, graph, async *loadgen.Result) {
 	fmt.Fprintln(out, "\ntargets:")
-	fmt.Fprintf(out, "  outputs within tolerance: %.3g of it at worst (at most 1)\n", s.worst.ratio.ratio)
+	fmt.Fprintf(out, "  outputs within tolerance: %.3g of it at worst (at most 1)\n", s.worst.Ratio())
 	most := 0
 	for name, counts := range s.nodes {
 		if strings.HasPrefix(name, asyncName) {
@@ -176,7 +178,7 @@ func (s *session) printTargets(out io.Writer, bw float64, graph, async *loadgen.
 	for _, graphs := range s.c.launches {
 		if r := find(s.table(graphs, rows), most8); r != nil && bw > 0 {
 			fmt.Fprintf(out, "  %s, batch %d, %s: parameters read at %.1f%% of the copy bandwidth (target at least 70%% at slots=8, batch 1)\n",
-				most8, rows, launchName(graphs), 100*r.PerSecond*float64(s.m.paramBytes())/bw)
+				most8, rows, launchName(graphs), 100*r.PerSecond*float64(s.m.Bytes())/bw)
 		}
 	}
 	fmt.Fprintf(out, "  1 client, batch %d, a slot launching one graph over cudaMallocAsync launching call by call: %s (target above 1.00x)\n", rows, loadgen.Ratio(graph, async))

@@ -38,7 +38,7 @@ type slotsBackend struct {
 func newSlotsBackend(m *model, lib *cublas.Library, n int, batches []int, graphs bool) (_ *slotsBackend, err error) {
 	b := &slotsBackend{m: m, byRows: map[int]int{}}
 	shared := pool.NewProfile("shared")
-	if b.params, err = shared.Device(m.paramBytes(), pool.Name("params")); err != nil {
+	if b.params, err = shared.Device(m.Bytes(), pool.Name("params")); err != nil {
 		return nil, err
 	}
 	var profiles []*pool.Profile
@@ -51,7 +51,7 @@ func newSlotsBackend(m *model, lib *cublas.Library, n int, batches []int, graphs
 			size uint64
 			name string
 		}{
-			{&r.in, true, uint64(4 * m.dims[0] * rows), "in"}, {&r.out, true, uint64(4 * m.dims[layers] * rows), "out"},
+			{&r.in, true, uint64(4 * m.Dims[0] * rows), "in"}, {&r.out, true, uint64(4 * m.Dims[layers] * rows), "out"},
 			{&r.x, false, m.actBytes(rows), "x"}, {&r.y, false, m.actBytes(rows), "y"},
 		} {
 			declare := pr.Device

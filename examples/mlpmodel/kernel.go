@@ -1,0 +1,113 @@
+package mlpmodel
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
+)
+
+// BiasPTX is the kernel that follows each layer's GEMM: it adds the layer's
+// bias to every column of the layer's output, in place, and with relu set
+// clamps it at 0. The add rounds once (add.rn), as float32 addition does on
+// the CPU. Launch it with BlockSize threads a block, one thread an element.
+//
+//	bias_act(f32 *y, f32 *bias, u32 rows, u32 n, u32 relu)   y[i] = act(y[i] + bias[i%rows])
+const BiasPTX = `
+.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry bias_act(.param .u64 y, .param .u64 bias, .param .u32 rows, .param .u32 n, .param .u32 relu)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<9>;
+	.reg .f32 %f<4>;
+	.reg .b64 %rd<9>;
+	ld.param.u64 %rd1, [y];
+	ld.param.u64 %rd2, [bias];
+	ld.param.u32 %r1, [rows];
+	ld.param.u32 %r2, [n];
+	ld.param.u32 %r3, [relu];
+	mov.u32 %r4, %ctaid.x;
+	mov.u32 %r5, %ntid.x;
+	mov.u32 %r6, %tid.x;
+	mad.lo.s32 %r7, %r4, %r5, %r6;
+	setp.ge.u32 %p1, %r7, %r2;
+	@%p1 bra $L_bias_done;
+	cvta.to.global.u64 %rd3, %rd1;
+	cvta.to.global.u64 %rd4, %rd2;
+	mul.wide.u32 %rd5, %r7, 4;
+	add.s64 %rd6, %rd3, %rd5;
+	ld.global.f32 %f1, [%rd6];
+	rem.u32 %r8, %r7, %r1;
+	mul.wide.u32 %rd7, %r8, 4;
+	add.s64 %rd8, %rd4, %rd7;
+	ld.global.f32 %f2, [%rd8];
+	add.rn.f32 %f3, %f1, %f2;
+	setp.ne.u32 %p2, %r3, 0;
+	@%p2 max.f32 %f3, %f3, 0f00000000;
+	st.global.f32 [%rd6], %f3;
+$L_bias_done:
+	ret;
+}
+`
+
+// KernelName is BiasPTX's entry.
+const KernelName = "bias_act"
+
+// BlockSize is the threads of one block of every bias_act launch.
+const BlockSize = 256
+
+// RegisterKernel gives the fake runtime a Go implementation of BiasPTX's
+// entry, before its module is loaded; on real CUDA, which runs the PTX, it
+// does nothing.
+func RegisterKernel(rt cudart.Runtime) {
+	f, ok := cudart.As[*cudarttest.Fake](rt)
+	if !ok {
+		return
+	}
+	f.RegisterKernel(KernelName, func(k *cudarttest.KernelContext) error {
+		rows := int(k.Uint32(2))
+		n := int(min(uint64(k.Uint32(3)), k.Threads()))
+		if rows == 0 || n == 0 {
+			return nil
+		}
+		y, bias := make([]byte, 4*n), make([]byte, 4*min(rows, n))
+		if !k.Read(k.Ptr(0), y) || !k.Read(k.Ptr(1), bias) {
+			return nil
+		}
+		relu := k.Uint32(4) != 0
+		for i := range n {
+			v := math.Float32frombits(binary.LittleEndian.Uint32(y[4*i:]))
+			b := math.Float32frombits(binary.LittleEndian.Uint32(bias[4*(i%rows):]))
+			binary.LittleEndian.PutUint32(y[4*i:], math.Float32bits(BiasAct(v, b, relu)))
+		}
+		k.Write(k.Ptr(0), y)
+		return nil
+	})
+}
+
+// PutFloats writes v into b, little-endian, as the GPU reads it.
+func PutFloats(b []byte, v []float32) {
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+}
+
+// FloatBytes is v as bytes.
+func FloatBytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	PutFloats(b, v)
+	return b
+}
+
+// FloatsOf is b, little-endian float32s, as floats.
+func FloatsOf(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
