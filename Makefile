@@ -11,7 +11,7 @@ GPU_ENV := CGO_ENABLED=0
 EXAMPLES = $(notdir $(shell $(GO) list -f '{{if eq .Name "main"}}{{.Dir}}{{end}}' ./examples/...))
 CC ?= gcc
 # Packages whose tests run on a GPU host: name.test is built from each.
-GPU_TESTS := cudapool:. choose:./choose cudart:./cudart cublas:./cublas cudarttest:./cudart/cudarttest conformance:./cudart/cudarttest/conformance pool:./pool vmem:./vmem pinned:./pinned kvcache:./kvcache nccl:./nccl ncclconformance:./nccl/conformance
+GPU_TESTS := cudapool:. choose:./choose cudart:./cudart cublas:./cublas cudarttest:./cudart/cudarttest conformance:./cudart/cudarttest/conformance pool:./pool vmem:./vmem pinned:./pinned kvcache:./kvcache nccl:./nccl ncclconformance:./nccl/conformance cublasconformance:./cublas/conformance
 
 .PHONY: test race-short race cross bench lint fuzz gpu nocgo quickstart clean
 

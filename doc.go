@@ -26,7 +26,7 @@
 //   - cublas: cuBLAS GEMMs on pool memory, loaded the same way: handles bound
 //     to a stream and a workspace from the pool (per slot with
 //     Library.ForSlots, a pool.Attachment), computed on the CPU by the
-//     fake.
+//     fake; its groups of the conformance suite are cublas/conformance.
 //   - choose: the runtime a program runs on, CUDA or the fake, from its
 //     -runtime flag or $CUDAPOOL_RUNTIME; every binding takes what it
 //     returns as the runtime it wraps (cudart.As).
@@ -34,7 +34,8 @@
 //     strict as CUDA, with fault injection and leak checks, so users test
 //     their own code without a GPU; it imports no testing package.
 //   - cudart/cudarttest/conformance: the suite every runtime passes, the
-//     fake in CI and real CUDA on a GPU host.
+//     fake in CI and real CUDA on a GPU host; a library adds its groups
+//     (WithGroups).
 //   - align: overflow-checked alignment arithmetic.
 //
 // A minimal program:

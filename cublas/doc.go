@@ -83,7 +83,7 @@
 // (calls.go: its C name and how a frame becomes its arguments), the method
 // here that fills the frame and turns the status into an error, and the
 // fake's case in internal/fakeblas/fakeblas.go. Its assertion goes in the
-// conformance suite's suite_blas.go.
+// conformance suite's cuBLAS groups, in cublas/conformance (blas.go).
 //
 // # Lending a handle
 //

@@ -26,7 +26,8 @@ type option func(*config) error
 func (o option) apply(c *config) error { return o(c) }
 
 type config struct {
-	dev int
+	dev    int
+	groups []Group
 }
 
 // ErrInvalidOption means an option of TestRuntime was refused: the error
@@ -45,6 +46,31 @@ func OnDevice(d int) Option {
 	})
 }
 
+// Group is a group of subtests that a library built on CUDA adds to the
+// suite: cuBLAS's are in cublas/conformance. Run runs its subtests on
+// device of rt, as the suite's own groups run.
+type Group struct {
+	Name string
+	Run  func(t *testing.T, rt cudart.Runtime, device int)
+}
+
+// WithGroups adds groups to the suite, run in the order given after the
+// suite's own and before Reset, which comes last as it destroys what the
+// device holds: a library's use of the device is followed by a reset in
+// the same process, as it must be on a GPU. A group with no name or no Run
+// is refused.
+func WithGroups(gs ...Group) Option {
+	return option(func(c *config) error {
+		for i, g := range gs {
+			if g.Name == "" || g.Run == nil {
+				return fmt.Errorf("%w: WithGroups: group %d (%q) needs a name and a Run", ErrInvalidOption, i, g.Name)
+			}
+		}
+		c.groups = append(c.groups, gs...)
+		return nil
+	})
+}
+
 // suite is one run of TestRuntime.
 type suite struct {
 	rt  cudart.Runtime
@@ -57,8 +83,9 @@ type suite struct {
 // managed memory, stream-ordered allocation, device limits and versions,
 // what CUDA tells of an address, virtual memory and peer access, kernels
 // launched from PTX, events, stream capture into graphs, the device-side
-// malloc heap, memory annotations, and device reset, which comes last as it
-// destroys what the device holds. On a runtime that implements
+// malloc heap, memory annotations, the groups of libraries built on CUDA
+// that WithGroups adds, and device reset, which comes last as it destroys
+// what the device holds. On a runtime that implements
 // RegisterKernel, as the fake does, the suite registers Go implementations
 // of its PTX kernels first. A group whose interface rt does not implement
 // is skipped.
@@ -101,8 +128,9 @@ func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...Option) {
 	t.Run("GraphNodes", s.testGraphNodes)
 	t.Run("MallocHeap", s.testMallocHeap)
 	t.Run("Annotations", s.testAnnotations)
-	t.Run("BLAS", s.testBLAS)
-	t.Run("BLASCharge", s.testBLASCharge)
+	for _, g := range c.groups {
+		t.Run(g.Name, func(t *testing.T) { g.Run(t, rt, s.dev) })
+	}
 	t.Run("Reset", s.testReset)
 }
 

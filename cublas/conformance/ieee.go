@@ -6,7 +6,6 @@ import (
 
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/cudart/internal/calls"
 	"github.com/cudapool/cudapool/internal/check/require"
 )
 
@@ -47,7 +46,7 @@ func (s *suite) testGemmIEEE(t *testing.T, h *cublas.Handle, st cudart.Streams, 
 					B: cublas.Matrix{Ptr: s.upload(t, b.bytes), Type: typ, LD: 2},
 					C: cublas.Matrix{Ptr: pc, Type: typ, LD: 1}}
 				require.NoError(t, h.Gemm(g), "Gemm(%v)", g)
-				require.NoError(t, st.StreamSynchronize(s.dev, stream), calls.StreamSynchronize)
+				require.NoError(t, st.StreamSynchronize(s.dev, stream), "cudaStreamSynchronize")
 				got := out.get(s.read(t, pc, uint64(typ.Size())), 0)
 				if c.isNaN {
 					require.True(t, math.IsNaN(got), "C = %g, want NaN", got)
