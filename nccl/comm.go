@@ -249,8 +249,11 @@ func lockAll(comms []*Comm) (unlock func(), err error) {
 // Split makes new communicators from c's ranks (ncclCommSplit,
 // non-blocking): every rank of c calls it; ranks of the same color join one
 // new communicator, ordered by key, then by their rank in c. A rank whose
-// color is NoColor joins none and gets nil. On a timeout both c and the new
-// communicator are aborted.
+// color is NoColor joins none and gets nil. The new communicator is
+// non-blocking, with NCCL's defaults for everything else (a config given
+// to ncclCommSplit is the new communicator's whole config: it inherits
+// nothing of c's). On a timeout both c and the new communicator are
+// aborted.
 func (c *Comm) Split(color, key int, opts ...CommOption) (*Comm, error) {
 	cfg, err := commConfigure(opts)
 	if err != nil {
@@ -265,32 +268,35 @@ func (c *Comm) Split(color, key int, opts ...CommOption) (*Comm, error) {
 	}
 	defer unlock()
 	call := fmt.Sprintf("ncclCommSplit(color %d, key %d) on %s", color, key, c)
+	// NCCL writes newcomm (fs[0].Out) from its own thread when the split
+	// ends, done or failed, before c leaves ncclInProgress or, on a
+	// timeout, before c's abort returns: fs stays referenced, and is read
+	// only then.
 	fs := []ncclabi.Frame{{Call: ncclabi.CommSplit, Device: c.device, Comm: c.raw, Color: int32(color), Key: int32(key),
 		Config: ncclabi.NewConfig(0, ncclabi.ConfigUndef)}}
 	if err := c.l.do(fs, call, c); err != nil {
 		return nil, err
 	}
-	wait := []*Comm{c}
-	var child *Comm
-	if fs[0].Out != 0 {
-		child = c.l.newComm(uintptr(fs[0].Out), c.device, -1, 0, cfg)
-		wait = append(wait, child)
-	}
-	if err := c.l.wait(wait, call, cfg.timeout); err != nil {
-		if child != nil {
-			child.abort()
-		}
+	err = c.l.wait([]*Comm{c}, call, cfg.timeout)
+	raw := uintptr(atomic.LoadUint64(&fs[0].Out))
+	if raw == 0 {
 		return nil, err
 	}
-	if child == nil {
-		return nil, nil
+	child := c.l.newComm(raw, c.device, -1, 0, cfg)
+	if err == nil {
+		err = c.l.wait([]*Comm{child}, call, cfg.timeout)
 	}
-	q := []ncclabi.Frame{{Call: ncclabi.CommUserRank, Comm: child.raw}, {Call: ncclabi.CommCount, Comm: child.raw}}
-	if err := c.l.do(q, "ncclCommUserRank", child); err != nil {
+	if err == nil {
+		q := []ncclabi.Frame{{Call: ncclabi.CommUserRank, Comm: child.raw}, {Call: ncclabi.CommCount, Comm: child.raw}}
+		err = c.l.do(q, "ncclCommUserRank", child)
+		child.rank, child.size = int(int32(q[0].Out)), int(int32(q[1].Out))
+	}
+	if err != nil {
+		// A split that failed still hands out its communicator, failed:
+		// NCCL says to abort it.
 		child.abort()
 		return nil, err
 	}
-	child.rank, child.size = int(int32(q[0].Out)), int(int32(q[1].Out))
 	return child, nil
 }
 

@@ -108,6 +108,9 @@ type ncclPart struct {
 	f     ncclabi.Frame
 	ready bool
 	child *ncclComm // a split's new communicator; nil for NCCL_SPLIT_NOCOLOR
+	// out is the caller's newcomm of a split, which NCCL writes once the
+	// split is done (or failed), not when ncclCommSplit returns.
+	out *uint64
 }
 
 // NCCL is the fake's NCCL, which nccl.Open uses for a Fake: call
@@ -129,6 +132,9 @@ type ncclPart struct {
 // allocations and, WithMemcheck, the annotations, faulting the devices with
 // cudaErrorIllegalAddress otherwise. Communicators charge the memory NCCL
 // takes (see the constants), and give it back when destroyed or aborted.
+// A split writes its new communicator into the caller's frame once every
+// rank has split (or the split failed, or its parent was aborted, handing
+// out a failed one), never at the call, as NCCL 2.28's split job does.
 //
 // It runs non-blocking communicators only (the binding makes no other),
 // and does not capture NCCL operations into graphs: a collective on a
@@ -297,10 +303,7 @@ func (f *Fake) ncclCall(fr *ncclabi.Frame) ncclabi.Result {
 		return f.ncclFail(c, ncclabi.InvalidUsage, "%s: comm 0x%x is %s", fr.Call, c.raw, map[bool]string{true: "finalized", false: "not initialized yet"}[c.finalized])
 	}
 	if fr.Call == ncclabi.CommSplit {
-		if fr.Config.Magic != ncclabi.ConfigMagic {
-			return f.ncclFail(c, ncclabi.InvalidArgument, "ncclCommSplit: config not initialized via NCCL_CONFIG_INITIALIZER")
-		}
-		return ncclabi.Success
+		return f.ncclSplitCheck(c, fr)
 	}
 	// A refused operation fails a non-blocking communicator for good, as
 	// NCCL's ncclEnqueueCheck sets its asynchronous error.
@@ -318,6 +321,24 @@ func (c *ncclComm) state() ncclabi.Result {
 		return c.err
 	case !c.ready || c.pending > 0:
 		return ncclabi.InProgress
+	}
+	return ncclabi.Success
+}
+
+// ncclSplitCheck checks ncclCommSplit's arguments as NCCL 2.28's
+// ncclCommInitChildComm does. A config given is the new communicator's
+// whole config: a field it leaves undefined takes NCCL's default, not the
+// parent's (only a NULL config copies the parent's), so an undefined
+// blocking makes a blocking communicator, which the fake does not run.
+func (f *Fake) ncclSplitCheck(c *ncclComm, fr *ncclabi.Frame) ncclabi.Result {
+	cfg := fr.Config
+	switch {
+	case c.pending > 0:
+		return f.ncclFail(c, ncclabi.InvalidArgument, "ncclCommSplit: Attempt to use communicator before the previous operation returned ncclSuccess")
+	case cfg.Magic != ncclabi.ConfigMagic:
+		return f.ncclFail(c, ncclabi.InvalidArgument, "ncclCommSplit: config not initialized via NCCL_CONFIG_INITIALIZER")
+	case cfg.Blocking != 0:
+		return f.ncclFail(c, ncclabi.InvalidUsage, "ncclCommSplit: the fake runs non-blocking communicators only (blocking %d; undefined is NCCL's default, blocking)", cfg.Blocking)
 	}
 	return ncclabi.Success
 }

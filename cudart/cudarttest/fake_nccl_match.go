@@ -2,6 +2,7 @@ package cudarttest
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/internal/calls"
@@ -170,11 +171,15 @@ func (f *Fake) ncclPostOp(c *ncclComm, fr *ncclabi.Frame) {
 		slot = 1 - slot
 	}
 	part := &ncclPart{comm: c}
-	if fr.Call == ncclabi.CommSplit && fr.Color != ncclabi.SplitNoColor {
-		// A non-blocking split hands out the new communicator at once, in
-		// progress until every rank of the parent split.
-		part.child = f.ncclNewComm(c.device, -1)
-		fr.Out = uint64(part.child.raw)
+	if fr.Call == ncclabi.CommSplit {
+		// NCCL makes the new communicator at the call but sets newcomm to
+		// NULL until the split is done: the caller learns it once the
+		// parent is no longer in progress (ncclSplitDone).
+		part.out = &fr.Out
+		atomic.StoreUint64(part.out, 0)
+		if fr.Color != ncclabi.SplitNoColor {
+			part.child = f.ncclNewComm(c.device, -1)
+		}
 	}
 	part.f = *fr
 	op.parts[slot] = part
@@ -189,6 +194,9 @@ func (f *Fake) ncclPostOp(c *ncclComm, fr *ncclabi.Frame) {
 			}
 		}
 		f.ncclFailAll(cs, ncclabi.InvalidUsage, "%s", why)
+		for _, p := range op.parts {
+			p.splitDone()
+		}
 		return
 	}
 	if op.posted < want {
@@ -288,4 +296,17 @@ func (f *Fake) ncclMatched(op *ncclOp) {
 			op.failed = fail(700, "%s: rank %d's part could not be queued: %s", p.f.Call, c.rank, x.why)
 		}
 	}
+}
+
+// splitDone hands a split's new communicator to its caller, as NCCL's
+// split job writes newcomm when it ends, done or failed: a failed one too,
+// which the caller must abort. It does nothing for any other part.
+func (p *ncclPart) splitDone() {
+	if p == nil || p.out == nil {
+		return
+	}
+	if p.child != nil {
+		atomic.StoreUint64(p.out, uint64(p.child.raw))
+	}
+	p.out = nil
 }

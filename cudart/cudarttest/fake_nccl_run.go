@@ -153,6 +153,9 @@ func (f *Fake) ncclSplit(op *ncclOp) {
 		}
 		f.ncclReady(cl, "ncclCommSplit")
 	}
+	for _, p := range op.parts {
+		p.splitDone()
+	}
 }
 
 // ncclFinalize flushes c's queued operations, running their streams, as
@@ -192,6 +195,12 @@ func (f *Fake) ncclDrop(c *ncclComm) {
 	for k, op := range cl.open {
 		for i, p := range op.parts {
 			if p != nil && p.comm == c {
+				// NCCL's abort ends the split's job, which fails the new
+				// communicator and still hands it to the caller.
+				if p.child != nil {
+					p.child.err = f.ncclFail(p.child, ncclabi.InternalError, "ncclCommSplit: its parent 0x%x was aborted before every rank split", c.raw)
+				}
+				p.splitDone()
 				op.parts[i] = nil
 				op.posted--
 			}

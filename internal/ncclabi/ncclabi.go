@@ -312,8 +312,13 @@ type Frame struct {
 	Int    int32   // ncclGetErrorString's result code
 
 	Result Result // what the call returned
-	Out    uint64 // what the call wrote through its out-parameter
-	Str    string // what ncclGetErrorString or ncclGetLastError returned
+	// Out is what the call wrote through its out-parameter. A
+	// non-blocking ncclCommSplit writes its newcomm here from another
+	// thread once the split ends, after Do returns (NULL until then): the
+	// caller keeps the frame until the parent communicator leaves
+	// ncclInProgress or its abort returns, and reads Out atomically then.
+	Out uint64
+	Str string // what ncclGetErrorString or ncclGetLastError returned
 }
 
 // Backend runs the calls of the table: libnccl (Load) or the fake in

@@ -18,7 +18,8 @@ import (
 // the CPU, within the bound reduce documents for floats), SendRecv (a ring
 // of transfers in one group), RanksOnGoroutines (InitRank on a goroutine
 // per rank, which passes the 128-byte unique id by value), Split,
-// BadArguments (what NCCL refuses, and that the communicator is failed
+// SplitNoColor (a rank of NoColor gets no communicator, the others one
+// without it), BadArguments (what NCCL refuses, and that the communicator is failed
 // after), Timeout (a rank alone times out within its bound) and Register
 // (an all-reduce on registered buffers).
 func TestNCCL(t *testing.T, rt cudart.Runtime, devices []int) {
@@ -33,6 +34,7 @@ func TestNCCL(t *testing.T, rt cudart.Runtime, devices []int) {
 	t.Run("SendRecv", s.testSendRecv)
 	t.Run("RanksOnGoroutines", s.testRanksOnGoroutines)
 	t.Run("Split", s.testSplit)
+	t.Run("SplitNoColor", s.testSplitNoColor)
 	t.Run("BadArguments", s.testBadArguments)
 	t.Run("Timeout", s.testTimeout)
 	t.Run("Register", s.testRegister)
@@ -255,6 +257,49 @@ func (s *suite) testSplit(t *testing.T) {
 			want += uint64(q)
 		}
 		require.Equal(t, want, binary.LittleEndian.Uint64(w.get(t, r, w.recv[r], 8)), "rank %d: the sum of its color's parent ranks", r)
+	}
+}
+
+func (s *suite) testSplitNoColor(t *testing.T) {
+	w := newWorld(t, s.rt, s.lib, s.devs, 8)
+	n := w.n()
+	kids := make([]*nccl.Comm, n)
+	errs := make([]error, n)
+	onRanks(n, func(r int) {
+		color := 7
+		if r == 0 {
+			color = nccl.NoColor
+		}
+		kids[r], errs[r] = w.comms[r].Split(color, 0)
+	})
+	require.NoError(t, errs[0], "Split of NoColor on rank 0")
+	require.True(t, kids[0] == nil, "rank 0's communicator, of NoColor: got %v", kids[0])
+	for r := 1; r < n; r++ {
+		require.NoError(t, errs[r], "Split on rank %d", r)
+		require.NotNil(t, kids[r], "rank %d's new communicator", r)
+		t.Cleanup(func() { require.NoError(t, kids[r].Destroy(), "Destroy") })
+		require.Equal(t, n-1, kids[r].Size(), "rank %d's communicator, without rank 0", r)
+		require.Equal(t, r-1, kids[r].Rank(), "rank %d, ordered by its parent rank on equal keys", r)
+	}
+	onRanks(n-1, func(i int) {
+		r := i + 1
+		b := make([]byte, 8)
+		binary.LittleEndian.PutUint64(b, uint64(r))
+		w.put(t, r, w.send[r], b)
+		errs[r] = kids[r].AllReduce(w.send[r], w.recv[r], 1, nccl.Int64, nccl.Sum, w.s[r])
+	})
+	w.sync(t)
+	for r := 1; r < n; r++ {
+		require.NoError(t, errs[r], "AllReduce on rank %d's new communicator", r)
+		require.Equal(t, uint64(n*(n-1)/2), binary.LittleEndian.Uint64(w.get(t, r, w.recv[r], 8)), "rank %d: the sum of ranks 1..%d", r, n-1)
+	}
+	// The parent still works after a split, on every rank.
+	onRanks(n, func(r int) {
+		errs[r] = w.comms[r].AllReduce(w.send[r], w.recv[r], 1, nccl.Int64, nccl.Sum, w.s[r])
+	})
+	w.sync(t)
+	for r := range n {
+		require.NoError(t, errs[r], "AllReduce on rank %d's parent after the split", r)
 	}
 }
 
