@@ -13,7 +13,9 @@
 // positions up to -ctx. On a GPU the defaults are the size: 4
 // layers, width 1024, 16 heads over 4 KV heads, FFN 4096, vocabulary
 // 32,000, context 2,048; on the fake a small model (2 layers, width 128,
-// 2 heads over 1, FFN 256, vocabulary 256, context 256) unless given. The
+// 2 heads over 1, FFN 256, vocabulary 256, context 256) unless given, and
+// on a GPU too with -small, with the fake's workload and checks: a quick
+// check of the kernels against the CPU, every token of every request. The
 // weights are FP16, drawn from -seed (newWeights says how); the output
 // projection is the embedding's transpose, scaled by 1/sqrt(width).
 //
@@ -145,6 +147,7 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 	fs.IntVar(&c.swapPages, "swap", 0, "host pages of the swap space in the pool's pinned arena; 0: as many as the device's KV pages")
 	fs.IntVar(&c.check, "check", 2, "requests of each variant whose logits are compared with the CPU's, the first ones (every request on the fake unless given)")
 	fs.IntVar(&c.checkSteps, "check-steps", 16, "tokens generated for each checked request whose logits are compared (every one on the fake unless given)")
+	small := fs.Bool("small", false, "the fake's defaults on CUDA too (the small model and workload, every token checked): a quick check of the kernels on a GPU")
 	fs.StringVar(&c.dump, "dump", "", "write the weights, prompts, generated tokens and the logits of a few steps, with manifest.json, into this directory")
 	if code, exit := fs.ParseArgs(args); exit {
 		return code
@@ -157,8 +160,8 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 		return fs.Fail(1, err)
 	}
 	defer rt.Close()
-	if !rt.CUDA {
-		small := map[string]*int{
+	if !rt.CUDA || *small {
+		fields := map[string]*int{
 			"layers": &m.layers, "width": &m.width, "heads": &m.heads, "kvheads": &m.kvHeads, "ffn": &m.ffn, "vocab": &m.vocab, "ctx": &m.ctx,
 			"requests": &c.work.requests, "prompt": &c.work.promptMedian, "output": &c.work.outputMedian, "system": &c.work.system,
 			"kvseqs": &c.kvSeqs, "maxbatch": &c.maxBatch, "check": &c.check, "check-steps": &c.checkSteps,
@@ -168,7 +171,7 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 			"vocab": smallShape.vocab, "ctx": smallShape.ctx, "requests": 24, "prompt": 12, "output": 12, "system": 64,
 			"kvseqs": 2, "maxbatch": 32, "check": 1 << 20, "check-steps": 1 << 20,
 		}
-		for name, p := range small {
+		for name, p := range fields {
 			if !fs.Given(name) {
 				*p = fake[name]
 			}
@@ -198,8 +201,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-requests, -prompt and -output must be at least 1, -sigma at least 0")
 	case w.system < 0 || w.system > c.model.ctx-4:
 		return fmt.Errorf("-system %d: want 0 to %d (-ctx less 4)", w.system, c.model.ctx-4)
-	case c.kvSeqs < 1 || c.maxBatch < 1 || c.maxBatch > 1<<16 || c.swapPages < 0:
-		return fmt.Errorf("-kvseqs must be at least 1, -maxbatch 1 to %d, -swap at least 0", 1<<16)
+	case c.kvSeqs < 1 || c.maxBatch < 1 || c.maxBatch > c.model.ctx || c.swapPages < 0:
+		return fmt.Errorf("-kvseqs must be at least 1, -maxbatch 1 to -ctx (%d: a step's rows are at most twice -ctx), -swap at least 0", c.model.ctx)
 	case c.check < 0 || c.checkSteps < 1:
 		return fmt.Errorf("-check must be at least 0, -check-steps at least 1")
 	}

@@ -291,7 +291,7 @@ func TestHelpPrintsAParagraphThenTheFlags(t *testing.T) {
 func TestBadFlagsAreRefused(t *testing.T) {
 	for _, args := range [][]string{
 		{"-width", "100"}, {"-heads", "3", "-kvheads", "2", "-width", "192"}, {"-ctx", "100"}, {"-requests", "0"},
-		{"-system", "1000"}, {"-kvseqs", "0"}, {"-maxbatch", "0"}, {"-check-steps", "0"}, {"-sigma", "-1"}, {"extra"},
+		{"-system", "1000"}, {"-kvseqs", "0"}, {"-maxbatch", "0"}, {"-maxbatch", "300"}, {"-check-steps", "0"}, {"-sigma", "-1"}, {"extra"},
 	} {
 		var out, errOut bytes.Buffer
 		assert.Equal(t, 2, run(append([]string{"-runtime=fake"}, args...), &out, &errOut), "%v", args)
