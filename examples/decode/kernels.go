@@ -27,7 +27,11 @@ package main
 //	relu_f16(f16 *out, f32 *in, u32 n)   out = FP16(max(in, 0))
 //	argmax(i32 *out, f32 *logits, u32 vocab)
 //	    a block of 256 threads a column: the first index of the largest
-const kernelsPTX = `
+const kernelsPTX = ptxHeader + elementwisePTX + pagedPTX
+
+// ptxHeader begins the module, and declares the shared memory of
+// rmsnorm's and argmax's reductions.
+const ptxHeader = `
 .version 8.0
 .target sm_80
 .address_size 64
@@ -36,6 +40,10 @@ const kernelsPTX = `
 .shared .align 4 .b8 amax_val[1024];
 .shared .align 4 .b8 amax_idx[1024];
 
+`
+
+// elementwisePTX are the kernels that read no page.
+const elementwisePTX = `
 .visible .entry embed(.param .u64 p_x, .param .u64 p_desc, .param .u64 p_emb, .param .u64 p_pos, .param .u32 p_d, .param .u32 p_n)
 {
 	.reg .pred %p<2>;
@@ -179,220 +187,6 @@ $L_rms_out:
 	add.s32 %r6, %r6, %r4;
 	bra $L_rms_out;
 $L_rms_done:
-	ret;
-}
-
-.visible .entry kv_store(.param .u64 p_qkv, .param .u64 p_desc, .param .u64 p_table, .param .u64 p_pages, .param .u64 p_stride, .param .u32 p_maxPages, .param .u32 p_layer, .param .u32 p_qdim, .param .u32 p_kvdim, .param .u32 p_pt, .param .u32 p_n)
-{
-	.reg .pred %p<3>;
-	.reg .b32 %r<32>;
-	.reg .b16 %h<2>;
-	.reg .f32 %f<2>;
-	.reg .b64 %rd<24>;
-	ld.param.u64 %rd1, [p_qkv];
-	ld.param.u64 %rd2, [p_desc];
-	ld.param.u64 %rd3, [p_table];
-	ld.param.u64 %rd4, [p_pages];
-	ld.param.u64 %rd5, [p_stride];
-	ld.param.u32 %r1, [p_maxPages];
-	ld.param.u32 %r2, [p_layer];
-	ld.param.u32 %r3, [p_qdim];
-	ld.param.u32 %r4, [p_kvdim];
-	ld.param.u32 %r5, [p_pt];
-	ld.param.u32 %r6, [p_n];
-	mov.u32 %r7, %ctaid.x;
-	mov.u32 %r8, %ntid.x;
-	mov.u32 %r9, %tid.x;
-	mad.lo.s32 %r10, %r7, %r8, %r9;
-	shl.b32 %r11, %r4, 1;
-	mul.lo.u32 %r12, %r11, %r6;
-	setp.ge.u32 %p1, %r10, %r12;
-	@%p1 bra $L_kv_done;
-	div.u32 %r13, %r10, %r11;
-	rem.u32 %r14, %r10, %r11;
-	setp.ge.u32 %p2, %r14, %r4;
-	selp.u32 %r15, 1, 0, %p2;
-	mul.lo.u32 %r16, %r15, %r4;
-	sub.u32 %r17, %r14, %r16;
-	cvta.to.global.u64 %rd6, %rd2;
-	mul.wide.u32 %rd7, %r13, 16;
-	add.s64 %rd8, %rd6, %rd7;
-	ld.global.u32 %r18, [%rd8+4];
-	ld.global.u32 %r19, [%rd8+8];
-	add.s32 %r20, %r3, %r11;
-	mul.wide.u32 %rd9, %r13, %r20;
-	add.s32 %r21, %r3, %r14;
-	cvt.u64.u32 %rd10, %r21;
-	add.s64 %rd9, %rd9, %rd10;
-	shl.b64 %rd9, %rd9, 2;
-	cvta.to.global.u64 %rd11, %rd1;
-	add.s64 %rd12, %rd11, %rd9;
-	ld.global.f32 %f1, [%rd12];
-	div.u32 %r22, %r19, %r5;
-	rem.u32 %r23, %r19, %r5;
-	mul.wide.u32 %rd13, %r18, %r1;
-	cvt.u64.u32 %rd14, %r22;
-	add.s64 %rd13, %rd13, %rd14;
-	shl.b64 %rd13, %rd13, 2;
-	cvta.to.global.u64 %rd15, %rd3;
-	add.s64 %rd16, %rd15, %rd13;
-	ld.global.s32 %r24, [%rd16];
-	shl.b32 %r25, %r2, 1;
-	add.s32 %r25, %r25, %r15;
-	mad.lo.s32 %r26, %r25, %r5, %r23;
-	mad.lo.s32 %r27, %r26, %r4, %r17;
-	mul.wide.u32 %rd17, %r27, 2;
-	cvt.s64.s32 %rd18, %r24;
-	mul.lo.s64 %rd19, %rd18, %rd5;
-	cvta.to.global.u64 %rd20, %rd4;
-	add.s64 %rd21, %rd20, %rd19;
-	add.s64 %rd22, %rd21, %rd17;
-	cvt.rn.f16.f32 %h1, %f1;
-	st.global.u16 [%rd22], %h1;
-$L_kv_done:
-	ret;
-}
-
-.visible .entry attention(.param .u64 p_out, .param .u64 p_qkv, .param .u64 p_desc, .param .u64 p_table, .param .u64 p_pages, .param .u64 p_stride, .param .u32 p_maxPages, .param .u32 p_layer, .param .u32 p_heads, .param .u32 p_kvheads, .param .u32 p_pt, .param .f32 p_scale)
-{
-	.reg .pred %p<3>;
-	.reg .b32 %r<40>;
-	.reg .b16 %h<8>;
-	.reg .f32 %f<40>;
-	.reg .b64 %rd<32>;
-	ld.param.u64 %rd1, [p_out];
-	ld.param.u64 %rd2, [p_qkv];
-	ld.param.u64 %rd3, [p_desc];
-	ld.param.u64 %rd4, [p_table];
-	ld.param.u64 %rd5, [p_pages];
-	ld.param.u64 %rd6, [p_stride];
-	ld.param.u32 %r1, [p_maxPages];
-	ld.param.u32 %r2, [p_layer];
-	ld.param.u32 %r3, [p_heads];
-	ld.param.u32 %r4, [p_kvheads];
-	ld.param.u32 %r5, [p_pt];
-	ld.param.f32 %f1, [p_scale];
-	mov.u32 %r6, %ctaid.x;
-	mov.u32 %r7, %ctaid.y;
-	mov.u32 %r8, %tid.x;
-	shl.b32 %r9, %r3, 6;
-	shl.b32 %r10, %r4, 6;
-	shl.b32 %r11, %r10, 1;
-	add.s32 %r11, %r11, %r9;
-	div.u32 %r12, %r3, %r4;
-	div.u32 %r13, %r6, %r12;
-	shl.b32 %r14, %r8, 1;
-	shl.b32 %r15, %r6, 6;
-	add.s32 %r15, %r15, %r14;
-	mul.wide.u32 %rd7, %r7, %r11;
-	cvt.u64.u32 %rd8, %r15;
-	add.s64 %rd7, %rd7, %rd8;
-	shl.b64 %rd7, %rd7, 2;
-	cvta.to.global.u64 %rd9, %rd2;
-	add.s64 %rd10, %rd9, %rd7;
-	ld.global.f32 %f2, [%rd10];
-	ld.global.f32 %f3, [%rd10+4];
-	mul.rn.f32 %f2, %f2, %f1;
-	mul.rn.f32 %f3, %f3, %f1;
-	cvta.to.global.u64 %rd11, %rd3;
-	mul.wide.u32 %rd12, %r7, 16;
-	add.s64 %rd13, %rd11, %rd12;
-	ld.global.u32 %r16, [%rd13+4];
-	ld.global.u32 %r17, [%rd13+8];
-	mul.wide.u32 %rd14, %r16, %r1;
-	shl.b64 %rd14, %rd14, 2;
-	cvta.to.global.u64 %rd15, %rd4;
-	add.s64 %rd16, %rd15, %rd14;
-	shl.b32 %r18, %r2, 1;
-	mul.lo.u32 %r18, %r18, %r5;
-	mul.lo.u32 %r18, %r18, %r10;
-	shl.b32 %r19, %r13, 6;
-	add.s32 %r18, %r18, %r19;
-	add.s32 %r18, %r18, %r14;
-	shl.b32 %r18, %r18, 1;
-	mul.lo.u32 %r20, %r5, %r10;
-	shl.b32 %r20, %r20, 1;
-	add.s32 %r21, %r18, %r20;
-	shl.b32 %r22, %r10, 1;
-	cvta.to.global.u64 %rd17, %rd5;
-	cvt.u64.u32 %rd23, %r18;
-	cvt.u64.u32 %rd25, %r21;
-	cvt.u64.u32 %rd22, %r22;
-	mov.u64 %rd19, %rd16;
-	mov.u64 %rd24, 0;
-	mov.u64 %rd26, 0;
-	mov.f32 %f4, 0fFF800000;
-	mov.f32 %f5, 0f00000000;
-	mov.f32 %f6, 0f00000000;
-	mov.f32 %f7, 0f00000000;
-	mov.u32 %r23, 0;
-	mov.u32 %r25, 0;
-$L_att_loop:
-	setp.gt.u32 %p1, %r23, %r17;
-	@%p1 bra $L_att_done;
-	setp.ne.u32 %p2, %r25, 0;
-	@%p2 bra $L_att_slot;
-	ld.global.s32 %r26, [%rd19];
-	add.s64 %rd19, %rd19, 4;
-	cvt.s64.s32 %rd20, %r26;
-	mul.lo.s64 %rd21, %rd20, %rd6;
-	add.s64 %rd21, %rd17, %rd21;
-	add.s64 %rd24, %rd21, %rd23;
-	add.s64 %rd26, %rd21, %rd25;
-$L_att_slot:
-	ld.global.b32 %r27, [%rd24];
-	ld.global.b32 %r28, [%rd26];
-	mov.b32 {%h1, %h2}, %r27;
-	mov.b32 {%h3, %h4}, %r28;
-	cvt.f32.f16 %f8, %h1;
-	cvt.f32.f16 %f9, %h2;
-	cvt.f32.f16 %f10, %h3;
-	cvt.f32.f16 %f11, %h4;
-	mul.rn.f32 %f12, %f2, %f8;
-	fma.rn.f32 %f12, %f3, %f9, %f12;
-	shfl.sync.bfly.b32 %f13, %f12, 16, 31, -1;
-	add.rn.f32 %f12, %f12, %f13;
-	shfl.sync.bfly.b32 %f13, %f12, 8, 31, -1;
-	add.rn.f32 %f12, %f12, %f13;
-	shfl.sync.bfly.b32 %f13, %f12, 4, 31, -1;
-	add.rn.f32 %f12, %f12, %f13;
-	shfl.sync.bfly.b32 %f13, %f12, 2, 31, -1;
-	add.rn.f32 %f12, %f12, %f13;
-	shfl.sync.bfly.b32 %f13, %f12, 1, 31, -1;
-	add.rn.f32 %f12, %f12, %f13;
-	max.f32 %f14, %f4, %f12;
-	sub.rn.f32 %f15, %f4, %f14;
-	mul.rn.f32 %f15, %f15, 0f3FB8AA3B;
-	ex2.approx.ftz.f32 %f15, %f15;
-	sub.rn.f32 %f16, %f12, %f14;
-	mul.rn.f32 %f16, %f16, 0f3FB8AA3B;
-	ex2.approx.ftz.f32 %f16, %f16;
-	fma.rn.f32 %f5, %f5, %f15, %f16;
-	mul.rn.f32 %f6, %f6, %f15;
-	fma.rn.f32 %f6, %f16, %f10, %f6;
-	mul.rn.f32 %f7, %f7, %f15;
-	fma.rn.f32 %f7, %f16, %f11, %f7;
-	mov.f32 %f4, %f14;
-	add.s64 %rd24, %rd24, %rd22;
-	add.s64 %rd26, %rd26, %rd22;
-	add.s32 %r25, %r25, 1;
-	setp.eq.u32 %p2, %r25, %r5;
-	@%p2 mov.u32 %r25, 0;
-	add.s32 %r23, %r23, 1;
-	bra $L_att_loop;
-$L_att_done:
-	rcp.rn.f32 %f17, %f5;
-	mul.rn.f32 %f18, %f6, %f17;
-	mul.rn.f32 %f19, %f7, %f17;
-	cvt.rn.f16.f32 %h5, %f18;
-	cvt.rn.f16.f32 %h6, %f19;
-	mov.b32 %r29, {%h5, %h6};
-	mul.wide.u32 %rd27, %r7, %r9;
-	add.s64 %rd27, %rd27, %rd8;
-	shl.b64 %rd27, %rd27, 1;
-	cvta.to.global.u64 %rd28, %rd1;
-	add.s64 %rd29, %rd28, %rd27;
-	st.global.b32 [%rd29], %r29;
 	ret;
 }
 
