@@ -27,8 +27,8 @@ import (
 //     is the device's sticky fault, returned from that synchronisation and
 //     every later call, as a faulting kernel's is; a capture records it as
 //     a kernel node, which is what CUDA records for a library's work.
-//   - Synchronize runs a device's work, for the library calls CUDA
-//     documents as synchronising.
+//   - Synchronize runs a device's work, or a stream's, for the library
+//     calls CUDA documents as synchronising.
 //
 // The library's calls are its own, not the runtime's: Calls does not list
 // them and FailNth does not count them.

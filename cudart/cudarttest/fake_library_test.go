@@ -89,6 +89,32 @@ func TestLibraryWorkRunsInStreamOrder(t *testing.T) {
 
 func slicesConcat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
+// Synchronize runs the device's work, or only a stream's and what it waits
+// for, the calls not logged.
+func TestLibrarySynchronize(t *testing.T) {
+	f := cudarttest.NewFakeT(t)
+	y := attachToy(f)
+	p, s := bufferAndStream(t, f, 0, 64)
+	_, s2 := bufferAndStream(t, f, 0, 1)
+	ran := map[cudart.Stream]int{}
+	queue := func(on cudart.Stream) {
+		require.NoError(t, y.lib.Enqueue(cudarttest.Work{Device: 0, Stream: on, Call: "toyFill", Run: func(a *cudarttest.Access) error {
+			ran[on]++
+			return a.Write(p, []byte{1})
+		}}))
+	}
+	queue(s)
+	queue(s2)
+	f.ResetCalls()
+	require.NoError(t, y.lib.Synchronize(0, s2))
+	assert.Equal(t, map[cudart.Stream]int{s2: 1}, ran, "only s2's work")
+	queue(s2)
+	require.NoError(t, y.lib.Synchronize(0))
+	assert.Equal(t, map[cudart.Stream]int{s: 1, s2: 2}, ran, "all of the device's")
+	assert.Empty(t, f.Calls())
+	require.ErrorIs(t, y.lib.Synchronize(0, s2+0x1000), cudart.ErrInvalidResourceHandle, "a stream never made")
+}
+
 // Work that touches memory outside an allocation faults the device when it
 // runs, as a kernel does: the synchronisation and every later call return
 // cudaErrorIllegalAddress, naming the call and the allocation, and nothing

@@ -11,20 +11,41 @@ import (
 
 // Synchronize runs everything queued on device, as cudaDeviceSynchronize
 // does, the call not logged: for the library's calls that CUDA documents as
-// synchronising (cublasDestroy). It returns the device's sticky fault, if
-// any, as SetDevice does for a device that does not work.
-func (l *Library) Synchronize(device int) error {
+// synchronising the device (cublasDestroy). With streams, it runs only what
+// is queued on those streams of device and what that work waits for, as
+// cudaStreamSynchronize does each (NCCL's finalisation of a communicator).
+// It returns the device's sticky fault, if any, as SetDevice does for a
+// device that does not work, and refuses a stream as Enqueue does.
+func (l *Library) Synchronize(device int, streams ...cudart.Stream) error {
 	f := l.f
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	x := f.device(device)
-	if x == nil {
+	if x == nil && len(streams) == 0 {
 		x = f.syncDevice(device)
+	}
+	for _, s := range streams {
+		if x != nil {
+			break
+		}
+		if x = f.ownStream(device, s); x == nil {
+			x = f.drain(device, s)
+		}
 	}
 	if x != nil {
 		return x.err(calls.DeviceSynchronize, "(%d) for %s", device, l.name)
 	}
 	return nil
+}
+
+// ownStream checks s as a stream of device, which works, for the library's
+// work: a default stream, or a live stream of device.
+func (f *Fake) ownStream(device int, s cudart.Stream) *failure {
+	d, x := f.streamOn(device, s)
+	if x == nil && d != device {
+		x = fail(400, "stream 0x%x is of device %d", uintptr(s), d)
+	}
+	return x
 }
 
 // Work is a library call's work on a stream: one of the library's kernels.
@@ -55,11 +76,7 @@ func (l *Library) Enqueue(w Work) error {
 	f := l.f
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	d, x := f.streamOn(w.Device, w.Stream)
-	if x == nil && d != w.Device {
-		x = fail(400, "stream 0x%x is of device %d", uintptr(w.Stream), d)
-	}
-	if x != nil {
+	if x := f.ownStream(w.Device, w.Stream); x != nil {
 		return x.err(calls.CuLaunchKernel, " for %s on device %d", w.Call, w.Device)
 	}
 	run := func() *failure {
@@ -74,7 +91,7 @@ func (l *Library) Enqueue(w Work) error {
 		return x
 	}
 	captured := w.Scratch && f.recordMemNode(w.Stream, cudart.GraphNodeMemAlloc)
-	if x := f.enqueue(d, w.Stream, calls.CuLaunchKernel, run); x != nil {
+	if x := f.enqueue(w.Device, w.Stream, calls.CuLaunchKernel, run); x != nil {
 		return x.err(calls.CuLaunchKernel, " for %s on device %d", w.Call, w.Device)
 	}
 	if captured {
@@ -163,10 +180,7 @@ func (a *Access) Buffer(p cudart.DevicePtr) (name string, end cudart.DevicePtr, 
 // Library). Its error is device's sticky fault, or why s was refused.
 func (a *Access) Wait(device int, s cudart.Stream) error {
 	f := a.f
-	d, x := f.streamOn(device, s)
-	if x == nil && d != device {
-		x = fail(400, "stream 0x%x is of device %d", uintptr(s), d)
-	}
+	x := f.ownStream(device, s)
 	if x == nil {
 		x = f.drain(device, s)
 	}
