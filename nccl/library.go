@@ -6,9 +6,11 @@ import (
 	"os"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/internal/dl"
 	"github.com/cudapool/cudapool/internal/ncclabi"
 	"github.com/cudapool/cudapool/internal/opt"
+	"github.com/cudapool/cudapool/nccl/internal/fakenccl"
 )
 
 // EnvLibrary names the NCCL library to load, e.g.
@@ -45,12 +47,6 @@ func WithLibraryPath(path string) Option {
 	return option(func(c *config) { c.path = path })
 }
 
-// fakeNCCL is what the fake runtime in cudarttest implements: its NCCL,
-// computed on the CPU.
-type fakeNCCL interface {
-	NCCL() ncclabi.Backend
-}
-
 // Library is NCCL for one runtime: libnccl for a cudart.Library, the fake's
 // CPU implementation for a cudarttest.Fake or a wrapper of one. Make
 // communicators with UniqueID and InitRank, or InitAll. A Library is safe for
@@ -84,8 +80,8 @@ func Open(rt cudart.Runtime, opts ...Option) (*Library, error) {
 	if rt == nil {
 		return nil, fmt.Errorf("%w: nil runtime", ErrInvalidOption)
 	}
-	if f, isFake := cudart.As[fakeNCCL](rt); isFake {
-		return &Library{rt: rt, be: f.NCCL(), path: "fake"}, nil
+	if f, isFake := cudart.As[*cudarttest.Fake](rt); isFake {
+		return &Library{rt: rt, be: fakenccl.Open(f), path: "fake"}, nil
 	}
 	dev, ok := rt.(cudart.Device)
 	if !ok {

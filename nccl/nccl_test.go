@@ -205,3 +205,14 @@ func TestBadArgumentsFailTheCommunicator(t *testing.T) {
 		})
 	}
 }
+
+// TestFailCallFailsAnNCCLCall: FailCall takes NCCL's call names once
+// nccl.Open attached the fake's NCCL, and the call returns the result given.
+func TestFailCallFailsAnNCCLCall(t *testing.T) {
+	r := newRig(t, 2, 16)
+	const invalidUsage = 5 // ncclInvalidUsage
+	require.NoError(t, r.fake.FailCall("ncclAllReduce", cudart.Code(invalidUsage)))
+	err := r.comms[0].AllReduce(r.a[0], r.b[0], 4, nccl.Float32, nccl.Sum, r.s[0])
+	require.ErrorIs(t, err, nccl.ErrInvalidUsage)
+	assert.Contains(t, err.Error(), "ncclAllReduce: injected by FailCall")
+}

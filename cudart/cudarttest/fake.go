@@ -50,7 +50,6 @@ type Fake struct {
 	scratch, scratch2 []span // resolve buffers reused by copies
 
 	kern  kernelState  // modules, functions and the Go kernels behind them
-	nccl  ncclState    // NCCL communicators
 	libs  libraryState // the libraries attached (Attach) and what they made
 	evs   eventState   // events
 	graph captureState // stream captures, graphs and their instantiations

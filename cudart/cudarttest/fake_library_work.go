@@ -48,6 +48,23 @@ func (f *Fake) ownStream(device int, s cudart.Stream) *failure {
 	return x
 }
 
+// Allocation is the device allocation that holds p, as the driver's
+// cuMemGetAddressRange and cuPointerGetAttribute tell a library, the call
+// not logged: its device and its end. It reports false for an address in
+// no allocation of device memory (host memory mapped for the device
+// included): for libraries that register the caller's buffers (NCCL's
+// ncclCommRegister).
+func (l *Library) Allocation(p cudart.DevicePtr) (device int, end cudart.DevicePtr, ok bool) {
+	f := l.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.containing(uint64(p))
+	if r == nil || r.kind == kindHostAlias {
+		return 0, 0, false
+	}
+	return r.device, cudart.DevicePtr(r.end()), true
+}
+
 // Work is a library call's work on a stream: one of the library's kernels.
 type Work struct {
 	Device int           // the call's device

@@ -147,7 +147,6 @@ func (f *Fake) CheckLeaks() error {
 	}
 	// A library's calls are not the runtime's: a handle keeps its own origin.
 	f.resourceLeaks(func(seq int, text, origin string) { leaks = append(leaks, leak{seq: seq, text: text, origin: origin}) })
-	f.ncclLeaks(func(seq int, text, origin string) { leaks = append(leaks, leak{seq: seq, text: text, origin: origin}) })
 	for _, h := range f.annot.heaps {
 		base := uint64(h.base)
 		var under []string

@@ -2,12 +2,12 @@
 // NCCL functions package nccl calls, NCCL's numbers (results, data types,
 // reduction operations, the unique id and the configuration's layout), the
 // frame a call's arguments travel in, and the Backend that runs a batch of
-// calls, libnccl through internal/dl (load.go) or the fake in cudarttest. It is
-// not part of a user's API.
+// calls, libnccl through internal/dl (load.go) or NCCL's fake
+// (nccl/internal/fakenccl). It is not part of a user's API.
 //
 // A new NCCL call is a row of the table here, its marshalling in load.go,
 // the nccl method that fills the frame, and the fake's case in
-// cudart/cudarttest/fake_nccl*.go.
+// nccl/internal/fakenccl.
 package ncclabi
 
 import "fmt"
@@ -321,8 +321,8 @@ type Frame struct {
 	Str string // what ncclGetErrorString or ncclGetLastError returned
 }
 
-// Backend runs the calls of the table: libnccl (Load) or the fake in
-// cudarttest.
+// Backend runs the calls of the table: libnccl (Load) or NCCL's fake
+// (nccl/internal/fakenccl).
 type Backend interface {
 	// Do makes the calls of fs in order, on one OS thread locked for all
 	// of them, selecting each frame's device first where its call needs

@@ -1,0 +1,332 @@
+// Package fakenccl is NCCL's fake, beside its binding: the ranks of a
+// cudarttest.Fake's devices as goroutines of one process, every operation
+// computed on the CPU. It reaches the fake runtime only through the hook
+// cudarttest.Library. package nccl opens it for a Fake; nothing else
+// imports it.
+package fakenccl
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/internal/ncclabi"
+)
+
+// The fake follows NCCL 2.28.9, as measured on a 2×H100 host (NV18) from C
+// with ncclCommInitAll, one process (issue 33).
+const (
+	version = 22809 // NCCL_VERSION(2, 28, 9)
+	// initCharge is the device memory the first communicator of a device
+	// takes at init, outside any allocation the program sees, and
+	// firstCharge what it takes more at its first collective: 392 MiB and
+	// 474 MiB. furtherCharge is what each further communicator of a device
+	// (while another is live there) took in all, init and first all-reduce
+	// together: 485 MiB. How that total splits between init and the first
+	// collective is not measured yet: the fake charges it at init, when a
+	// pool sized around it must already leave it room.
+	initCharge    = 392 << 20
+	firstCharge   = 474 << 20
+	furtherCharge = 485 << 20
+)
+
+// Backend is the fake's NCCL on one Fake (see Open).
+type Backend struct {
+	lib *cudarttest.Library
+
+	// mu guards what follows and orders the calls. It is never taken by a
+	// piece's Work.Run, which runs under the fake's lock while a call here
+	// may hold mu and wait for the fake's lock.
+	mu      sync.Mutex
+	comms   map[uintptr]*comm
+	cliques map[ncclabi.UniqueID]*clique // by the id of their init
+	ids     map[ncclabi.UniqueID]bool    // the ids ncclGetUniqueId gave
+	nextID  uint64
+	nextReg uintptr
+	last    string // the last error, for ncclGetLastError(NULL)
+}
+
+// Open returns the fake's NCCL on f, one per fake however many times it is
+// opened (package nccl's Open does it for a Fake, bare or wrapped).
+//
+// Ranks are goroutines: each calls with its own communicator, and an
+// operation is matched across the ranks of its communicator when the last
+// of them posts it. Until then the caller's communicator is in progress
+// (ncclInProgress from ncclCommGetAsyncError), which the binding polls
+// within its bound; a rank that never posts leaves the others in progress
+// until their bound ends, and their abort. Collectives must come in the same
+// order on every rank with the same call, count, type, operation and root;
+// a transfer's count and type must agree with its peer's: a rank that
+// disagrees fails every rank of the operation with ncclInvalidUsage, and the
+// last error says who called what. Once matched, each rank's part is queued
+// on its stream (cudarttest.Library.Enqueue); when it runs, it runs the
+// other ranks' streams up to their parts, and the last part to run computes
+// the operation on the CPU (ncclabi.Combine), reading and writing device
+// memory as a kernel does, faulting the devices with
+// cudaErrorIllegalAddress otherwise. A part queued on a capturing stream is
+// recorded as the kernel node CUDA records for an NCCL kernel; each launch
+// of the graphs runs the operation again, each rank's graph launched on the
+// stream it captured. Communicators charge the memory NCCL takes (see the
+// constants) and give it back when destroyed or aborted; a reset of their
+// device destroys them. A split writes its new communicator into the
+// caller's frame once every rank has split (or the split failed, or its
+// parent was aborted, handing out a failed one), never at the call, as
+// NCCL 2.28's split job does. FailCall and FailCallNth take NCCL's call
+// names, with the ncclResult_t to return.
+//
+// It runs non-blocking communicators only (the binding makes no other). It
+// has no window registration (as a library before NCCL 2.27).
+func Open(f *cudarttest.Fake) *Backend {
+	var names []string
+	for c := range ncclabi.Count {
+		if c != ncclabi.CommWindowRegister && c != ncclabi.CommWindowDeregister {
+			names = append(names, c.String())
+		}
+	}
+	return cudarttest.Attach(f, "NCCL", names, func(l *cudarttest.Library) *Backend {
+		return &Backend{lib: l, comms: make(map[uintptr]*comm), cliques: make(map[ncclabi.UniqueID]*clique), ids: make(map[ncclabi.UniqueID]bool)}
+	})
+}
+
+// Has reports every call but window registration.
+func (*Backend) Has(c ncclabi.Call) bool {
+	return c < ncclabi.Count && c != ncclabi.CommWindowRegister && c != ncclabi.CommWindowDeregister
+}
+
+// Do runs the batch as NCCL would: a group's operations are posted together
+// at its end, or not at all if one of them was refused.
+func (b *Backend) Do(fs []ncclabi.Frame) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	depth := 0
+	var group []*ncclabi.Frame
+	groupErr := ncclabi.Success
+	failed := -1
+	for i := range fs {
+		fr := &fs[i]
+		if failed >= 0 && fr.Call != ncclabi.GroupEnd {
+			continue
+		}
+		if fr.Call.Device() {
+			if err := b.lib.SetDevice(fr.Device); err != nil {
+				return i, err
+			}
+		}
+		if code, ok := b.lib.Injected(fr.Call.String()); ok {
+			fr.Result = b.fail(b.comms[fr.Comm], ncclabi.Result(code), "%s: injected by FailCall or FailCallNth", fr.Call)
+		} else {
+			switch fr.Call {
+			case ncclabi.GroupStart:
+				depth++
+				fr.Result = ncclabi.Success
+			case ncclabi.GroupEnd:
+				if depth == 0 {
+					fr.Result = b.fail(nil, ncclabi.InvalidUsage, "ncclGroupEnd: not in a group call")
+					break
+				}
+				depth--
+				if depth > 0 {
+					fr.Result = ncclabi.Success
+					break
+				}
+				fr.Result = groupErr
+				if groupErr == ncclabi.Success {
+					fr.Result = b.post(group)
+				}
+				group, groupErr = nil, ncclabi.Success
+			default:
+				fr.Result = b.call(fr)
+				if fr.Result == ncclabi.Success && deferred(fr.Call) {
+					if depth > 0 {
+						group = append(group, fr)
+					} else {
+						fr.Result = b.post([]*ncclabi.Frame{fr})
+					}
+				}
+			}
+		}
+		if fr.Result != ncclabi.Success && fr.Result != ncclabi.InProgress && failed < 0 {
+			failed = i
+			if depth > 0 {
+				groupErr = fr.Result
+			}
+		}
+	}
+	if failed >= 0 {
+		return failed + 1, nil
+	}
+	return len(fs), nil
+}
+
+// deferred reports whether c is posted to its clique (at its group's end,
+// inside one): an init, a split or an operation on device memory.
+func deferred(c ncclabi.Call) bool {
+	return c == ncclabi.CommInitRankConfig || c == ncclabi.CommSplit || c.Collective()
+}
+
+// fail records the last error, of c and of the fake, and returns r.
+func (b *Backend) fail(c *comm, r ncclabi.Result, format string, args ...any) ncclabi.Result {
+	msg := fmt.Sprintf(format, args...)
+	b.last = msg
+	if c != nil {
+		c.last = msg
+	}
+	return r
+}
+
+// live is the communicator raw names, nil for none: a reset of its device
+// destroyed it with the device's memory.
+func (b *Backend) live(raw uintptr) *comm {
+	c := b.comms[raw]
+	if c != nil && !b.lib.Live(raw) {
+		b.drop(c)
+		return nil
+	}
+	return c
+}
+
+// call checks fr as NCCL checks its arguments and makes the calls that
+// post nothing.
+func (b *Backend) call(fr *ncclabi.Frame) ncclabi.Result {
+	switch fr.Call {
+	case ncclabi.GetVersion:
+		fr.Out = version
+		return ncclabi.Success
+	case ncclabi.GetUniqueID:
+		b.nextID++
+		var id ncclabi.UniqueID
+		copy(id[:], "cudapool fake nccl")
+		binary.LittleEndian.PutUint64(id[24:], b.nextID)
+		b.ids[id] = true
+		fr.ID = id
+		return ncclabi.Success
+	case ncclabi.GetErrorString:
+		fr.Str = ncclabi.KnownString(ncclabi.Result(fr.Int))
+		return ncclabi.Success
+	case ncclabi.GetLastError:
+		fr.Str = b.last
+		if c := b.comms[fr.Comm]; c != nil {
+			fr.Str = c.last
+		}
+		return ncclabi.Success
+	case ncclabi.CommInitRankConfig:
+		return b.initCheck(fr)
+	}
+	c := b.live(fr.Comm)
+	if c == nil {
+		return b.fail(nil, ncclabi.InvalidArgument, "%s: comm 0x%x is not a live communicator", fr.Call, fr.Comm)
+	}
+	switch fr.Call {
+	case ncclabi.CommGetAsyncError:
+		fr.Out = uint64(int64(c.state()))
+		return ncclabi.Success
+	case ncclabi.CommCount, ncclabi.CommUserRank:
+		if !c.ready {
+			return b.fail(c, ncclabi.InvalidUsage, "%s: comm 0x%x is not initialized yet", fr.Call, c.raw)
+		}
+		fr.Out = uint64(c.clique.nranks)
+		if fr.Call == ncclabi.CommUserRank {
+			fr.Out = uint64(c.rank)
+		}
+		return ncclabi.Success
+	case ncclabi.CommAbort:
+		b.drop(c)
+		return ncclabi.Success
+	case ncclabi.CommFinalize:
+		return b.finalize(c)
+	case ncclabi.CommDestroy:
+		if r := b.finalize(c); r != ncclabi.Success {
+			return r
+		}
+		b.drop(c)
+		return ncclabi.Success
+	case ncclabi.CommRegister:
+		return b.register(c, fr)
+	case ncclabi.CommDeregister:
+		if _, ok := c.regs[fr.Handle]; !ok {
+			return b.fail(c, ncclabi.InvalidArgument, "ncclCommDeregister: handle 0x%x is not a registration of comm 0x%x", fr.Handle, c.raw)
+		}
+		delete(c.regs, fr.Handle)
+		return ncclabi.Success
+	}
+	if c.err != ncclabi.Success {
+		return b.fail(c, c.err, "%s: comm 0x%x failed before: %s", fr.Call, c.raw, c.last)
+	}
+	if !c.ready || c.finalized {
+		return b.fail(c, ncclabi.InvalidUsage, "%s: comm 0x%x is %s", fr.Call, c.raw, map[bool]string{true: "finalized", false: "not initialized yet"}[c.finalized])
+	}
+	if fr.Call == ncclabi.CommSplit {
+		return b.splitCheck(c, fr)
+	}
+	// A refused operation fails a non-blocking communicator for good, as
+	// NCCL's ncclEnqueueCheck sets its asynchronous error.
+	r := b.args(c, fr)
+	if r != ncclabi.Success {
+		c.err = r
+	}
+	return r
+}
+
+// splitCheck checks ncclCommSplit's arguments as NCCL 2.28's
+// ncclCommInitChildComm does. A config given is the new communicator's
+// whole config: a field it leaves undefined takes NCCL's default, not the
+// parent's (only a NULL config copies the parent's), so an undefined
+// blocking makes a blocking communicator, which the fake does not run.
+func (b *Backend) splitCheck(c *comm, fr *ncclabi.Frame) ncclabi.Result {
+	cfg := fr.Config
+	switch {
+	case c.pending > 0:
+		return b.fail(c, ncclabi.InvalidArgument, "ncclCommSplit: Attempt to use communicator before the previous operation returned ncclSuccess")
+	case cfg.Magic != ncclabi.ConfigMagic:
+		return b.fail(c, ncclabi.InvalidArgument, "ncclCommSplit: config not initialized via NCCL_CONFIG_INITIALIZER")
+	case cfg.Blocking != 0:
+		return b.fail(c, ncclabi.InvalidUsage, "ncclCommSplit: the fake runs non-blocking communicators only (blocking %d; undefined is NCCL's default, blocking)", cfg.Blocking)
+	}
+	return ncclabi.Success
+}
+
+// initCheck checks ncclCommInitRankConfig's arguments.
+func (b *Backend) initCheck(fr *ncclabi.Frame) ncclabi.Result {
+	cfg := fr.Config
+	switch {
+	case cfg.Magic != ncclabi.ConfigMagic:
+		return b.fail(nil, ncclabi.InvalidArgument, "ncclCommInitRankConfig: config not initialized via NCCL_CONFIG_INITIALIZER")
+	case cfg.Blocking != 0:
+		return b.fail(nil, ncclabi.InvalidUsage, "ncclCommInitRankConfig: the fake runs non-blocking communicators only (blocking %d)", cfg.Blocking)
+	case fr.NRanks < 1 || fr.Rank < 0 || fr.Rank >= fr.NRanks:
+		return b.fail(nil, ncclabi.InvalidArgument, "ncclCommInitRankConfig: rank %d of %d: a rank must be in 0..nranks-1", fr.Rank, fr.NRanks)
+	case !b.ids[fr.ID]:
+		return b.fail(nil, ncclabi.InvalidArgument, "ncclCommInitRankConfig: the unique id was not made by ncclGetUniqueId")
+	}
+	return ncclabi.Success
+}
+
+// args checks an operation's arguments as NCCL's ArgsCheck does, and the
+// stream as the launch would.
+func (b *Backend) args(c *comm, fr *ncclabi.Frame) ncclabi.Result {
+	nr := c.clique.nranks
+	peer := fr.Peer
+	if fr.Call != ncclabi.Broadcast && fr.Call != ncclabi.Reduce && fr.Call != ncclabi.Send && fr.Call != ncclabi.Recv {
+		peer = 0
+	}
+	switch {
+	case peer < 0 || int(peer) >= nr:
+		return b.fail(c, ncclabi.InvalidArgument, "%s : invalid root %d (root should be in the 0..%d range)", fr.Call, peer, nr)
+	case !fr.Type.Known():
+		return b.fail(c, ncclabi.InvalidArgument, "%s : invalid type %d", fr.Call, int32(fr.Type))
+	case fr.Op < 0 || fr.Op >= ncclabi.NumOps:
+		return b.fail(c, ncclabi.InvalidArgument, "%s : invalid reduction operation %d", fr.Call, int32(fr.Op))
+	case fr.Count > 1<<48:
+		return b.fail(c, ncclabi.InvalidArgument, "%s : count %d is past any device's memory", fr.Call, fr.Count)
+	}
+	dev, err := b.lib.StreamDevice(c.device, cudart.Stream(fr.Stream))
+	if err == nil && dev != c.device {
+		err = fmt.Errorf("stream 0x%x is of device %d, the communicator of device %d", fr.Stream, dev, c.device)
+	}
+	if err != nil {
+		return b.fail(c, ncclabi.UnhandledCudaError, "%s: %v", fr.Call, err)
+	}
+	return ncclabi.Success
+}
