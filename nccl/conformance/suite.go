@@ -20,8 +20,10 @@ import (
 // per rank, which passes the 128-byte unique id by value), Split,
 // SplitNoColor (a rank of NoColor gets no communicator, the others one
 // without it), BadArguments (what NCCL refuses, and that the communicator is failed
-// after), Timeout (a rank alone times out within its bound) and Register
-// (an all-reduce on registered buffers).
+// after), Timeout (a rank alone times out within its bound), Register
+// (an all-reduce on registered buffers) and Capture (an all-reduce
+// captured on each rank's stream, replayed: its results, and no memory
+// taken by the replays).
 func TestNCCL(t *testing.T, rt cudart.Runtime, devices []int) {
 	require.GreaterOrEqual(t, len(devices), 2, "TestNCCL needs two devices or more")
 	lib, err := nccl.Open(rt)
@@ -38,6 +40,7 @@ func TestNCCL(t *testing.T, rt cudart.Runtime, devices []int) {
 	t.Run("BadArguments", s.testBadArguments)
 	t.Run("Timeout", s.testTimeout)
 	t.Run("Register", s.testRegister)
+	t.Run("Capture", s.testCapture)
 }
 
 type suite struct {
