@@ -103,7 +103,7 @@ func closeCases() []closeCase {
 		poolCloseCase("pool/everything", twoDevices, pool.WithGrowableDevice(64*mib), pool.WithPeerAccess(1), pool.WithHostBytes(mib),
 			pool.WithHostFlags(pinned.Mapped), pool.WithManagedBytes(4*mib), pool.WithMallocHeap(16*mib)),
 		slotsCloseCase("slots", false),
-		slotsCloseCase("slots/guarded-hostalloc", false, pool.WithGuards(256), pool.WithHostPinning(pinned.MethodHostAlloc)),
+		slotsCloseCase("slots/hostalloc", false, pool.WithHostPinning(pinned.MethodHostAlloc)),
 		slotsCloseCase("slots/cublas", true),
 	}
 }

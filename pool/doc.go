@@ -51,8 +51,13 @@
 // fake WithMemcheck), each arena is a heap and each placed buffer a named
 // region, so an access past a buffer or to a released one is reported as for
 // a cudaMalloc'd buffer; Step narrows the regions to the buffers alive at a
-// step of the plan. WithGuards follows every buffer with a canary that Check
-// reads back, with no tool at all, and fills dead buffers with poison.
+// step of the plan. A held slot's buffers are regions too, laid out for the
+// profile it was acquired with and named after the buffer and the slot ("A
+// (slot 0)"), and each attachment's scratch one of its own, so that a GEMM
+// or copy that runs from one of a slot's buffers into the next is reported.
+// WithGuards follows every buffer of a pool with a canary that Check reads
+// back, with no tool at all, and fills dead buffers with poison; NewSlots
+// refuses it, as a slot's profiles share its bytes.
 //
 // # Caveats
 //

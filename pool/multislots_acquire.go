@@ -27,28 +27,29 @@ func (m *MultiSlots) Acquire(ctx context.Context, profile string) (Slot, error) 
 	}
 	start := int(m.next.Add(1) % uint32(len(m.per)))
 	for i := range m.per {
-		if sl, ok := m.per[(start+i)%len(m.per)].tryReady(profile); ok {
-			return sl, nil
+		if sl, ok, err := m.per[(start+i)%len(m.per)].tryReady(profile); ok {
+			return sl, err
 		}
 	}
 	return m.wait(ctx, profile, start)
 }
 
 // tryReady holds a ready slot for profile, when one is and no call waits
-// before this one.
-func (s *Slots) tryReady(profile string) (Slot, bool) {
+// before this one; the error is handOut's.
+func (s *Slots) tryReady(profile string) (Slot, bool, error) {
 	pr := s.byName[profile]
 	s.mu.Lock()
 	n := len(s.ready)
 	if s.closed || len(s.waiters) > 0 || n == 0 || s.p.reset.Reset() {
 		s.mu.Unlock()
-		return Slot{}, false
+		return Slot{}, false, nil
 	}
 	sl := s.ready[n-1]
 	s.ready = s.ready[:n-1]
 	s.hold(sl, pr)
 	s.mu.Unlock()
-	return Slot{s: sl, prof: pr, gen: sl.gen.Load()}, true
+	out, err := s.handOut(sl, pr)
+	return out, true, err
 }
 
 // wait queues a group waiter on every device, starting at start, and waits
@@ -97,7 +98,7 @@ func (m *MultiSlots) wait(ctx context.Context, profile string, start int) (Slot,
 		waited := int64(time.Since(begun))
 		sl.waited.Add(waited)
 		w.prof.waited.Add(waited)
-		return Slot{s: sl, prof: w.prof, gen: sl.gen.Load()}, nil
+		return s.handOut(sl, w.prof)
 	}
 	_, err = s.waitEnded(w.prof, w, nil)
 	return Slot{}, err

@@ -11,7 +11,6 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
-	"github.com/cudapool/cudapool/internal/checked"
 )
 
 // SlotLayout is what NewSlots places: the buffers shared by every request, once,
@@ -96,6 +95,11 @@ type slot struct {
 	// without a lock; Close closes them, which makes them refuse every
 	// call.
 	attached []io.Closer
+	// regions are the slot's region in each arena, as a pool buffer (nil
+	// where it has none), and annotated the profile a memory tool was told
+	// they hold: the holder's business, as the slot's buffers are.
+	regions   [numArenas]*Buffer
+	annotated *planned
 
 	held  *planned // the profile it is held with; nil when free
 	freed bool     // Close destroyed its stream
@@ -133,6 +137,12 @@ type sharedAddr struct {
 // refused before any slot's stream is made: setup costs one CUDA call then,
 // whatever n. An attachment that fails to Attach fails NewSlots, which
 // closes the resources already attached.
+//
+// WithGuards is refused (ErrInvalidOption): a slot's profiles share its
+// bytes, so a guard after one profile's buffer is another's data. Memory
+// tools see each held slot's buffers instead: run the program's tests on
+// cudarttest's strict fake, or under compute-sanitizer, and an access past
+// one of a slot's buffers fails, naming the buffer (see Acquire).
 func NewSlots(rt cudart.Runtime, n int, layout SlotLayout, opts ...Option) (*Slots, error) {
 	if rt == nil {
 		return nil, fmt.Errorf("%w: NewSlots: nil runtime", ErrInvalidOption)
@@ -152,6 +162,14 @@ func NewSlots(rt cudart.Runtime, n int, layout SlotLayout, opts ...Option) (*Slo
 	if err != nil {
 		return nil, err
 	}
+	if cfg.guard > 0 {
+		// A slot's profiles share its bytes: a guard after one profile's
+		// buffer is another's data. Keeping guards would take a memset at
+		// every Acquire that changes the profile and a wait for the slot's
+		// stream and a read-back at every Release, on the request path,
+		// which never waits.
+		return nil, fmt.Errorf("%w: NewSlots: WithGuards is for a pool's buffers: a slot's profiles share its bytes, so a guard after one profile's buffer would be another's data; run under a memory tool (cudarttest.WithMemcheck, compute-sanitizer), which sees each held slot's buffers as regions and names the one an access runs past", ErrInvalidOption)
+	}
 	s := &Slots{sm: sm, dev: cfg.device, profiles: profiles, byName: make(map[string]*planned, len(profiles)), shared: layout.Shared}
 	for _, pr := range profiles {
 		s.byName[pr.name] = pr
@@ -164,7 +182,7 @@ func NewSlots(rt cudart.Runtime, n int, layout SlotLayout, opts ...Option) (*Slo
 	}
 	var total [numArenas]uint64
 	for k := range numArenas {
-		if total[k], err = s.arenaBytes(k, n, cfg.guard); err != nil {
+		if total[k], err = s.arenaBytes(k, n); err != nil {
 			return nil, err
 		}
 	}
@@ -254,80 +272,6 @@ func (s *Slots) setUp() error {
 	return s.place()
 }
 
-// planLayout checks layout and plans each profile.
-func planLayout(layout SlotLayout) ([]*planned, error) {
-	if len(layout.Profiles) == 0 {
-		return nil, fmt.Errorf("%w: NewSlots: the layout has no profile; declare the request's buffers with NewProfile", ErrInvalidRequest)
-	}
-	sh := layout.Shared
-	if sh != nil {
-		for _, b := range sh.bufs {
-			if b.r.hasLife {
-				return nil, fmt.Errorf("%w: shared %s %s: shared buffers live as long as the slots; Live is for a profile's buffers", ErrInvalidRequest, b.arena, b.r.label())
-			}
-		}
-	}
-	out := make([]*planned, 0, len(layout.Profiles))
-	if sh != nil && slices.Contains(layout.Profiles, sh) {
-		// Its Refs would resolve to the shared copy in every slot.
-		return nil, fmt.Errorf("%w: NewSlots: profile %q is both Shared and one of Profiles; a buffer is either shared by every request or one request's own", ErrInvalidRequest, sh.name)
-	}
-	seen := make(map[string]bool, len(layout.Profiles))
-	for i, pr := range layout.Profiles {
-		switch {
-		case pr == nil:
-			return nil, fmt.Errorf("%w: NewSlots: profile %d of %d is nil", ErrInvalidRequest, i+1, len(layout.Profiles))
-		case len(pr.bufs) == 0:
-			return nil, fmt.Errorf("%w: NewSlots: profile %q declares no buffer", ErrInvalidRequest, pr.name)
-		case seen[pr.name]:
-			return nil, fmt.Errorf("%w: NewSlots: two profiles are named %q", ErrInvalidRequest, pr.name)
-		}
-		seen[pr.name] = true
-		if sh != nil {
-			for _, b := range pr.bufs {
-				if b.r.name != "" && sh.find(b.r.name) >= 0 {
-					return nil, fmt.Errorf("%w: NewSlots: %q is both a shared buffer and one of profile %q", ErrInvalidRequest, b.r.name, pr.name)
-				}
-			}
-		}
-		p, err := planProfile(pr, i)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-// arenaBytes is the size of the kind arena: the shared buffers, then n
-// slot regions, each followed by guard bytes.
-func (s *Slots) arenaBytes(kind Arena, n int, guard uint64) (uint64, error) {
-	var shared uint64
-	if s.shared != nil {
-		for _, b := range s.shared.bufs {
-			if b.arena != kind {
-				continue
-			}
-			span, okSpan := checked.Add(alignedSize(b.r.size), guard)
-			var okSum bool
-			if shared, okSum = checked.Add(shared, span); !okSpan || !okSum {
-				return 0, fmt.Errorf("%w: NewSlots: the shared %s buffers add up past 2^64 B", ErrInvalidOption, kind)
-			}
-		}
-	}
-	s.sharedBytes[kind] = shared
-	if s.stride[kind] == 0 {
-		return shared, nil
-	}
-	region, okRegion := checked.Add(s.stride[kind], guard)
-	slots, okSlots := checked.Mul(uint64(n), region)
-	total, okTotal := checked.Add(shared, slots)
-	if !okRegion || !okSlots || !okTotal {
-		return 0, fmt.Errorf("%w: NewSlots: %d slots of %d B and %d B shared overflow the %s arena's size", ErrInvalidOption, n, s.stride[kind], shared, kind)
-	}
-	return total, nil
-}
-
 // place queues the shared buffers and the slot regions in the pool, commits,
 // and reads their addresses once: they never change.
 func (s *Slots) place() error {
@@ -350,7 +294,7 @@ func (s *Slots) place() error {
 			continue
 		}
 		for i := range s.slots {
-			buf, err := s.p.want(k, s.stride[k], []WantOption{Name(fmt.Sprintf("slot %d", i))})
+			buf, err := s.p.want(k, s.stride[k], []WantOption{Name(fmt.Sprintf("slot %d", i)), SubAllocated()})
 			if err != nil {
 				return err
 			}
@@ -373,6 +317,11 @@ func (s *Slots) place() error {
 	}
 	for i := range s.slots {
 		sl := &s.slots[i]
+		for k := range numArenas {
+			if r := regions[k]; r != nil {
+				sl.regions[k] = r[i]
+			}
+		}
 		if r := regions[Device]; r != nil {
 			var err error
 			if sl.dev, err = r[i].Ptr(); err != nil {
@@ -387,7 +336,7 @@ func (s *Slots) place() error {
 			sl.hostDev, _ = r[i].Ptr() // 0 unless the host arena is mapped
 		}
 	}
-	return nil
+	return s.annotateScratch()
 }
 
 // Len is the number of slots.

@@ -28,7 +28,13 @@ import (
 //     of a slot drained for a waiter, failed): after a fault on the device,
 //     which makes every later call fail too. The slot stays queued, to be
 //     asked about again; an Acquire that waits gets the error of at most one
-//     such failure, so it never waits on a device that cannot answer.
+//     such failure, so it never waits on a device that cannot answer;
+//   - the memory tool's refusal, wrapped, when one listens
+//     (cudart.Annotations): Acquire tells it where the profile's buffers
+//     are in the slot, each a region named after the buffer and the slot
+//     ("A (slot 0)"), so that an access that runs past one of them into
+//     the slot's other bytes is reported, naming the buffer. With no tool
+//     listening it makes no such call.
 //
 // The Slot must be given back with Release, whatever happens to the request:
 // defer it.
@@ -55,7 +61,7 @@ func (s *Slots) Acquire(ctx context.Context, profile string) (Slot, error) {
 			return Slot{}, err
 		}
 	}
-	return Slot{s: sl, prof: pr, gen: sl.gen.Load()}, nil
+	return s.handOut(sl, pr)
 }
 
 // resetError is Acquire's error once the device was reset.

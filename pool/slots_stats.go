@@ -17,7 +17,7 @@ type SlotsStats struct {
 	// SlotDevice and SlotHost are one slot's bytes in each arena: the
 	// largest profile's. SharedDevice and SharedHost are the shared
 	// buffers'. Device and Host are what the layout takes in each arena:
-	// shared + Slots × slot, guards of WithGuards included.
+	// shared + Slots × slot.
 	SlotDevice, SlotHost     uint64
 	SharedDevice, SharedHost uint64
 	Device, Host             uint64

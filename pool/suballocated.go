@@ -45,7 +45,7 @@ func (b *Buffer) Annotate(regions []cudart.MemRegion) error {
 		return fmt.Errorf("%w: Annotate: %s was not requested with SubAllocated", ErrInvalidRequest, b.label())
 	}
 	l := b.p.arenas[b.arena]
-	start := l.annotBase().Add(b.offset)
+	start := b.annotStart()
 	for _, r := range regions {
 		if r.Size == 0 || r.Addr < start || uint64(r.Addr-start) >= b.size || r.Size > b.size-uint64(r.Addr-start) {
 			return fmt.Errorf("%w: Annotate: region %v is not inside %s [%s, +%d B)", ErrInvalidRequest, r, b.label(), start, b.size)
@@ -59,4 +59,11 @@ func (b *Buffer) Annotate(regions []cudart.MemRegion) error {
 	}
 	l.owned[b] = slices.Clone(regions)
 	return b.p.annotate(l)
+}
+
+// annotStart is the address memory tools know b's first byte by: its
+// arena's registered address (a host arena's host address) plus b's offset.
+// b is placed, and stays where it is until ReleaseAll.
+func (b *Buffer) annotStart() cudart.DevicePtr {
+	return b.p.arenas[b.arena].annotBase().Add(b.offset)
 }
