@@ -12,6 +12,7 @@ import (
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/nccl"
+	"github.com/cudapool/cudapool/nccl/internal/fakenccl"
 )
 
 // rig is a fake of n devices with a communicator, a stream and two buffers
@@ -142,19 +143,13 @@ func TestMissingRankTimesOutAndAborts(t *testing.T) {
 	assert.Equal(t, total, free, "the aborted communicator holds no memory")
 }
 
+// TestCommunicatorsChargeWhatNCCLTakes: the fake charges its constants
+// exactly, stage by stage, where the conformance group's Charge asserts a
+// range that a GPU's figures must fall in too.
 func TestCommunicatorsChargeWhatNCCLTakes(t *testing.T) {
 	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
 	lib, err := nccl.Open(f)
 	require.NoError(t, err)
-	used := func() uint64 {
-		free, total, err := f.MemGetInfo(1)
-		require.NoError(t, err)
-		return total - free
-	}
-	base := used()
-	comms, err := lib.InitAll([]int{0, 1})
-	require.NoError(t, err)
-	assert.Equal(t, uint64(392<<20), used()-base, "init")
 	s := make([]cudart.Stream, 2)
 	p := make([]cudart.DevicePtr, 2)
 	for d := range 2 {
@@ -163,17 +158,51 @@ func TestCommunicatorsChargeWhatNCCLTakes(t *testing.T) {
 		p[d], err = f.Malloc(d, 4)
 		require.NoError(t, err)
 	}
-	afterBuf := used()
-	require.NoError(t, lib.Group(comms[0].AllReduceOp(p[0], p[0], 1, nccl.Int32, nccl.Sum, s[0]), comms[1].AllReduceOp(p[1], p[1], 1, nccl.Int32, nccl.Sum, s[1])))
-	assert.Equal(t, uint64(474<<20), used()-afterBuf, "first collective")
-	for d := range 2 {
-		require.NoError(t, comms[d].Destroy())
-		require.NoError(t, comms[d].Destroy(), "Destroy is idempotent")
-		require.NoError(t, f.Free(d, p[d]))
-		require.NoError(t, f.StreamDestroy(d, s[d]))
+	used := func() uint64 {
+		free, total, err := f.MemGetInfo(1)
+		require.NoError(t, err)
+		return total - free
+	}
+	allReduce := func(comms []*nccl.Comm) {
+		require.NoError(t, lib.Group(comms[0].AllReduceOp(p[0], p[0], 1, nccl.Int32, nccl.Sum, s[0]), comms[1].AllReduceOp(p[1], p[1], 1, nccl.Int32, nccl.Sum, s[1])))
+	}
+	base := used()
+	comms, err := lib.InitAll([]int{0, 1})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(fakenccl.InitCharge), used()-base, "init")
+	allReduce(comms)
+	assert.Equal(t, uint64(fakenccl.InitCharge+fakenccl.FirstCharge), used()-base, "first collective")
+	more, err := lib.InitAll([]int{0, 1})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(fakenccl.InitCharge+fakenccl.FirstCharge+fakenccl.FurtherCharge), used()-base, "a further communicator's init")
+	allReduce(more)
+	assert.Equal(t, uint64(fakenccl.InitCharge+fakenccl.FirstCharge+fakenccl.FurtherCharge), used()-base, "a further communicator's first collective: charged at its init")
+	kids := make([]*nccl.Comm, 2)
+	var wg sync.WaitGroup
+	for r := range 2 {
+		wg.Go(func() {
+			var err error
+			kids[r], err = comms[r].Split(0, r)
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	require.NotNil(t, kids[0])
+	require.NotNil(t, kids[1])
+	assert.Equal(t, uint64(fakenccl.InitCharge+fakenccl.FirstCharge+2*fakenccl.FurtherCharge), used()-base, "a split: a further communicator")
+	allReduce(kids)
+	for _, cs := range [][]*nccl.Comm{kids, more, comms} {
+		for d := range 2 {
+			require.NoError(t, cs[d].Destroy())
+			require.NoError(t, cs[d].Destroy(), "Destroy is idempotent")
+		}
 	}
 	assert.Equal(t, base, used(), "destroyed communicators give their memory back")
 	require.ErrorIs(t, comms[0].AllReduce(p[0], p[0], 1, nccl.Int32, nccl.Sum, s[0]), nccl.ErrClosed)
+	for d := range 2 {
+		require.NoError(t, f.Free(d, p[d]))
+		require.NoError(t, f.StreamDestroy(d, s[d]))
+	}
 }
 
 func TestBadArgumentsFailTheCommunicator(t *testing.T) {

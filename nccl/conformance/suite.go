@@ -14,7 +14,9 @@ import (
 )
 
 // TestNCCL checks NCCL on rt over devices (two or more, each once), in
-// subtests: Collectives (every collective, data type and reduction against
+// subtests: Charge (the device memory communicators take, stage by stage,
+// logged "nccl charge:", within a range of what the fake charges; first, so
+// that NCCL has done nothing before in the process), Collectives (every collective, data type and reduction against
 // the CPU, within the bound reduce documents for floats), SendRecv (a ring
 // of transfers in one group), RanksOnGoroutines (InitRank on a goroutine
 // per rank, which passes the 128-byte unique id by value), Split,
@@ -32,6 +34,7 @@ func TestNCCL(t *testing.T, rt cudart.Runtime, devices []int) {
 	require.NoError(t, err, "Version")
 	t.Logf("NCCL %s (%s) over devices %v", v, lib.Path(), devices)
 	s := &suite{rt: rt, lib: lib, devs: devices}
+	t.Run("Charge", s.testCharge)
 	t.Run("Collectives", s.testCollectives)
 	t.Run("SendRecv", s.testSendRecv)
 	t.Run("RanksOnGoroutines", s.testRanksOnGoroutines)

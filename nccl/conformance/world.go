@@ -25,11 +25,8 @@ type world struct {
 
 func newWorld(t *testing.T, rt cudart.Runtime, lib *nccl.Library, devs []int, size uint64) *world {
 	t.Helper()
-	st, ok := rt.(cudart.Streams)
-	require.True(t, ok, "the runtime makes streams (cudart.Streams)")
 	comms, err := lib.InitAll(devs)
 	require.NoError(t, err, "InitAll")
-	w := &world{rt: rt, lib: lib, devs: devs, comms: comms}
 	t.Cleanup(func() {
 		for _, c := range comms {
 			if err := c.Destroy(); err != nil {
@@ -37,6 +34,17 @@ func newWorld(t *testing.T, rt cudart.Runtime, lib *nccl.Library, devs []int, si
 			}
 		}
 	})
+	w := newBuffers(t, rt, lib, devs, size)
+	w.comms = comms
+	return w
+}
+
+// newBuffers is a world without communicators: its streams and buffers.
+func newBuffers(t *testing.T, rt cudart.Runtime, lib *nccl.Library, devs []int, size uint64) *world {
+	t.Helper()
+	st, ok := rt.(cudart.Streams)
+	require.True(t, ok, "the runtime makes streams (cudart.Streams)")
+	w := &world{rt: rt, lib: lib, devs: devs}
 	for _, d := range devs {
 		s, err := st.StreamCreate(d)
 		require.NoError(t, err, "StreamCreate")

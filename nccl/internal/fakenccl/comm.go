@@ -30,7 +30,7 @@ type comm struct {
 	sent, recvd map[int]int
 	charges     []uintptr // the device memory it holds, from Library.Make
 	// first: it was the first communicator of its device when made, and
-	// takes firstCharge at its first collective.
+	// takes FirstCharge at its first collective.
 	first     bool
 	used      bool // it ran a collective: its first charge is taken
 	finalized bool
@@ -98,9 +98,9 @@ func (b *Backend) ready(cl *clique, call string) {
 	}
 	for _, c := range cl.comms {
 		c.first = !b.liveOn(c.device, c)
-		charge := uint64(initCharge)
+		charge := uint64(InitCharge)
 		if !c.first {
-			charge = furtherCharge
+			charge = FurtherCharge
 		}
 		if !b.charge(c, charge, call, cl.comms) {
 			return

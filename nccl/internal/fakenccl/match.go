@@ -259,7 +259,7 @@ func (b *Backend) matched(o *op) {
 		if c.used || c.err != ncclabi.Success {
 			continue
 		}
-		if c.first && !b.charge(c, firstCharge, p.f.Call.String(), []*comm{c}) {
+		if c.first && !b.charge(c, FirstCharge, p.f.Call.String(), []*comm{c}) {
 			continue
 		}
 		c.used = true

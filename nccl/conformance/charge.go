@@ -1,0 +1,145 @@
+package conformance
+
+import (
+	"testing"
+
+	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/check/assert"
+	"github.com/cudapool/cudapool/internal/check/require"
+	"github.com/cudapool/cudapool/nccl"
+	"github.com/cudapool/cudapool/nccl/internal/fakenccl"
+)
+
+// chargeKept bounds what NCCL may keep of a device once its last
+// communicator is destroyed (its kernels, loaded into the context at the
+// first communicator, stay until the context ends, as cuBLAS's do). It is
+// not measured yet: Charge logs the remainder, and a GPU run's figure
+// replaces this bound.
+const chargeKept = 128 << 20
+
+// chargeStage is what a stage of Charge took of each device, in bytes of
+// free memory (cudaMemGetInfo) lost, negative where it gave some back.
+type chargeStage struct {
+	name  string
+	taken []int64
+}
+
+// testCharge measures, on every device, what NCCL takes outside any
+// allocation the program sees, stage by stage: a communicator of every rank
+// (InitAll), its first all-reduce, a second InitAll and its first
+// all-reduce, a split of the first communicator and its first all-reduce,
+// then the destroy of all three. It runs first in the suite, so that NCCL
+// has done nothing yet in the process, as in the measurement the fake's
+// charges come from. Every stage is logged in bytes ("nccl charge:") before
+// any assertion, so a failed run still reports them. It asserts each
+// measured stage within [½, 2] of the charge the fake takes for it (a
+// further communicator's init and first collective together, whose split
+// is not measured), and that destroying them gives back all but chargeKept.
+func (s *suite) testCharge(t *testing.T) {
+	w := newBuffers(t, s.rt, s.lib, s.devs, 8)
+	n := w.n()
+	free := func() []uint64 {
+		fs := make([]uint64, n)
+		for r, d := range s.devs {
+			f, _, err := s.rt.MemGetInfo(d)
+			require.NoError(t, err, "cudaMemGetInfo on device %d", d)
+			fs[r] = f
+		}
+		return fs
+	}
+	var live []*nccl.Comm
+	destroy := func() {
+		for _, c := range live {
+			if err := c.Destroy(); err != nil {
+				t.Errorf("Destroy %v: %v", c, err)
+			}
+		}
+		live = nil
+	}
+	t.Cleanup(destroy)
+	allReduce := func(comms []*nccl.Comm, which string) {
+		group := make([]nccl.Op, n)
+		for r, c := range comms {
+			group[r] = c.AllReduceOp(w.send[r], w.recv[r], 1, nccl.Int64, nccl.Sum, w.s[r])
+		}
+		require.NoError(t, s.lib.Group(group...), "the first all-reduce of the %s", which)
+		w.sync(t)
+	}
+
+	base := free()
+	last := base
+	var stages []chargeStage
+	mark := func(name string) {
+		now := free()
+		st := chargeStage{name: name, taken: make([]int64, n)}
+		for r := range n {
+			st.taken[r] = int64(last[r]) - int64(now[r])
+		}
+		stages = append(stages, st)
+		last = now
+	}
+	first, err := s.lib.InitAll(s.devs)
+	require.NoError(t, err, "InitAll")
+	live = append(live, first...)
+	mark("init")
+	allReduce(first, "first communicator")
+	mark("first all-reduce")
+	second, err := s.lib.InitAll(s.devs)
+	require.NoError(t, err, "a second InitAll")
+	live = append(live, second...)
+	mark("second init")
+	allReduce(second, "second communicator")
+	mark("second's first all-reduce")
+	kids := make([]*nccl.Comm, n)
+	errs := make([]error, n)
+	onRanks(n, func(r int) { kids[r], errs[r] = first[r].Split(0, r) })
+	for r := range n {
+		require.NoError(t, errs[r], "Split on rank %d", r)
+		live = append(live, kids[r])
+	}
+	mark("split")
+	allReduce(kids, "split")
+	mark("split's first all-reduce")
+	destroy()
+	mark("destroy")
+
+	for _, st := range stages {
+		for r, d := range s.devs {
+			t.Logf("nccl charge: device %d, %d ranks, %s: %d B (%s)", d, n, st.name, st.taken[r], signed(st.taken[r]))
+		}
+	}
+	for r, d := range s.devs {
+		kept := int64(base[r]) - int64(last[r])
+		t.Logf("nccl charge: device %d, %d ranks, kept after destroy: %d B (%s)", d, n, kept, signed(kept))
+	}
+	within := func(name string, got []int64, want uint64) {
+		for r, d := range s.devs {
+			assert.True(t, got[r] >= int64(want/2) && got[r] <= int64(2*want),
+				"device %d, %s: took %d B (%s), not within [½, 2] of the fake's %s", d, name, got[r], signed(got[r]), bytesize.Exact(want))
+		}
+	}
+	sum := func(a, b chargeStage) []int64 {
+		out := make([]int64, n)
+		for r := range n {
+			out[r] = a.taken[r] + b.taken[r]
+		}
+		return out
+	}
+	within("init", stages[0].taken, fakenccl.InitCharge)
+	within("first all-reduce", stages[1].taken, fakenccl.FirstCharge)
+	within("second init and its first all-reduce", sum(stages[2], stages[3]), fakenccl.FurtherCharge)
+	within("split and its first all-reduce", sum(stages[4], stages[5]), fakenccl.FurtherCharge)
+	for r, d := range s.devs {
+		kept := int64(base[r]) - int64(last[r])
+		assert.True(t, kept <= chargeKept,
+			"device %d: %d B (%s) not given back by destroying every communicator, more than %s", d, kept, signed(kept), bytesize.Format(chargeKept))
+	}
+}
+
+// signed is n in binary units, with its sign.
+func signed(n int64) string {
+	if n < 0 {
+		return "-" + bytesize.Format(uint64(-n))
+	}
+	return bytesize.Format(uint64(n))
+}
