@@ -57,9 +57,15 @@
 //
 // A cuBLAS status other than success is a *Error with cuBLAS's name and
 // message, matched with errors.Is against ErrInvalidValue, ErrNotSupported
-// and the other sentinels. The binding refuses, before cuBLAS sees them, the
-// arguments that would make cuBLAS read or write memory at address 0, or
-// whose sizes do not fit its int, with ErrInvalidValue; calls on a closed
+// and the other sentinels. The binding refuses, before cuBLAS sees them and
+// naming the argument, a GEMM's arguments cuBLAS would refuse, with the
+// status cuBLAS returns for them (ErrInvalidValue for a leading dimension
+// or a size, ErrNotSupported for types), and those that would make cuBLAS
+// read or write memory at address 0, or whose sizes do not fit its int,
+// with ErrInvalidValue. A GEMM whose operands run past their memory is
+// queued, as cuBLAS queues it, and faults when it runs (see Handle.Gemm).
+// NewHandle on a device the runtime does not have fails with the runtime's
+// error (cudart.ErrInvalidDevice); calls on a closed
 // handle with ErrClosed; an unusable workspace (released, too small, on
 // another device, at address 0, or not device memory) with
 // ErrInvalidWorkspace; a stream of

@@ -84,12 +84,26 @@ func (g Gemm) String() string {
 		g.TransA, g.TransB, g.M, g.N, g.K, g.A.Type, uintptr(g.A.Ptr), g.A.LD, g.B.Type, uintptr(g.B.Ptr), g.B.LD, g.C.Type, uintptr(g.C.Ptr), g.C.LD)
 }
 
-// Gemm queues g on the handle's stream (cublasGemmEx). cuBLAS's refusals
-// are *Error values: a leading dimension smaller than the rows it holds or a
-// negative size is ErrInvalidValue, a pair of types it has no kernel for
-// ErrNotSupported. The binding refuses a dimension past C's int and a
-// null A, B or C that the GEMM would read or write with ErrInvalidValue
-// too, before cuBLAS sees them, on CUDA and on the fake alike.
+// Gemm queues g on the handle's stream (cublasGemmEx) and returns before it
+// runs. What cuBLAS refuses the binding refuses first, naming the argument,
+// as a *Error with cuBLAS's status: a negative M, N or K, an Op other than
+// NoTrans or Trans, or a leading dimension below max(1, the rows of its
+// matrix as stored) is ErrInvalidValue; types cuBLAS has no kernel for (A
+// and B of two types; C neither theirs nor Float32) ErrNotSupported. It
+// refuses too, with ErrInvalidValue, a size past cuBLAS's int and an A, B or
+// C at address 0 that the GEMM would touch, which cuBLAS would take.
+//
+// Operands that run past their memory are not refused by the call: neither
+// cuBLAS nor the binding knows how large the memory at A, B or C is. As on
+// CUDA, the GEMM faults when it runs, and the next synchronisation of its
+// stream or device fails with cudaErrorIllegalAddress (700), which is
+// sticky: every later call on the device fails until it is reset
+// (cudaDeviceReset; cudarttest's documentation shows a test that expects
+// such a fault). The fake's fault names the operand and the buffer it ran
+// past. A GEMM on a stream destroyed under the handle is undefined on CUDA;
+// where cuBLAS reports it (the fake's CUBLAS_STATUS_EXECUTION_FAILED), the
+// error also matches ErrInvalidStream and says so, when the runtime knows
+// the stream is gone.
 func (h *Handle) Gemm(g Gemm) error {
 	return h.gemm(blas.GemmEx, g, 1)
 }
@@ -119,33 +133,61 @@ func (h *Handle) queue(f *blas.Frame, c blas.Call, g Gemm, batch int) error {
 			return fmt.Errorf("%w: %s(%v) on device %d: the handle's workspace is no longer usable (%v); set another", ErrInvalidWorkspace, c, g, h.device, err)
 		}
 	}
-	if why := fill(&f.G, g, batch); why != "" {
-		return newError(fmt.Sprintf("%s(%v) on device %d: %s", c, g, h.device, why), Status(blas.StatusInvalidValue), ErrInvalidValue.Name, ErrInvalidValue.Message)
+	if why, st := fill(&f.G, g, batch); why != "" {
+		e := sentinel(st)
+		return newError(fmt.Sprintf("%s(%v) on device %d: refused before cuBLAS: %s", c, g, h.device, why), e.Status, e.Name, e.Message)
 	}
 	f.Handle = h.raw
 	st, err := h.l.be.Invoke(h.device, c, f)
 	if st == blas.StatusSuccess && err == nil {
 		return nil
 	}
-	return h.l.check(err, st, h.device, "%s(%v, batch %d)", c, g, batch)
+	cerr := h.l.check(err, st, h.device, "%s(%v, batch %d)", c, g, batch)
+	if st == blas.StatusExecutionFailed {
+		// Off the path of every GEMM that succeeds: the runtime knows the
+		// streams it made and destroyed, cuBLAS does not say.
+		if serr := h.l.streamOn(h.device, h.cur.stream); serr != nil {
+			return fmt.Errorf("cublas: %s on device %d: the handle's stream 0x%x is no live stream of the device (destroyed while the handle was bound to it?); bind a live one with SetStream: %w; cuBLAS: %w", c, h.device, uintptr(h.cur.stream), serr, cerr)
+		}
+	}
+	return cerr
 }
 
-// fill lays g out as cuBLAS's arguments, or says why the binding refuses it.
-func fill(d *blas.Gemm, g Gemm, batch int) string {
+// fill lays g out as cuBLAS's arguments, or says why the binding refuses it
+// and the status cuBLAS would return: INVALID_VALUE for a size that does
+// not fit its int, an operation it does not know, a negative size or a
+// leading dimension below the rows stored, in the order cuBLAS checks them;
+// NOT_SUPPORTED for types it has no kernel for. An operand at address 0
+// that the GEMM would touch cuBLAS takes, and the GEMM faults the device:
+// INVALID_VALUE here.
+func fill(d *blas.Gemm, g Gemm, batch int) (string, blas.Status) {
 	for _, v := range []struct {
 		name string
 		n    int
-	}{{"m", g.M}, {"n", g.N}, {"k", g.K}, {"lda", g.A.LD}, {"ldb", g.B.LD}, {"ldc", g.C.LD}, {"batch", batch}} {
+	}{{"M", g.M}, {"N", g.N}, {"K", g.K}, {"lda", g.A.LD}, {"ldb", g.B.LD}, {"ldc", g.C.LD}, {"batch", batch}} {
 		if v.n > math.MaxInt32 || v.n < math.MinInt32 {
-			return fmt.Sprintf("%s = %d does not fit cuBLAS's int", v.name, v.n)
+			return fmt.Sprintf("%s = %d does not fit cuBLAS's int", v.name, v.n), blas.StatusInvalidValue
 		}
+	}
+	if why := checkShape(g); why != "" {
+		return why, blas.StatusInvalidValue
+	}
+	if why := checkTypes(g); why != "" {
+		return why, blas.StatusNotSupported
 	}
 	if g.M > 0 && g.N > 0 && batch > 0 {
 		if g.C.Ptr == 0 {
-			return "C is null"
+			return "C is at address 0", blas.StatusInvalidValue
 		}
-		if g.K > 0 && (g.A.Ptr == 0 || g.B.Ptr == 0) {
-			return "A or B is null"
+		if g.K > 0 {
+			switch {
+			case g.A.Ptr == 0 && g.B.Ptr == 0:
+				return "A and B are at address 0", blas.StatusInvalidValue
+			case g.A.Ptr == 0:
+				return "A is at address 0", blas.StatusInvalidValue
+			case g.B.Ptr == 0:
+				return "B is at address 0", blas.StatusInvalidValue
+			}
 		}
 	}
 	*d = blas.Gemm{
@@ -157,6 +199,62 @@ func fill(d *blas.Gemm, g Gemm, batch int) string {
 		LDA: int32(g.A.LD), LDB: int32(g.B.LD), LDC: int32(g.C.LD),
 		StrideA: g.A.Stride, StrideB: g.B.Stride, StrideC: g.C.Stride,
 		Batch: int32(batch), Compute: blas.Compute32F, Algo: blas.GemmDefault,
+	}
+	return "", blas.StatusSuccess
+}
+
+// checkShape says which of g's operations, sizes or leading dimensions
+// cuBLAS refuses, if one is: every leading dimension must be at least 1 and
+// the rows of its matrix as stored (op(A) is M×K, so A stored is M×K with
+// NoTrans and K×M with Trans).
+func checkShape(g Gemm) string {
+	for _, o := range []struct {
+		name string
+		op   Op
+	}{{"TransA", g.TransA}, {"TransB", g.TransB}} {
+		// cuBLAS takes CUBLAS_OP_C (2) too: T, for real matrices.
+		if o.op < NoTrans || o.op > 2 {
+			return fmt.Sprintf("%s = %v: want NoTrans or Trans", o.name, o.op)
+		}
+	}
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"M", g.M}, {"N", g.N}, {"K", g.K}} {
+		if v.n < 0 {
+			return fmt.Sprintf("%s = %d: M, N and K must be at least 0", v.name, v.n)
+		}
+	}
+	rowsA, whatA := g.M, "M, as TransA is N"
+	if g.TransA != NoTrans {
+		rowsA, whatA = g.K, "K, as TransA is T"
+	}
+	rowsB, whatB := g.K, "K, as TransB is N"
+	if g.TransB != NoTrans {
+		rowsB, whatB = g.N, "N, as TransB is T"
+	}
+	for _, v := range []struct {
+		ld, m   string
+		n, rows int
+		what    string
+	}{{"lda", "A", g.A.LD, rowsA, whatA}, {"ldb", "B", g.B.LD, rowsB, whatB}, {"ldc", "C", g.C.LD, g.M, "M"}} {
+		if v.n < max(1, v.rows) {
+			return fmt.Sprintf("%s = %d is less than max(1, %d), the rows of %s as stored (%s)", v.ld, v.n, v.rows, v.m, v.what)
+		}
+	}
+	return ""
+}
+
+// checkTypes says why cuBLAS has no kernel for g's types, if it has none:
+// A and B of one type, FP32, FP16 or BF16, and C of theirs or FP32.
+func checkTypes(g Gemm) string {
+	switch {
+	case g.A.Type != g.B.Type:
+		return fmt.Sprintf("A is %v and B %v: A and B must have one type", g.A.Type, g.B.Type)
+	case g.A.Type.Size() == 0:
+		return fmt.Sprintf("A and B are %v: want Float32, Float16 or BFloat16", g.A.Type)
+	case g.C.Type != g.A.Type && g.C.Type != Float32:
+		return fmt.Sprintf("C is %v with A and B %v: C must be of their type or Float32", g.C.Type, g.A.Type)
 	}
 	return ""
 }

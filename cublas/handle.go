@@ -195,6 +195,9 @@ func (l *Library) streamOn(device int, s cudart.Stream) error {
 	switch {
 	case errors.Is(err, cudart.ErrNotSupported):
 		return nil
+	case errors.Is(err, cudart.ErrInvalidDevice):
+		// The device is the fault, not the stream.
+		return fmt.Errorf("cublas: a handle on device %d: %w", device, err)
 	case err != nil:
 		return fmt.Errorf("%w: stream 0x%x for a handle of device %d: %w", ErrInvalidStream, uintptr(s), device, err)
 	case d != device:

@@ -50,7 +50,9 @@ type Lent struct {
 // keeps h, and its own calls on h see its own settings.
 func (h *Handle) Lend(g Guard, tok uint64) Lent { return Lent{h: h, g: g, tok: tok} }
 
-// Gemm is Handle.Gemm for the lease.
+// Gemm is Handle.Gemm for the lease: queued on the slot's stream, it
+// returns before it runs, and operands that run past their memory fault
+// the device (700, sticky) at the next synchronisation, as on CUDA.
 func (b Lent) Gemm(g Gemm) error { return b.gemm(blas.GemmEx, g, 1) }
 
 // GemmStridedBatched is Handle.GemmStridedBatched for the lease.

@@ -1,6 +1,7 @@
 package cublas_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -134,4 +135,38 @@ func TestAWorkspaceInHostOrManagedMemoryIsRefused(t *testing.T) {
 			assert.Same(t, ws, got, "%s: the workspace before stays", who)
 		}
 	}
+}
+
+// NewHandle on a device the runtime does not have fails with the device's
+// error, not as a refused stream.
+func TestANewHandleOnAMissingDeviceSaysSo(t *testing.T) {
+	rt := cudarttest.NewFakeT(t)
+	blas, err := cublas.Open(rt)
+	require.NoError(t, err)
+	for _, dev := range []int{1, -1} {
+		_, err = blas.NewHandle(dev, 0)
+		require.ErrorIs(t, err, cudart.ErrInvalidDevice, "device %d", dev)
+		assert.NotErrorIs(t, err, cublas.ErrInvalidStream, "device %d", dev)
+		assert.Contains(t, err.Error(), fmt.Sprintf("cublas: a handle on device %d: ", dev))
+	}
+	assert.Zero(t, rt.Live().LibraryHandles)
+}
+
+// A GEMM on a handle whose stream was destroyed under it says so, matching
+// ErrInvalidStream, rather than only cuBLAS's EXECUTION_FAILED.
+func TestAGemmOnADestroyedStreamSaysSo(t *testing.T) {
+	rt, _, h, _, mats := setup(t)
+	if _, ok := cudart.As[*cudarttest.Fake](rt); !ok {
+		t.Skip("on CUDA a stream destroyed under a handle is undefined behaviour")
+	}
+	s, err := rt.StreamCreate(0)
+	require.NoError(t, err)
+	require.NoError(t, h.SetStream(s))
+	require.NoError(t, rt.StreamDestroy(0, s))
+	pm, err := mats.Ptr()
+	require.NoError(t, err)
+	err = h.Gemm(cublas.Gemm{M: 4, N: 4, K: 4, Alpha: 1, A: f32(pm, 4), B: f32(pm, 4), C: f32(pm+256, 4)})
+	require.ErrorIs(t, err, cublas.ErrInvalidStream)
+	require.ErrorIs(t, err, cublas.ErrExecutionFailed, "cuBLAS's status stays matched")
+	assert.Contains(t, err.Error(), fmt.Sprintf("the handle's stream 0x%x is no live stream of the device", uintptr(s)))
 }

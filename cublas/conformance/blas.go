@@ -65,29 +65,36 @@ func (s *suite) testBLAS(t *testing.T) {
 		f32 := func(ld int) cublas.Matrix { return cublas.Matrix{Ptr: p, Type: cublas.Float32, LD: ld} }
 		base := cublas.Gemm{M: 16, N: 16, K: 16, Alpha: 1, A: f32(16), B: f32(16), C: f32(16)}
 		with := func(f func(g *cublas.Gemm)) cublas.Gemm { g := base; f(&g); return g }
+		// The binding refuses each before cuBLAS sees it, naming the
+		// argument, with the status cuBLAS returned for it (measured with
+		// cuBLAS 13.1 when cuBLAS still saw them).
 		for _, c := range []struct {
 			name string
 			g    cublas.Gemm
 			want error
+			says string
 		}{
-			{"LDATooSmall", with(func(g *cublas.Gemm) { g.A.LD = 15 }), cublas.ErrInvalidValue},
-			{"LDATooSmallTransposed", with(func(g *cublas.Gemm) { g.TransA, g.K, g.A.LD = cublas.Trans, 20, 16 }), cublas.ErrInvalidValue},
-			{"LDBTooSmall", with(func(g *cublas.Gemm) { g.B.LD = 8 }), cublas.ErrInvalidValue},
-			{"LDCTooSmall", with(func(g *cublas.Gemm) { g.C.LD = 15 }), cublas.ErrInvalidValue},
-			{"NegativeM", with(func(g *cublas.Gemm) { g.M = -1 }), cublas.ErrInvalidValue},
-			{"NegativeK", with(func(g *cublas.Gemm) { g.K = -1 }), cublas.ErrInvalidValue},
-			{"BadOp", with(func(g *cublas.Gemm) { g.TransA = 7 }), cublas.ErrInvalidValue},
-			{"NullA", with(func(g *cublas.Gemm) { g.A.Ptr = 0 }), cublas.ErrInvalidValue},
-			{"NullC", with(func(g *cublas.Gemm) { g.C.Ptr = 0 }), cublas.ErrInvalidValue},
-			{"MixedAB", with(func(g *cublas.Gemm) { g.B.Type = cublas.Float16 }), cublas.ErrNotSupported},
-			{"FP32InFP16Out", with(func(g *cublas.Gemm) { g.C.Type = cublas.Float16 }), cublas.ErrNotSupported},
-			{"FP16InBF16Out", with(func(g *cublas.Gemm) { g.A.Type, g.B.Type, g.C.Type = cublas.Float16, cublas.Float16, cublas.BFloat16 }), cublas.ErrNotSupported},
+			{"LDATooSmall", with(func(g *cublas.Gemm) { g.A.LD = 15 }), cublas.ErrInvalidValue, "lda = 15 is less than max(1, 16), the rows of A as stored (M, as TransA is N)"},
+			{"LDATooSmallTransposed", with(func(g *cublas.Gemm) { g.TransA, g.K, g.A.LD = cublas.Trans, 20, 16 }), cublas.ErrInvalidValue, "lda = 16 is less than max(1, 20), the rows of A as stored (K, as TransA is T)"},
+			{"LDBTooSmall", with(func(g *cublas.Gemm) { g.B.LD = 8 }), cublas.ErrInvalidValue, "ldb = 8 is less than max(1, 16)"},
+			{"LDCTooSmall", with(func(g *cublas.Gemm) { g.C.LD = 15 }), cublas.ErrInvalidValue, "ldc = 15 is less than max(1, 16)"},
+			{"NegativeM", with(func(g *cublas.Gemm) { g.M = -1 }), cublas.ErrInvalidValue, "M = -1"},
+			{"NegativeK", with(func(g *cublas.Gemm) { g.K = -1 }), cublas.ErrInvalidValue, "K = -1"},
+			{"BadOp", with(func(g *cublas.Gemm) { g.TransA = 7 }), cublas.ErrInvalidValue, "TransA = cublasOperation_t(7)"},
+			{"NullA", with(func(g *cublas.Gemm) { g.A.Ptr = 0 }), cublas.ErrInvalidValue, "A is at address 0"},
+			{"NullB", with(func(g *cublas.Gemm) { g.B.Ptr = 0 }), cublas.ErrInvalidValue, "B is at address 0"},
+			{"NullC", with(func(g *cublas.Gemm) { g.C.Ptr = 0 }), cublas.ErrInvalidValue, "C is at address 0"},
+			{"MixedAB", with(func(g *cublas.Gemm) { g.B.Type = cublas.Float16 }), cublas.ErrNotSupported, "A and B must have one type"},
+			{"FP32InFP16Out", with(func(g *cublas.Gemm) { g.C.Type = cublas.Float16 }), cublas.ErrNotSupported, "C must be of their type or Float32"},
+			{"FP16InBF16Out", with(func(g *cublas.Gemm) { g.A.Type, g.B.Type, g.C.Type = cublas.Float16, cublas.Float16, cublas.BFloat16 }), cublas.ErrNotSupported, "C must be of their type or Float32"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				err := h.Gemm(c.g)
 				require.ErrorIs(t, err, c.want, "Gemm(%v)", c.g)
 				var e *cublas.Error
 				require.ErrorAs(t, err, &e)
+				assert.Contains(t, err.Error(), "refused before cuBLAS: ")
+				assert.Contains(t, err.Error(), c.says)
 				t.Logf("%v", err)
 			})
 		}
