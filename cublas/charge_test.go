@@ -51,3 +51,38 @@ func TestTheFirstHandleKeepsCUBLASsKernelsUntilAReset(t *testing.T) {
 	require.Equal(t, int64(68*mib), took, "the context after the reset loads them again")
 	require.Equal(t, int64(2*mib), kept)
 }
+
+// A handle made while another is live takes HandleCharge, on the fake as
+// the conformance suite's BLASCharge measured on CUDA.
+func TestAHandleTakesHandleCharge(t *testing.T) {
+	rt := cudarttest.NewFakeT(t)
+	l, err := cublas.Open(rt)
+	require.NoError(t, err)
+	first, err := l.NewHandle(0, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, first.Close()) })
+	before, _, err := rt.MemGetInfo(0)
+	require.NoError(t, err)
+	h, err := l.NewHandle(0, 0)
+	require.NoError(t, err)
+	after, _, err := rt.MemGetInfo(0)
+	require.NoError(t, err)
+	require.NoError(t, h.Close())
+	require.Equal(t, uint64(cublas.HandleCharge), before-after)
+}
+
+// A device too full for a handle fails NewHandle with ErrAllocFailed,
+// saying that a handle takes about 64 MiB outside any pool.
+func TestAHandleThatDoesNotFitSaysWhatItTakes(t *testing.T) {
+	rt := cudarttest.NewFakeT(t, cudarttest.WithDeviceMemory(256<<20))
+	l, err := cublas.Open(rt)
+	require.NoError(t, err)
+	free, _, err := rt.MemGetInfo(0)
+	require.NoError(t, err)
+	p, err := rt.Malloc(0, free-32<<20)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, rt.Free(0, p)) })
+	_, err = l.NewHandle(0, 0)
+	require.ErrorIs(t, err, cublas.ErrAllocFailed)
+	require.ErrorContains(t, err, "a handle takes about 64 MiB of device memory outside any pool (HandleCharge)")
+}

@@ -21,10 +21,12 @@
 // # Memory cuBLAS takes behind the caller
 //
 // cuBLAS allocates device memory that no pool sees. Measured on an H100 with
-// cuBLAS 13.1: each handle takes 64 MiB from cublasCreate to cublasDestroy,
-// and the device's first live handle 2 MiB more. Size the pool's arenas
-// around it: a pool of "all free memory" leaves none for the handles, and
-// NewHandle fails with ErrAllocFailed. The fake charges the same.
+// cuBLAS 13.1: each handle takes 64 MiB (HandleCharge) from cublasCreate to
+// cublasDestroy, and the device's first live handle 2 MiB more. Size the
+// pool's arenas around it: a pool of "all free memory" leaves none for the
+// handles, and NewHandle fails with ErrAllocFailed, saying so. The fake
+// charges the same. pool.NewSlots counts HandleCharge for each slot of a
+// ForSlots attachment before it takes anything.
 //
 // Without a workspace, cuBLAS allocates one itself, from the device's default
 // memory pool on the handle's stream, and a graph captured from the stream

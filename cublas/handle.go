@@ -10,6 +10,16 @@ import (
 	"github.com/cudapool/cudapool/internal/bytesize"
 )
 
+// HandleCharge is the device memory cuBLAS takes for each live handle,
+// outside any pool, from cublasCreate to cublasDestroy: 64 MiB, measured on
+// H100s with cuBLAS 13.1 (the conformance suite's BLASCharge). The device's
+// first live handle takes 2 MiB more, and the first handle of a context
+// loads cuBLAS's kernels (2 MiB, kept until the context ends). The fake
+// charges the same. Size a device for n handles and a pool as the pool's
+// arenas plus n × HandleCharge plus 4 MiB; NewSlots counts HandleCharge for
+// each slot of a ForSlots attachment (SlotHandles.OutsideCharge).
+const HandleCharge = 64 << 20
+
 // MinWorkspace is the smallest workspace SetWorkspace takes: 4 MiB, the
 // workspace cuBLAS takes for itself before Hopper. On Hopper and later
 // (H100, H200) it takes 32 MiB, and a smaller workspace leaves some of its
@@ -78,6 +88,9 @@ func (l *Library) NewHandle(device int, s cudart.Stream) (*Handle, error) {
 	defer putFrame(f)
 	st, err := l.be.Invoke(device, blas.Create, f)
 	if err := l.check(err, st, device, "cublasCreate"); err != nil {
+		if errors.Is(err, ErrAllocFailed) {
+			return nil, fmt.Errorf("%w: a handle takes about %s of device memory outside any pool (HandleCharge), the device's first up to 4 MiB more: leave room for it beside the pool's arenas", err, bytesize.Format(HandleCharge))
+		}
 		return nil, err
 	}
 	h := &Handle{l: l, device: device, raw: uintptr(f.Out), resets: l.resets(device)}

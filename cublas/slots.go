@@ -65,6 +65,11 @@ func (a SlotHandles) Attach(device, index int, s cudart.Stream, scratch cudart.D
 	return h, nil
 }
 
+// OutsideCharge is the device memory each slot's handle takes outside the
+// pool, HandleCharge: NewSlots counts it when it checks the device's free
+// memory (pool.Charged).
+func (a SlotHandles) OutsideCharge() uint64 { return HandleCharge }
+
 // fixedWorkspace is device memory that stays the handle's for its life: a
 // slot's scratch, which its pool frees only once the handle is destroyed.
 type fixedWorkspace struct {

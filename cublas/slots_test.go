@@ -120,14 +120,21 @@ func TestSlotsBLASRefusals(t *testing.T) {
 	require.NoError(t, s.Release(sl))
 }
 
-// A device with no room for the handles: NewSlots fails and leaves nothing.
+// A device with room for the slots' memory but not for their handles:
+// NewSlots counts each slot's handle, HandleCharge outside the pool, when it
+// checks the device's free memory, and refuses the layout before anything
+// is taken, saying what the handles take, rather than failing at the third
+// cublasCreate.
 func TestSlotsBLASOnAFullDevice(t *testing.T) {
 	rt := cudarttest.NewFakeT(t, cudarttest.WithDeviceMemory(256<<20))
 	l := newGemmLayout(t, 4)
 	lib, err := cublas.Open(rt)
 	require.NoError(t, err)
+	// 3 slots with a 32 MiB workspace each fit 256 MiB; their handles,
+	// 3 × 64 MiB, do not.
 	_, err = pool.NewSlots(rt, 3, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, Attach: []pool.Attachment{lib.ForSlots(0)}})
-	require.ErrorIs(t, err, cublas.ErrAllocFailed)
+	require.ErrorIs(t, err, pool.ErrInvalidOption)
+	assert.Contains(t, err.Error(), "192 MiB (201326592 B) more outside the pool (64 MiB a slot: SlotLayout.Attach[0] (cublas.SlotHandles) 64 MiB)")
 	require.True(t, rt.Live().Empty(), "%+v", rt.Live())
 }
 

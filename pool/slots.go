@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/checked"
 )
 
 // SlotLayout is what NewSlots places: the buffers shared by every request, once,
@@ -47,6 +49,7 @@ type Slots struct {
 	slots    []slot
 	attach   []Attachment // SlotLayout.Attach
 	scratch  []scratchAt  // where each attachment's scratch is in a slot
+	outside  uint64       // device memory a slot's attachments take outside the pool (Charged)
 	profiles []*planned
 	byName   map[string]*planned
 
@@ -133,9 +136,10 @@ type sharedAddr struct {
 // Profiles, a name both shared and in a profile, a shared buffer with
 // Live, a nil attachment, two of one type, or one whose Scratch fails:
 // ErrInvalidOption or ErrInvalidRequest, nothing taken. So is a layout
-// whose device memory is more than the device has free (cudaMemGetInfo),
-// refused before any slot's stream is made: setup costs one CUDA call then,
-// whatever n. An attachment that fails to Attach fails NewSlots, which
+// whose device memory, with what its attachments take outside the pool for
+// every slot (Charged: a cuBLAS handle's 64 MiB), is more than the device
+// has free (cudaMemGetInfo), refused before any slot's stream is made:
+// setup costs one CUDA call then, whatever n. An attachment that fails to Attach fails NewSlots, which
 // closes the resources already attached.
 //
 // WithGuards is refused (ErrInvalidOption): a slot's profiles share its
@@ -231,21 +235,43 @@ func NewSlots(rt cudart.Runtime, n int, layout SlotLayout, opts ...Option) (*Slo
 // A larger n is refused before anything is allocated, in Go or in CUDA.
 const MaxSlots = 1<<31 - 1
 
-// fits refuses n slots whose device memory, devBytes in all, is more than
-// the device has free.
+// fits refuses n slots whose device memory, devBytes in all and what their
+// attachments take outside the pool (Charged), is more than the device has
+// free.
 func (s *Slots) fits(rt cudart.Runtime, n int, devBytes uint64) error {
-	if devBytes == 0 {
+	outside, okOutside := checked.Mul(uint64(n), s.outside)
+	need, okNeed := checked.Add(devBytes, outside)
+	if !okOutside || !okNeed {
+		return fmt.Errorf("%w: NewSlots: %d slots of %s, %s shared and %s a slot outside the pool need more than 2^64 B of device memory", ErrInvalidOption, n, bytesize.Format(s.stride[Device]), bytesize.Format(s.sharedBytes[Device]), bytesize.Format(s.outside))
+	}
+	if need == 0 {
 		return nil
 	}
 	free, _, err := rt.MemGetInfo(s.dev)
 	if err != nil {
 		return fmt.Errorf("pool: NewSlots: ask device %d's free memory: %w", s.dev, err)
 	}
-	if devBytes > free {
-		return fmt.Errorf("%w: NewSlots: %d slots of %s and %s shared need %s (%d B) of device memory; device %d has %s (%d B) free",
-			ErrInvalidOption, n, bytesize.Format(s.stride[Device]), bytesize.Format(s.sharedBytes[Device]), bytesize.Format(devBytes), devBytes, s.dev, bytesize.Format(free), free)
+	if need > free {
+		var also string
+		if outside > 0 {
+			also = fmt.Sprintf(", and their attachments' resources %s (%d B) more outside the pool (%s a slot: %s)", bytesize.Format(outside), outside, bytesize.Format(s.outside), s.charged())
+		}
+		return fmt.Errorf("%w: NewSlots: %d slots of %s and %s shared need %s (%d B) of device memory%s; device %d has %s (%d B) free",
+			ErrInvalidOption, n, bytesize.Format(s.stride[Device]), bytesize.Format(s.sharedBytes[Device]), bytesize.Format(devBytes), devBytes, also, s.dev, bytesize.Format(free), free)
 	}
 	return nil
+}
+
+// charged names the attachments that take memory outside the pool, and how
+// much a slot.
+func (s *Slots) charged() string {
+	var out []string
+	for i, a := range s.attach {
+		if c, ok := a.(Charged); ok && c.OutsideCharge() > 0 {
+			out = append(out, fmt.Sprintf("SlotLayout.Attach[%d] (%T) %s", i, a, bytesize.Format(c.OutsideCharge())))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // setUp makes each slot's stream, has the pool wait for them, and places

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/checked"
 )
 
 // Attachment gives every slot a resource of its own, opened once by NewSlots
@@ -30,6 +31,18 @@ type Attachment interface {
 	// Slots, and a Close after one that succeeded returns nil. For a
 	// request to get it (Attached), the resource implements Lender.
 	Attach(device, index int, stream cudart.Stream, scratch cudart.DevicePtr, bytes uint64) (io.Closer, error)
+}
+
+// Charged is an Attachment whose resources take device memory of their own,
+// outside the pool (a cuBLAS handle's): NewSlots counts it, for every slot,
+// when it checks the device's free memory before taking any, and names it
+// when that is too little.
+type Charged interface {
+	Attachment
+	// OutsideCharge is the device memory one slot's resource takes outside
+	// the pool, in bytes: what its library measured, documented beside it
+	// (cublas.HandleCharge).
+	OutsideCharge() uint64
 }
 
 // Guard is how a lent resource asks whether its lease still holds: LeaseErr
@@ -89,11 +102,11 @@ func checkAttach(layout SlotLayout) error {
 	seen := make(map[reflect.Type]int, len(layout.Attach))
 	for i, a := range layout.Attach {
 		if a == nil {
-			return fmt.Errorf("%w: NewSlots: attachment %d of %d is nil", ErrInvalidRequest, i+1, len(layout.Attach))
+			return fmt.Errorf("%w: NewSlots: SlotLayout.Attach[%d] is nil", ErrInvalidRequest, i)
 		}
 		ty := reflect.TypeOf(a)
 		if j, dup := seen[ty]; dup {
-			return fmt.Errorf("%w: NewSlots: attachments %d and %d are both %v: a request could not tell their resources apart", ErrInvalidRequest, j+1, i+1, ty)
+			return fmt.Errorf("%w: NewSlots: SlotLayout.Attach[%d] and [%d] are both %v: a request could not tell their resources apart", ErrInvalidRequest, j, i, ty)
 		}
 		seen[ty] = i
 	}
@@ -109,9 +122,15 @@ func (s *Slots) reserveScratch(layout SlotLayout) error {
 	s.attach = layout.Attach
 	s.scratch = make([]scratchAt, len(layout.Attach))
 	for i, a := range layout.Attach {
+		if c, ok := a.(Charged); ok {
+			var ok bool
+			if s.outside, ok = checked.Add(s.outside, c.OutsideCharge()); !ok {
+				return fmt.Errorf("%w: NewSlots: the charges of the attachments outside the pool add up past 2^64 B", ErrInvalidRequest)
+			}
+		}
 		n, err := a.Scratch()
 		if err != nil {
-			return fmt.Errorf("%w: NewSlots: attachment %d (%T): %w", ErrInvalidRequest, i+1, a, err)
+			return fmt.Errorf("%w: NewSlots: SlotLayout.Attach[%d] (%T): %w", ErrInvalidRequest, i, a, err)
 		}
 		if n == 0 {
 			continue
@@ -122,7 +141,7 @@ func (s *Slots) reserveScratch(layout SlotLayout) error {
 		// scratch of any size then leaves room for the next slot.
 		stride, errEnd := align.Up(end, align.CUDA)
 		if err != nil || errEnd != nil || end < off {
-			return fmt.Errorf("%w: NewSlots: a slot's buffers and the %d B scratch of attachment %d overflow 2^64 B", ErrInvalidRequest, n, i+1)
+			return fmt.Errorf("%w: NewSlots: a slot's buffers and the %d B scratch of SlotLayout.Attach[%d] overflow 2^64 B", ErrInvalidRequest, n, i)
 		}
 		s.scratch[i] = scratchAt{off: off, bytes: n}
 		s.stride[Device] = stride
@@ -143,10 +162,10 @@ func (s *Slots) attachAll() error {
 			}
 			r, err := a.Attach(s.dev, i, sl.stream, p, s.scratch[j].bytes)
 			if err != nil {
-				return fmt.Errorf("pool: attachment %d (%T) of slot %d: %w", j+1, a, i, err)
+				return fmt.Errorf("pool: SlotLayout.Attach[%d] (%T) of slot %d: %w", j, a, i, err)
 			}
 			if r == nil {
-				return fmt.Errorf("%w: attachment %d (%T) of slot %d returned no resource and no error", ErrInvalidRequest, j+1, a, i)
+				return fmt.Errorf("%w: SlotLayout.Attach[%d] (%T) of slot %d returned no resource and no error", ErrInvalidRequest, j, a, i)
 			}
 			sl.attached = append(sl.attached, r)
 		}
@@ -165,7 +184,7 @@ func (s *Slots) closeAttached() error {
 		sl := &s.slots[i]
 		for j := len(sl.attached) - 1; j >= 0; j-- {
 			if err := sl.attached[j].Close(); err != nil {
-				errs = append(errs, fmt.Errorf("pool: close attachment %d (%T) of slot %d: %w", j+1, s.attach[j], i, err))
+				errs = append(errs, fmt.Errorf("pool: close SlotLayout.Attach[%d] (%T) of slot %d: %w", j, s.attach[j], i, err))
 			}
 		}
 	}

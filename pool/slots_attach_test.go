@@ -212,14 +212,17 @@ func TestAttachedAllocatesNothing(t *testing.T) {
 func TestAttachmentRefusals(t *testing.T) {
 	f := cudarttest.NewFakeT(t)
 	l := newServingLayout(t)
+	// Attachments are numbered as SlotLayout.Attach indexes them, from 0,
+	// as slots are.
 	for name, c := range map[string]struct {
 		attach []pool.Attachment
 		want   error
+		says   string
 	}{
-		"nil":             {[]pool.Attachment{nil}, pool.ErrInvalidRequest},
-		"two of a type":   {[]pool.Attachment{newCounter(f, 0), &other{}, newCounter(f, 256)}, pool.ErrInvalidRequest},
-		"refused":         {[]pool.Attachment{refusing{}}, errRefused},
-		"scratch of 2^64": {[]pool.Attachment{newCounter(f, 1<<64-1)}, pool.ErrInvalidRequest},
+		"nil":             {[]pool.Attachment{&other{}, nil}, pool.ErrInvalidRequest, "SlotLayout.Attach[1] is nil"},
+		"two of a type":   {[]pool.Attachment{newCounter(f, 0), &other{}, newCounter(f, 256)}, pool.ErrInvalidRequest, "SlotLayout.Attach[0] and [2] are both *pool_test.counter"},
+		"refused":         {[]pool.Attachment{refusing{}}, errRefused, "SlotLayout.Attach[0] (pool_test.refusing)"},
+		"scratch of 2^64": {[]pool.Attachment{newCounter(f, 1<<64-1)}, pool.ErrInvalidRequest, "scratch of SlotLayout.Attach[0] overflow"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			layout := l.layout()
@@ -227,6 +230,7 @@ func TestAttachmentRefusals(t *testing.T) {
 			_, err := pool.NewSlots(f, 2, layout)
 			require.ErrorIs(t, err, c.want)
 			require.ErrorIs(t, err, pool.ErrInvalidRequest)
+			assert.ErrorContains(t, err, c.says)
 			require.True(t, f.Live().Empty(), "%+v", f.Live())
 		})
 	}
@@ -300,7 +304,7 @@ func TestAFailedResourceCloseIsRetried(t *testing.T) {
 	err = s.Close()
 	var ce *cudart.Error
 	require.ErrorAs(t, err, &ce)
-	assert.ErrorContains(t, err, "close attachment 1 (*pool_test.counter) of slot 0")
+	assert.ErrorContains(t, err, "close SlotLayout.Attach[0] (*pool_test.counter) of slot 0")
 	f.ClearFaults()
 	require.NoError(t, s.Close())
 	for _, r := range c.resources {

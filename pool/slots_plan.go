@@ -29,7 +29,7 @@ func planLayout(layout SlotLayout) ([]*planned, error) {
 	for i, pr := range layout.Profiles {
 		switch {
 		case pr == nil:
-			return nil, fmt.Errorf("%w: NewSlots: profile %d of %d is nil", ErrInvalidRequest, i+1, len(layout.Profiles))
+			return nil, fmt.Errorf("%w: NewSlots: SlotLayout.Profiles[%d] is nil", ErrInvalidRequest, i)
 		case len(pr.bufs) == 0:
 			return nil, fmt.Errorf("%w: NewSlots: profile %q declares no buffer", ErrInvalidRequest, pr.name)
 		case seen[pr.name]:
