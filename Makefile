@@ -63,6 +63,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzPool$$' -fuzztime $(FUZZTIME) ./pool
 	$(GO) test -run '^$$' -fuzz '^FuzzSlots$$' -fuzztime $(FUZZTIME) ./pool
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./cudart/internal/ptx
+	$(GO) test -run '^$$' -fuzz '^FuzzRendezvous$$' -fuzztime $(FUZZTIME) ./examples/tp
 
 ## nocgo: the library builds and vets without cgo
 nocgo:
@@ -74,7 +75,8 @@ quickstart:
 	$(GO) run ./examples/quickstart
 
 ## gpu: test binaries and example programs for a GPU host, into .gpu/, with
-## the testdata they read beside them (testdata/plan/traces), the
+## the testdata they read beside them (testdata/plan/traces), the C
+## source of examples/tp's all-reduce reference (built there: nccl.h), the
 ## dependency list the fake's test checks where there is no go command, and
 ## run.sh, which runs every test binary there on CUDA. On the GPU host run
 ## `.gpu/run.sh LOGDIR` twice on a host of two or more GPUs: with
@@ -88,6 +90,7 @@ gpu:
 	$(foreach t,$(GPU_TESTS),$(GPU_ENV) $(GO) test -c $(GPU_LDFLAGS) -o $(GPU_DIR)/$(word 1,$(subst :, ,$(t))).test $(word 2,$(subst :, ,$(t))) &&) true
 	$(foreach e,$(EXAMPLES),$(GPU_ENV) $(GO) build $(GPU_LDFLAGS) -o $(GPU_DIR)/$(e) ./examples/$(e) &&) true
 	$(CC) -O2 -Wall -o $(GPU_DIR)/vector_c examples/vector/cref/grow.c -ldl
+	cp examples/tp/cref/allreduce.c $(GPU_DIR)/allreduce.c
 
 clean:
 	rm -rf $(GPU_DIR)

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/choose"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/examples/mlpmodel"
+)
+
+func TestDefaultRunOnTheFake(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"-runtime=fake"}, &out, &errOut), errOut.String())
+	s := out.String()
+	for _, want := range []string{
+		"model 64 -> 256 -> 256 -> 64, FP32", "NCCL's transport: NCCL's choice",
+		"layer 3 whole on every GPU",
+		"replicas, 1 GPU, 8 slots a GPU", "replicas, 2 GPUs", "replicas, 4 GPUs",
+		"tensor parallel, 2 GPUs, 2 groups, split", "tensor parallel, 4 GPUs, 2 groups, split",
+		"batch 1:", "batch 32:", "requests/s  vs 1 GPU  wait p50  service p50  outside pool  memory nodes",
+		"NCCL's communicators, 2 GPUs: 2 sets of 2, at init:", "(fake runtime: not a GPU timing)", "the run took",
+	} {
+		assert.Contains(t, s, want)
+	}
+	assert.Regexp(t, `tensor parallel, 4 GPUs, 2 groups, split +8 +\d+ +[0-9.]+x .* 0 B +0`, s, "no memory outside the pools, no memory node")
+	assert.Contains(t, errOut.String(), "tp: tensor parallel, 4 GPUs, 2 groups, split, batch 32: 8 requests...", "progress on stderr")
+}
+
+func TestEagerAndSoak(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"-runtime=fake", "-gpus", "2", "-modes", "tp", "-launch", "eager", "-batches", "8", "-soak", "40"}, &out, &errOut), errOut.String())
+	assert.Contains(t, out.String(), "tensor parallel, 2 GPUs, 2 groups, eager")
+	assert.Contains(t, out.String(), "no graph")
+	assert.Contains(t, out.String(), "soak: 40 tensor-parallel requests on 2 GPUs at batch 8 ended in")
+}
+
+func TestAWrongOutputIsCaught(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := runWith([]string{"-runtime=fake", "-gpus", "2", "-modes", "tp", "-batches", "1"}, &out, &errOut, func(c *config) { c.corruptRank = 0 })
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut.String(), "output differs from the CPU reference")
+	assert.Contains(t, errOut.String(), "check before")
+}
+
+func TestDumpIsMlpsFormat(t *testing.T) {
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"-runtime=fake", "-gpus", "2", "-modes", "tp", "-dump", dir}, &out, &errOut), errOut.String())
+	assert.Contains(t, out.String(), "dumped to "+dir)
+	mf, err := mlpmodel.CheckDump(dir)
+	require.NoError(t, err, "recomputed from the files and the manifest alone")
+	assert.Len(t, mf.Batches, 2)
+	assert.Equal(t, []int{256, 64}, mf.Layers[0].Weights.Shape)
+}
+
+// freePort is a port of 127.0.0.1 free a moment ago.
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	_, port, err := net.SplitHostPort(ln.Addr().String())
+	require.NoError(t, err)
+	require.NoError(t, ln.Close())
+	return port
+}
+
+// runRanks runs a job of world ranks, a process a GPU, as goroutines on
+// one fake of world devices (the fake's NCCL joins ranks of one Fake),
+// meeting over loopback TCP, with env the job's environment less RANK.
+// They launch eagerly: the fake cannot tell one rank's thread from
+// another's, so one rank's capture would forbid another's cudaMalloc, as
+// it forbids the capturing thread's.
+func runRanks(t *testing.T, world int, args []string, env map[string]string, tweak func(*config)) ([]int, []string, []string) {
+	rt, err := choose.Open("fake", cudarttest.WithDevices(world))
+	require.NoError(t, err)
+	codes, outs, errs := make([]int, world), make([]string, world), make([]string, world)
+	var wg sync.WaitGroup
+	for r := range world {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			vars := map[string]string{"RANK": strconv.Itoa(r), "LOCAL_RANK": strconv.Itoa(r)}
+			for k, v := range env {
+				vars[k] = v
+			}
+			var out, errOut bytes.Buffer
+			codes[r] = runWith(args, &out, &errOut, func(c *config) {
+				c.rt = rt
+				c.env = func(k string) string { return vars[k] }
+				if tweak != nil {
+					tweak(c)
+				}
+			})
+			outs[r], errs[r] = out.String(), errOut.String()
+		}()
+	}
+	wg.Wait()
+	return codes, outs, errs
+}
+
+func TestAProcessAGPU(t *testing.T) {
+	for _, world := range []int{2, 4} {
+		t.Run(fmt.Sprintf("%d ranks", world), func(t *testing.T) {
+			env := map[string]string{"WORLD_SIZE": strconv.Itoa(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": freePort(t),
+				"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}
+			codes, outs, errs := runRanks(t, world, []string{"-batches", "1,8", "-soak", "20", "-launch", "eager"}, env, nil)
+			for r := range world {
+				require.Equal(t, 0, codes[r], "rank %d: %s", r, errs[r])
+				assert.Contains(t, errs[r], fmt.Sprintf("tp rank %d: done; outputs against the CPU reference:", r))
+			}
+			assert.Contains(t, outs[0], fmt.Sprintf("a process a GPU: %d ranks, rank 0 at 127.0.0.1:", world))
+			assert.Contains(t, outs[0], fmt.Sprintf("tensor parallel, %d GPUs, 2 groups, eager", world))
+			assert.Contains(t, outs[0], "NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 (peer-to-peer and shared memory off: NCCL's socket transport")
+			assert.Contains(t, outs[0], fmt.Sprintf("soak: 20 tensor-parallel requests on %d GPUs", world))
+			assert.Empty(t, outs[1], "only rank 0 prints the report")
+		})
+	}
+}
+
+// A rank that computes wrong outputs fails; the others end within their
+// bound, not hang.
+func TestAProcessAGPUWithABadRank(t *testing.T) {
+	env := map[string]string{"WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": freePort(t)}
+	codes, _, errs := runRanks(t, 2, []string{"-batches", "1", "-timeout", "2s", "-launch", "eager"}, env, func(c *config) { c.corruptRank = 1 })
+	assert.Equal(t, 1, codes[1])
+	assert.Contains(t, errs[1], "output differs from the CPU reference")
+	assert.Equal(t, 1, codes[0], "rank 0 is left alone in its next all-reduce: %s", errs[0])
+	assert.Contains(t, errs[0], "timed out")
+}
+
+func TestTheRendezvousNeedsItsVariables(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"WORLD_SIZE": "2", "RANK": "0"}, "MASTER_ADDR and MASTER_PORT must be"},
+		{map[string]string{"WORLD_SIZE": "2", "RANK": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}, `RANK="2": want an integer 0 to 1`},
+		{map[string]string{"WORLD_SIZE": "x"}, `WORLD_SIZE="x"`},
+	} {
+		var out, errOut bytes.Buffer
+		code := runWith([]string{"-runtime=fake"}, &out, &errOut, func(c *config) { c.env = func(k string) string { return tc.env[k] } })
+		assert.Equal(t, 1, code)
+		assert.Contains(t, errOut.String(), tc.want)
+	}
+}
+
+func TestBenchAllReduceOnTheFake(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"-runtime=fake", "-bench-allreduce", "-iters", "2", "-warmup", "1"}, &out, &errOut), errOut.String())
+	s := out.String()
+	assert.Contains(t, s, "allreduce: 4 devices, float32 sum, out of place, 1 warm-up and 2 timed calls a size; busbw = algbw * 2(n-1)/n")
+	assert.Regexp(t, `size_B +count +time_us +algbw_GBs +busbw_GBs`, s)
+	assert.Regexp(t, `\n +1048576 +262144 `, s)
+	assert.Regexp(t, `\n +4194304 +1048576 `, s)
+	assert.NotContains(t, s, "8388608")
+	assert.Contains(t, s, "(fake runtime: not a GPU timing)")
+}
+
+func TestHelpPrintsAParagraphThenTheFlags(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
+	h := errOut.String()
+	assert.True(t, strings.HasPrefix(h, "tp: the MLP of examples/mlp"))
+	assert.Less(t, strings.Index(h, "Flags:"), strings.Index(h, "\n  -bench-allreduce"))
+	assert.Empty(t, out.String())
+}
+
+func TestBadFlagsAreRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"-gpus", "0"}, {"-gpus", "2,2"}, {"-batches", "x"}, {"-modes", "pipeline"}, {"-launch", "never"}, {"-requests", "0"},
+		{"-tp-slots", "0"}, {"-scale", "3"}, {"-timeout", "0s"}, {"-bench-max", "1000"}, {"-soak", "-1"},
+	} {
+		var out, errOut bytes.Buffer
+		assert.Equal(t, 2, run(append([]string{"-runtime=fake"}, args...), &out, &errOut), "%v", args)
+		assert.Contains(t, errOut.String(), "tp: ", "%v", args)
+	}
+}
