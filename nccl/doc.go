@@ -31,6 +31,21 @@
 // of a device took 485 MiB. Size a pool's arena to leave it room: Open and
 // InitAll before the pool asks the device what is free, or subtract it.
 //
+// # A communicator per slot
+//
+// A server's slots (pool.NewSlots, pool.NewMultiSlots on several devices)
+// each get a communicator of their own through pool's attachments: make
+// the communicators first, slot i's with one InitAll over the devices (or
+// InitRank, one process a device), and give them to the slots with
+// ForSlots in pool.SlotLayout.Attach. Slot i on device d gets the one of
+// comms[i] on device d. A request gets it lent (a Lent, from
+// pool.Attached[nccl.Lent], allocating nothing): its operations are queued
+// on the slot's stream, and refused with the slot's error
+// (pool.ErrSlotReleased) once the slot is released. The slots neither make
+// nor destroy the communicators: destroy them after the slots' Close. Each
+// costs what a further communicator does (see Memory), per slot and
+// device.
+//
 // # Caveats
 //
 // A Comm's calls are serialised and a group locks every communicator it
@@ -39,4 +54,11 @@
 // ends them. The work NCCL queues runs on the stream given; a kernel waiting
 // for a peer that never comes blocks that stream on a GPU, and a
 // synchronisation of it, until Abort from another goroutine.
+//
+// A Lent checks its lease before each operation is posted: an operation
+// posted while its slot is being released (a request racing its own
+// Release) still runs, on the slot's stream, which the Release waits for.
+// Ranks of one communicator are slots of one index on several devices: a
+// request on one of them that posts a collective waits, within the bound,
+// for the same collective on the others.
 package nccl

@@ -8,11 +8,15 @@ import (
 	"github.com/cudapool/cudapool/internal/ncclabi"
 )
 
-// Op is one operation on a communicator, made by its ...Op methods, for
-// Group. The zero Op is refused.
+// Op is one operation on a communicator, made by its ...Op methods or a
+// Lent's, for Group. The zero Op is refused.
 type Op struct {
 	c *Comm
 	f ncclabi.Frame
+	// g and tok are the lease of a Lent's operation, checked before it is
+	// posted; g is nil for a Comm's.
+	g   Guard
+	tok uint64
 }
 
 // String names the call and its arguments, for messages.
@@ -131,7 +135,8 @@ func (c *Comm) Recv(recv cudart.DevicePtr, count uint64, t DataType, peer int, s
 // error: past the bound of the group's communicators (the shortest
 // WithTimeout), the communicators still in progress are aborted and the
 // error wraps ErrTimeout. One op runs without a group. Every op must be of
-// a communicator of l.
+// a communicator of l. A Lent's op whose lease has ended refuses the whole
+// group before anything is posted, with the Guard's error.
 func (l *Library) Group(ops ...Op) error {
 	if len(ops) == 0 {
 		return nil
@@ -150,6 +155,13 @@ func (l *Library) Group(ops ...Op) error {
 		return err
 	}
 	defer unlock()
+	for _, o := range ops {
+		if o.g != nil {
+			if err := (Lent{c: o.c, g: o.g, tok: o.tok}).leaseErr(); err != nil {
+				return err
+			}
+		}
+	}
 	fs := make([]ncclabi.Frame, 0, len(ops)+2)
 	if len(ops) > 1 {
 		fs = append(fs, ncclabi.Frame{Call: ncclabi.GroupStart})
