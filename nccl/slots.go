@@ -21,6 +21,12 @@ import (
 // they destroy them: their Close, device by device, leaves the
 // communicators to the caller, who made them. Destroy them after the slots'
 // Close, which waits for the work queued on the slots' streams.
+//
+// It is not a pool.Charged attachment: the communicators, made before the
+// slots, have taken their init's memory when NewSlots asks the device what
+// is free. A device's first communicator takes more at its first
+// collective (see Memory in the package's doc): run one before NewSlots,
+// or leave it room.
 type SlotComms struct {
 	l     *Library
 	comms [][]*Comm
