@@ -18,6 +18,27 @@
 //	err = h.SetWorkspace(ws)     // a *pool.Buffer of 32 MiB, say
 //	err = h.Gemm(cublas.Gemm{M: m, N: n, K: k, Alpha: 1, A: a, B: b, C: c})
 //
+// # The handle's stream
+//
+// A handle's stream is a stream of its device made by the runtime cublas.Open
+// was given: in a program, the one choose.Open returned. The pool waits only
+// for the streams it is told of (pool.WithStreams, UseStreams), so that
+// ReleaseAll and Close wait for the GEMMs queued there; the handle goes
+// first, then the pool forgets the stream, then the stream goes
+// (ExampleLibrary_NewHandle):
+//
+//	s, err := rt.StreamCreate(0)
+//	h, err := blas.NewHandle(0, s)
+//	err = p.UseStreams(s)
+//	...
+//	err = h.Close()           // cublasDestroy synchronises the device
+//	err = p.ForgetStreams(s)  // before the stream goes
+//	err = rt.StreamDestroy(0, s)
+//
+// Stream 0, the legacy default stream, needs none of this but serialises
+// the handle's GEMMs with every other stream's work. The pool's Slots make
+// each slot's stream and handle themselves (Library.ForSlots).
+//
 // # Memory cuBLAS takes behind the caller
 //
 // cuBLAS allocates device memory that no pool sees. Measured on an H100 with

@@ -98,6 +98,31 @@
 // too; a new Fake, the fake's new process, is the recovery. A reset with no
 // fault leaves a working device. Other devices are untouched.
 //
+// # A test that expects a fault
+//
+// A test that provokes a sticky fault on purpose (a GEMM or kernel that runs
+// past its buffer) checks the error of the synchronisation that ran the
+// work (errors.Is(err, cudart.ErrIllegalAddress)), then calls DeviceReset
+// on the device. The reset frees what the device held, so NewFakeT's leak
+// check passes; each Close of what was made on the device (a pool.Pool or
+// pool.Slots, a cublas.Handle) then forgets what it held rather than freeing
+// it, and returns an error matching its package's ErrDeviceReset once, nil
+// after. Reset first and close after, in one t.Cleanup, since cleanups run
+// last-registered first:
+//
+//	t.Cleanup(func() {
+//		if err := rt.DeviceReset(0); err != nil {
+//			t.Error(err)
+//		}
+//		if err := p.Close(); !errors.Is(err, pool.ErrDeviceReset) {
+//			t.Errorf("Close after the reset: %v", err)
+//		}
+//	})
+//
+// The device stays lost after a fatal fault, as above: what the test does
+// after the fault it does on a new fake. See ExampleFake_DeviceReset, and
+// pool's ExamplePool_Close_afterDeviceReset.
+//
 // # Sizes, limits and flags
 //
 // Device memory is charged as CUDA charges it (measured with
