@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -131,6 +132,17 @@ func (s *suite) testBLAS(t *testing.T) {
 		require.NoError(t, h2.Close())
 		require.NoError(t, h2.Close(), "a second Close")
 		require.ErrorIs(t, h2.Gemm(cublas.Gemm{}), cublas.ErrClosed)
+	})
+
+	t.Run("MissingDevice", func(t *testing.T) {
+		// A device past the last is the runtime's cudaErrorInvalidDevice,
+		// said as such, not a refused stream; nothing is made.
+		count, err := s.rt.DeviceCount()
+		require.NoError(t, err)
+		_, err = l.NewHandle(count, 0)
+		require.ErrorIs(t, err, cudart.ErrInvalidDevice, "NewHandle on device %d of %d", count, count)
+		assert.False(t, errors.Is(err, cublas.ErrInvalidStream), "not a refused stream: %v", err)
+		t.Logf("NewHandle: %v", err)
 	})
 
 	t.Run("OtherDevicesStream", func(t *testing.T) {
