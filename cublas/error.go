@@ -3,8 +3,8 @@ package cublas
 import (
 	"errors"
 	"fmt"
-	"strings"
 
+	"github.com/cudapool/cudapool/internal/binding"
 	"github.com/cudapool/cudapool/internal/blas"
 )
 
@@ -120,13 +120,7 @@ type LoadError struct {
 }
 
 // Error lists every candidate tried.
-func (e *LoadError) Error() string {
-	s := "cublas: cannot load libcublas (" + strings.TrimPrefix(e.Err.Error(), "cublas: ") + "); tried:"
-	for _, t := range e.Tried {
-		s += "\n  " + t
-	}
-	return s
-}
+func (e *LoadError) Error() string { return binding.LoadMessage("cublas", "libcublas", e.Err, e.Tried) }
 
 // Unwrap returns ErrLibraryNotFound or ErrSymbolNotFound.
 func (e *LoadError) Unwrap() error { return e.Err }

@@ -1,14 +1,13 @@
 package cublas
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"sync"
 
 	"github.com/cudapool/cudapool/cublas/internal/fakeblas"
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/internal/binding"
 	"github.com/cudapool/cudapool/internal/blas"
 	"github.com/cudapool/cudapool/internal/dl"
 	"github.com/cudapool/cudapool/internal/opt"
@@ -78,27 +77,19 @@ func Open(rt cudart.Runtime, opts ...Option) (*Library, error) {
 	if err := opt.Apply(opts, ErrInvalidOption, func(o Option) error { o.apply(&c); return nil }); err != nil {
 		return nil, err
 	}
-	if rt == nil {
-		return nil, fmt.Errorf("%w: nil runtime", ErrInvalidOption)
+	f, dev, err := binding.Choose(rt, "cuBLAS", ErrInvalidOption)
+	if err != nil {
+		return nil, err
 	}
-	dev, ok := rt.(cudart.Device)
-	if f, isFake := cudart.As[*cudarttest.Fake](rt); isFake {
+	if f != nil {
 		return &Library{rt: rt, dev: dev, be: fakeblas.Open(f), path: "fake"}, nil
-	}
-	if !ok {
-		return nil, fmt.Errorf("%w: the runtime (%T) cannot select devices (cudart.Device), which cuBLAS needs", ErrInvalidOption, rt)
 	}
 	lib, path, err := blas.Load(dl.Candidates(c.path, os.Getenv(EnvLibrary), defaultNames...), dev.SetDevice)
 	if err != nil {
-		var f *dl.Failure
-		if !errors.As(err, &f) {
-			return nil, err
+		if tried, cause, ok := binding.LoadFailure(err, ErrLibraryNotFound, ErrSymbolNotFound); ok {
+			return nil, &LoadError{Tried: tried, Err: cause}
 		}
-		le := &LoadError{Tried: f.Tried, Err: ErrLibraryNotFound}
-		if len(f.Missing) > 0 {
-			le.Err = ErrSymbolNotFound
-		}
-		return nil, le
+		return nil, err
 	}
 	return &Library{rt: rt, dev: dev, be: lib, path: path}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cudapool/cudapool/internal/binding"
 	"github.com/cudapool/cudapool/internal/ncclabi"
 )
 
@@ -105,13 +106,7 @@ type LoadError struct {
 }
 
 // Error lists every candidate tried.
-func (e *LoadError) Error() string {
-	s := "nccl: cannot load libnccl (" + strings.TrimPrefix(e.Err.Error(), "nccl: ") + "); tried:"
-	for _, t := range e.Tried {
-		s += "\n  " + t
-	}
-	return s
-}
+func (e *LoadError) Error() string { return binding.LoadMessage("nccl", "libnccl", e.Err, e.Tried) }
 
 // Unwrap returns ErrLibraryNotFound or ErrSymbolNotFound.
 func (e *LoadError) Unwrap() error { return e.Err }

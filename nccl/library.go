@@ -1,12 +1,11 @@
 package nccl
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/internal/binding"
 	"github.com/cudapool/cudapool/internal/dl"
 	"github.com/cudapool/cudapool/internal/ncclabi"
 	"github.com/cudapool/cudapool/internal/opt"
@@ -77,27 +76,19 @@ func Open(rt cudart.Runtime, opts ...Option) (*Library, error) {
 	if err := opt.Apply(opts, ErrInvalidOption, func(o Option) error { o.apply(&c); return nil }); err != nil {
 		return nil, err
 	}
-	if rt == nil {
-		return nil, fmt.Errorf("%w: nil runtime", ErrInvalidOption)
+	f, dev, err := binding.Choose(rt, "NCCL", ErrInvalidOption)
+	if err != nil {
+		return nil, err
 	}
-	if f, isFake := cudart.As[*cudarttest.Fake](rt); isFake {
+	if f != nil {
 		return &Library{rt: rt, be: fakenccl.Open(f), path: "fake"}, nil
-	}
-	dev, ok := rt.(cudart.Device)
-	if !ok {
-		return nil, fmt.Errorf("%w: the runtime (%T) cannot select devices (cudart.Device), which NCCL needs", ErrInvalidOption, rt)
 	}
 	lib, path, err := ncclabi.Load(dl.Candidates(c.path, os.Getenv(EnvLibrary), defaultNames...), dev.SetDevice)
 	if err != nil {
-		var lf *dl.Failure
-		if !errors.As(err, &lf) {
-			return nil, err
+		if tried, cause, ok := binding.LoadFailure(err, ErrLibraryNotFound, ErrSymbolNotFound); ok {
+			return nil, &LoadError{Tried: tried, Err: cause}
 		}
-		le := &LoadError{Tried: lf.Tried, Err: ErrLibraryNotFound}
-		if len(lf.Missing) > 0 {
-			le.Err = ErrSymbolNotFound
-		}
-		return nil, le
+		return nil, err
 	}
 	return &Library{rt: rt, be: lib, path: path}, nil
 }
