@@ -2,7 +2,6 @@ package nccl
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -185,7 +184,7 @@ func countCalls(fs []ncclabi.Frame, c ncclabi.Call) int {
 // holds their locks, or they are not shared yet.
 func (l *Library) wait(comms []*Comm, call string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	pause := time.Duration(0)
+	pace := newPacer()
 	for {
 		var busy []*Comm
 		for _, c := range comms {
@@ -212,15 +211,7 @@ func (l *Library) wait(comms []*Comm, call string, timeout time.Duration) error 
 			}
 			return fmt.Errorf("%w: %s still in progress after %v on %v; aborted", ErrTimeout, call, timeout, who)
 		}
-		// Yield first, as the other ranks often are goroutines of this
-		// process; then sleep, doubling up to a millisecond.
-		if pause == 0 {
-			runtime.Gosched()
-			pause = time.Microsecond
-			continue
-		}
-		time.Sleep(pause)
-		pause = min(2*pause, time.Millisecond)
+		pace.pause()
 	}
 }
 

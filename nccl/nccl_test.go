@@ -25,7 +25,7 @@ type rig struct {
 	a, b  []cudart.DevicePtr
 }
 
-func newRig(t *testing.T, n int, size uint64) *rig {
+func newRig(t testing.TB, n int, size uint64) *rig {
 	t.Helper()
 	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(n))
 	lib, err := nccl.Open(f)
