@@ -2,74 +2,273 @@ package cudart
 
 import (
 	"fmt"
-	"reflect"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/cudapool/cudapool/cudart/internal/calls"
+	"github.com/cudapool/cudapool/cudart/internal/memregions"
 )
 
-// MemHeap is a heap registered with MemHeapRegister. Zero is never a heap.
-type MemHeap uintptr
+var _ Annotations = (*library)(nil)
 
-// MemRegion is one buffer inside a registered heap: Size bytes from Addr.
-// Name, when not empty, is what tools call it.
-type MemRegion struct {
-	Addr DevicePtr
-	Size uint64
-	Name string
+// processTool is the NVTX tool of the process, looked for on the first
+// annotation of any Library: NVTX's C code too initialises its tool once, and
+// every Library shares the tables that init handed out.
+var processTool = sync.OnceValue(toolFromEnv)
+
+// toolFromEnv attaches the tool the environment names, as NVTX does.
+func toolFromEnv() *nvtxTool { return loadNVTX(os.Getenv(injectionEnv())) }
+
+// annotations is a Library's side of Annotations.
+type annotations struct {
+	once sync.Once
+	tool *nvtxTool // nil when no tool listens
+
+	mu  sync.Mutex // guards what follows, and orders the tool's calls as reg's changes
+	reg memregions.Registry
+	// heaps is the tool's handle of each heap, by reg's id.
+	heaps map[uint64]uintptr
+	// devices is the device of each heap, by reg's id: the one whose
+	// context is made current for the tool's calls about the heap.
+	devices map[uint64]int
+	// regions and addrs hold the arguments converted for reg, reused so
+	// that with no tool a call allocates no more than reg does.
+	regions []memregions.Region
+	addrs   []uint64
 }
 
-// String describes r for error messages.
-func (r MemRegion) String() string {
-	if r.Name == "" {
-		return fmt.Sprintf("[%s, +%d)", r.Addr, r.Size)
+// nvtx is the tool l's annotations go to, nil when none. The first call
+// attaches it, so it is made, like every call to the tool, on a locked OS
+// thread with a device selected (current).
+func (l *library) nvtx() *nvtxTool {
+	l.ann.once.Do(func() { l.ann.tool = processTool() })
+	return l.ann.tool
+}
+
+// current makes device's context current on the calling OS thread, which
+// the caller has locked (runtime.LockOSThread) until its call to the tool
+// returns. A tool finds the context of the memory it is told of on the
+// calling thread: compute-sanitizer refuses an annotation made on a thread
+// where no context is current ("The object is not ready"), and a goroutine
+// may run on such a thread whatever CUDA calls it made before.
+func (l *library) current(fn string, device int) error {
+	if r := l.call(calls.SetDevice, device, cint(device)); r.code != 0 {
+		return l.fail(calls.SetDevice, r, "(%d) for %s", device, fn)
 	}
-	return fmt.Sprintf("%q [%s, +%d)", r.Name, r.Addr, r.Size)
+	return nil
 }
 
-// Annotations tells memory tools how a sub-allocator carves its memory: the
-// memory API of NVTX (nvToolsExtMem.h). Inside a registered heap, a tool
-// such as compute-sanitizer treats every byte no registered region covers as
-// unallocated, so an access past a buffer's end or to a buffer that was
-// unregistered is reported as if the buffer had come from cudaMalloc.
-//
-// Host memory is registered at its address, HostPtr.
-//
-// Every method checks its arguments the same way whether or not a tool
-// listens: a heap must not overlap another, a region must lie inside its heap
-// and not start where a registered region of the heap starts, and handles
-// must be live. Regions may overlap, as buffers that share memory at
-// different times do. Misuse is an error wrapping ErrInvalidValue.
-//
-// A heap belongs to a device, and every call about it is made with that
-// device's context current on the calling OS thread, as a tool needs to
-// place the memory: the methods may be called from any goroutine, in any
-// order with the program's other CUDA calls. A device that cannot be
-// selected is an error wrapping ErrInvalidDevice.
-type Annotations interface {
-	// AnnotationsEnabled reports whether anything receives the
-	// annotations of device's memory: a tool attached through NVTX, or the
-	// fake. When false, the methods only check their arguments and the
-	// caller may skip them.
-	AnnotationsEnabled(device int) bool
-	// MemHeapRegister is nvtxMemHeapRegister of a sub-allocator heap over
-	// [base, base+size) of device's memory (pinned host memory allocated
-	// or registered on device, for a host heap), named name.
-	MemHeapRegister(device int, base DevicePtr, size uint64, name string) (MemHeap, error)
-	// MemHeapUnregister is nvtxMemHeapUnregister: h and its regions are
-	// forgotten.
-	MemHeapUnregister(h MemHeap) error
-	// MemHeapReset is nvtxMemHeapReset: every region of h is unregistered.
-	MemHeapReset(h MemHeap) error
-	// MemRegionsRegister is nvtxMemRegionsRegister of regions in h, then
-	// nvtxMemRegionsName of those that have a Name. On error none is
-	// registered.
-	MemRegionsRegister(h MemHeap, regions []MemRegion) error
-	// MemRegionsUnregister is nvtxMemRegionsUnregister of the regions of h
-	// that start at addrs. On error none is unregistered.
-	MemRegionsUnregister(h MemHeap, addrs []DevicePtr) error
-	// MemRegionsName is nvtxMemRegionsName: the regions of h that start at
-	// each region's Addr are renamed to its Name.
-	MemRegionsName(h MemHeap, regions []MemRegion) error
+// heapCurrent is current for the device of heap h when a tool listens; it
+// does nothing for a heap l does not know, which the registry refuses next.
+func (l *library) heapCurrent(fn string, t *nvtxTool, h MemHeap) error {
+	dev, ok := l.ann.devices[uint64(h)]
+	if t == nil || !ok {
+		return nil
+	}
+	return l.current(fn, dev)
 }
 
-// HostPtr is the address of b's first byte, as CUDA's unified addressing
-// names pinned host memory; 0 for a slice with no memory.
-func HostPtr(b []byte) DevicePtr { return DevicePtr(reflect.ValueOf(b).Pointer()) }
+// converted is regions as reg takes them, in a.regions until release.
+func (a *annotations) converted(regions []MemRegion) []memregions.Region {
+	for _, r := range regions {
+		a.regions = append(a.regions, memregions.Region{Addr: uint64(r.Addr), Size: r.Size, Name: r.Name})
+	}
+	return a.regions
+}
+
+// release empties a.regions, whose names reg has copied and a must not
+// keep reachable.
+func (a *annotations) release() {
+	clear(a.regions)
+	a.regions = a.regions[:0]
+}
+
+// annotationClosed is the error of annotation function fn on a nil or
+// closed Library.
+func annotationClosed(fn string) error { return fmt.Errorf("%w: %s", ErrClosed, fn) }
+
+// misuse is the error of annotation function fn refused by the registry.
+func misuse(fn string, err error) error {
+	return fmt.Errorf("%w: %v", NewError(fn, ErrInvalidValue.Code), err)
+}
+
+// AnnotationsEnabled reports whether an NVTX tool attached and took the
+// memory extension (see the package documentation); false on a nil or
+// closed Library, and for a device that cannot be selected. The first call
+// attaches the tool with device's context current.
+func (l *library) AnnotationsEnabled(device int) bool {
+	if l.unusable() {
+		return false
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return l.current("AnnotationsEnabled", device) == nil && l.nvtx() != nil
+}
+
+// MemHeapRegister is nvtxMemHeapRegister of a sub-allocator heap over
+// [base, base+size) of device named name, in the "cudapool" domain where
+// the tool creates domains. device is selected first, tool or not, so an
+// ordinal CUDA refuses is refused here.
+func (l *library) MemHeapRegister(device int, base DevicePtr, size uint64, name string) (MemHeap, error) {
+	const fn = "nvtxMemHeapRegister"
+	if l.unusable() {
+		return 0, annotationClosed(fn)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := l.current(fn, device); err != nil {
+		return 0, err
+	}
+	t, a := l.nvtx(), &l.ann
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	id, err := a.reg.AddHeap(uint64(base), size, name)
+	if err != nil {
+		return 0, misuse(fn, err)
+	}
+	if a.devices == nil {
+		a.devices = make(map[uint64]int)
+	}
+	a.devices[id] = device
+	if t != nil {
+		if a.heaps == nil {
+			a.heaps = make(map[uint64]uintptr)
+		}
+		a.heaps[id] = t.heapRegister(base, size, name)
+	}
+	return MemHeap(id), nil
+}
+
+// MemHeapUnregister is nvtxMemHeapUnregister.
+func (l *library) MemHeapUnregister(h MemHeap) error {
+	const fn = "nvtxMemHeapUnregister"
+	if l.unusable() {
+		return annotationClosed(fn)
+	}
+	t, a := l.nvtx(), &l.ann
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := l.heapCurrent(fn, t, h); err != nil {
+		return err
+	}
+	if err := a.reg.RemoveHeap(uint64(h)); err != nil {
+		return misuse(fn, err)
+	}
+	delete(a.devices, uint64(h))
+	if t != nil {
+		t.heapUnregister(a.heaps[uint64(h)])
+		delete(a.heaps, uint64(h))
+	}
+	return nil
+}
+
+// MemHeapReset is nvtxMemHeapReset. A tool without it is not told.
+func (l *library) MemHeapReset(h MemHeap) error {
+	const fn = "nvtxMemHeapReset"
+	if l.unusable() {
+		return annotationClosed(fn)
+	}
+	t, a := l.nvtx(), &l.ann
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := l.heapCurrent(fn, t, h); err != nil {
+		return err
+	}
+	if err := a.reg.ResetHeap(uint64(h)); err != nil {
+		return misuse(fn, err)
+	}
+	if t != nil {
+		t.heapReset(a.heaps[uint64(h)])
+	}
+	return nil
+}
+
+// MemRegionsRegister is nvtxMemRegionsRegister of regions in one batch,
+// then nvtxMemRegionsName of the named ones in another.
+func (l *library) MemRegionsRegister(h MemHeap, regions []MemRegion) error {
+	const fn = "nvtxMemRegionsRegister"
+	if l.unusable() {
+		return annotationClosed(fn)
+	}
+	t, a := l.nvtx(), &l.ann
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := l.heapCurrent(fn, t, h); err != nil {
+		return err
+	}
+	err := a.reg.Add(uint64(h), a.converted(regions))
+	a.release()
+	if err != nil {
+		return misuse(fn, err)
+	}
+	if t != nil && len(regions) > 0 {
+		t.regionsRegister(a.heaps[uint64(h)], regions)
+		if named := slices.DeleteFunc(slices.Clone(regions), func(r MemRegion) bool { return r.Name == "" }); len(named) > 0 {
+			t.regionsName(named)
+		}
+	}
+	return nil
+}
+
+// MemRegionsUnregister is nvtxMemRegionsUnregister of the regions that
+// start at addrs, in one batch referring to them by address.
+func (l *library) MemRegionsUnregister(h MemHeap, addrs []DevicePtr) error {
+	const fn = "nvtxMemRegionsUnregister"
+	if l.unusable() {
+		return annotationClosed(fn)
+	}
+	t, a := l.nvtx(), &l.ann
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := l.heapCurrent(fn, t, h); err != nil {
+		return err
+	}
+	for _, p := range addrs {
+		a.addrs = append(a.addrs, uint64(p))
+	}
+	err := a.reg.Remove(uint64(h), a.addrs)
+	a.addrs = a.addrs[:0]
+	if err != nil {
+		return misuse(fn, err)
+	}
+	if t != nil && len(addrs) > 0 {
+		t.regionsUnregister(addrs)
+	}
+	return nil
+}
+
+// MemRegionsName is nvtxMemRegionsName of regions in one batch, each found
+// by its address. A tool without it is not told.
+func (l *library) MemRegionsName(h MemHeap, regions []MemRegion) error {
+	const fn = "nvtxMemRegionsName"
+	if l.unusable() {
+		return annotationClosed(fn)
+	}
+	t, a := l.nvtx(), &l.ann
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := l.heapCurrent(fn, t, h); err != nil {
+		return err
+	}
+	err := a.reg.Name(uint64(h), a.converted(regions))
+	a.release()
+	if err != nil {
+		return misuse(fn, err)
+	}
+	if t != nil && len(regions) > 0 {
+		t.regionsName(regions)
+	}
+	return nil
+}

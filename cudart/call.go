@@ -59,14 +59,14 @@ const maxPooledParams = 64
 
 // call makes c with in, its integer arguments in the order the table lists
 // them; the out-parameters are the layer's, read back into ret.a and ret.b.
-func (l *lib) call(c calls.Call, dev int, in ...uintptr) ret {
+func (l *library) call(c calls.Call, dev int, in ...uintptr) ret {
 	return l.callMem(c, dev, [2]Mem{}, in...)
 }
 
 // callMem is call for the functions that take memory by address: the
 // table's argMem parameters take m[0] then m[1], host memory as its Go
 // pointer and device memory as its address.
-func (l *lib) callMem(c calls.Call, dev int, m [2]Mem, in ...uintptr) ret {
+func (l *library) callMem(c calls.Call, dev int, m [2]Mem, in ...uintptr) ret {
 	f := framePool.Get().(*frame)
 	f.reset(m)
 	return l.run(c, dev, f, in)
@@ -74,7 +74,7 @@ func (l *lib) callMem(c calls.Call, dev int, m [2]Mem, in ...uintptr) ret {
 
 // callLaunch is call for cuLaunchKernel: each of args gets a slot of the
 // frame, which CUDA reads through the argParams parameter.
-func (l *lib) callLaunch(c calls.Call, dev int, args []KernelArg, in ...uintptr) ret {
+func (l *library) callLaunch(c calls.Call, dev int, args []KernelArg, in ...uintptr) ret {
 	f := framePool.Get().(*frame)
 	f.reset([2]Mem{})
 	for _, a := range args {
@@ -89,7 +89,7 @@ func (l *lib) callLaunch(c calls.Call, dev int, args []KernelArg, in ...uintptr)
 
 // run fills f's arguments for c from in and f.keep, makes the call and
 // returns f to the pool.
-func (l *lib) run(c calls.Call, dev int, f *frame, in []uintptr) ret {
+func (l *library) run(c calls.Call, dev int, f *frame, in []uintptr) ret {
 	var nIn, nMem, nOut int
 	for i, k := range c.Args() {
 		switch k {
@@ -150,9 +150,9 @@ func sliceMem[T any](s []T) Mem {
 // nil when p is 0.
 func cmem(p uint64, n uint64) []byte { return dl.CBytes(uintptr(p), n) }
 
-// library is the loaded CUDA libraries: the address of every function in the
+// dlBackend is the backend of a Library Open returns, the loaded CUDA libraries: the address of every function in the
 // table, written by load and read-only after.
-type library struct {
+type dlBackend struct {
 	fns  [calls.Count]uintptr
 	libs [2]*dl.Library // by calls.Library; nil where not loaded
 }
@@ -160,7 +160,7 @@ type library struct {
 // invoke makes the call, selecting dev first for the calls
 // that depend on the current device. The OS thread stays locked from the
 // selection to the end of the call, since the current device is per thread.
-func (b *library) invoke(c calls.Call, dev int, f *frame) ret {
+func (b *dlBackend) invoke(c calls.Call, dev int, f *frame) ret {
 	args := f.args[:len(c.Args())]
 	if !c.Device() {
 		return ret{code: ccall(b.fns[c], args), failed: c}
@@ -184,7 +184,7 @@ func ccall(fn uintptr, args []uintptr) Code {
 
 // text is CUDA's name and message for code, asked of the library that
 // returned it; "" where it has none.
-func (b *library) text(code Code, which calls.Library) (name, msg string) {
+func (b *dlBackend) text(code Code, which calls.Library) (name, msg string) {
 	if which == calls.RuntimeLibrary {
 		n := dl.Call(b.fns[calls.GetErrorName], uintptr(code))
 		m := dl.Call(b.fns[calls.GetErrorString], uintptr(code))

@@ -9,7 +9,7 @@ import (
 
 // assertHotPathAllocatesNothing checks that the calls a pool makes per buffer,
 // and those examples/callcost times, allocate nothing in Go on l.
-func assertHotPathAllocatesNothing(t *testing.T, l *lib) {
+func assertHotPathAllocatesNothing(t *testing.T, l *library) {
 	t.Helper()
 	if raceEnabled {
 		t.Skip("the race detector makes sync.Pool drop items, so allocations cannot be counted")
@@ -50,7 +50,7 @@ func assertHotPathAllocatesNothing(t *testing.T, l *lib) {
 
 // hotPathKernel loads the fill kernel of testPTX where the library has it:
 // fakecuda.c and a GPU, not the recorder.
-func hotPathKernel(t *testing.T, l *lib) (Function, bool) {
+func hotPathKernel(t *testing.T, l *library) (Function, bool) {
 	t.Helper()
 	m, err := l.ModuleLoadData(0, hotPathPTX)
 	if err != nil {

@@ -9,14 +9,15 @@ import (
 )
 
 // load opens the first runtime candidate that loads and resolves its
-// functions, then does the same for the driver, whose absence is not an error.
-func load(runtimes, drivers []string) (loaded, error) {
-	b := &library{}
+// functions, then does the same for the driver, whose absence is not an error,
+// and returns the Library over them.
+func load(runtimes, drivers []string) (*library, error) {
+	b := &dlBackend{}
 	path, err := b.open(calls.RuntimeLibrary, runtimes, 0)
 	if err != nil {
-		return loaded{}, err
+		return nil, err
 	}
-	ld := loaded{be: b, path: path}
+	ld := &library{be: b, path: path}
 	// The driver runs threads of its own and the runtime keeps using it, so
 	// it must never be unmapped.
 	ld.driverPath, ld.driverErr = b.open(calls.DriverLibrary, drivers, dl.Resident)
@@ -27,7 +28,7 @@ func load(runtimes, drivers []string) (loaded, error) {
 
 // open loads the first of paths that loads and resolves lib's functions into
 // b.fns, and returns the file it mapped. Nothing of b changes when it fails.
-func (b *library) open(which calls.Library, paths []string, mode dl.Mode) (string, error) {
+func (b *dlBackend) open(which calls.Library, paths []string, mode dl.Mode) (string, error) {
 	var of []calls.Call
 	var syms []dl.Symbol
 	for c := range calls.Count {
@@ -63,7 +64,7 @@ func (b *library) open(which calls.Library, paths []string, mode dl.Mode) (strin
 // prefetchTakesLocation reports whether cudaMemPrefetchAsync, as resolved,
 // takes a cudaMemLocation and flags: the _v2 of CUDA 12.2 to 12.9 does, and
 // so does the plain name from CUDA 13 on.
-func (b *library) prefetchTakesLocation() bool {
+func (b *dlBackend) prefetchTakesLocation() bool {
 	if rt := b.libs[calls.RuntimeLibrary]; rt != nil {
 		if v2 := rt.Sym(calls.MemPrefetchAsync.Alt()); v2 != 0 && v2 == b.fns[calls.MemPrefetchAsync] {
 			return true
@@ -75,7 +76,7 @@ func (b *library) prefetchTakesLocation() bool {
 }
 
 // close unloads the libraries; the driver stays mapped (dl.Resident).
-func (b *library) close() {
+func (b *dlBackend) close() {
 	for i, l := range b.libs {
 		if l != nil {
 			l.Close()

@@ -8,7 +8,7 @@ import (
 )
 
 func TestANilLibraryIsClosed(t *testing.T) {
-	var l *lib
+	var l *library
 	_, err := l.Malloc(0, 256)
 	assert.ErrorIs(t, err, ErrClosed)
 	_, _, err = l.MemGetInfo(0)
@@ -22,9 +22,9 @@ func TestANilLibraryIsClosed(t *testing.T) {
 	assert.Empty(t, l.DriverPath())
 }
 
-// Every method of a nil *lib returns instead of panicking.
+// Every method of a nil *library returns instead of panicking.
 func TestNoMethodOfANilLibraryPanics(t *testing.T) {
-	v := reflect.ValueOf((*lib)(nil))
+	v := reflect.ValueOf((*library)(nil))
 	assert.Equal(t, reflect.TypeFor[Library]().NumMethod(), v.NumMethod(), "every method of Library is called")
 	for i := range v.NumMethod() {
 		m, name := v.Method(i), v.Type().Method(i).Name

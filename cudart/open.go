@@ -90,20 +90,9 @@ func Open(opts ...Option) (Library, error) {
 	if err := opt.Apply(opts, ErrInvalidOption, func(o Option) error { return o.apply(&c) }); err != nil {
 		return nil, err
 	}
-	ld, err := load(dl.Candidates(c.runtimePath, os.Getenv(EnvRuntimeLibrary), defaultRuntimeNames...), dl.Candidates(c.driverPath, os.Getenv(EnvDriverLibrary), defaultDriverNames...))
+	l, err := load(dl.Candidates(c.runtimePath, os.Getenv(EnvRuntimeLibrary), defaultRuntimeNames...), dl.Candidates(c.driverPath, os.Getenv(EnvDriverLibrary), defaultDriverNames...))
 	if err != nil {
-		return nil, err
+		return nil, err // a nil *library would make a non-nil Library
 	}
-	return &lib{be: ld.be, path: ld.path, driverPath: ld.driverPath, driverErr: ld.driverErr, prefetchLocation: ld.prefetchLocation, noStreamGetDevice: ld.noStreamGetDevice}, nil
-}
-
-// loaded is what load found.
-type loaded struct {
-	be         backend
-	path       string // the runtime's file
-	driverPath string // the driver's file; empty when not loaded
-	driverErr  error  // why the driver is not loaded, wrapping ErrNoDriverLibrary
-
-	prefetchLocation  bool // see lib.prefetchLocation
-	noStreamGetDevice bool // see lib.noStreamGetDevice
+	return l, nil
 }

@@ -71,7 +71,7 @@ func TestOpenNonCUDALibrary(t *testing.T) {
 }
 
 func TestOpenDriverMissingIsNotFatal(t *testing.T) {
-	b := &library{}
+	b := &dlBackend{}
 	path, err := b.open(calls.DriverLibrary, []string{"/nonexistent/libcuda.so.1"}, dl.Resident)
 	assert.Empty(t, path)
 	assert.ErrorIs(t, err, ErrNoDriverLibrary)
@@ -82,5 +82,5 @@ func TestOpenDriverMissingIsNotFatal(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNoDriverLibrary)
 	assert.ErrorIs(t, err, ErrSymbolNotFound)
 	assert.Contains(t, err.Error(), "libm.so.6: lacks 17 of the 17 functions needed: cuGetErrorName, ")
-	assert.Equal(t, library{}, *b, "a failed load changes nothing")
+	assert.Equal(t, dlBackend{}, *b, "a failed load changes nothing")
 }

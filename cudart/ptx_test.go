@@ -41,9 +41,9 @@ func testPTXInfo() ptx.Info {
 }
 
 // withFill registers module 0x1000 with function 0x2000, fill, in l.
-func withFill(l *lib, dev int) {
+func withFill(l *library, dev int) {
 	info := testPTXInfo()
-	l.handles.addModule(0x1000, dev, info)
+	l.registry.addModule(0x1000, dev, info)
 	e, _ := info.Entry("fill")
-	l.handles.addFunction(0x2000, 0x1000, e)
+	l.registry.addFunction(0x2000, 0x1000, e)
 }

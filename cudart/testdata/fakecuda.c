@@ -1,4 +1,4 @@
-// A stand-in for libcudart and libcuda, built by lib_cgo_test.go, so that the
+// A stand-in for libcudart and libcuda, built by library_fake_test.go, so that the
 // binding's C half (loading, trampolines, argument order, struct layouts) runs
 // on machines with no GPU. Device memory is host memory here. Build with
 // -DFAKE_VERSION=12000 or 13000, and -DFAKE_PREFETCH_V2 to also export

@@ -1,6 +1,6 @@
 // A stand-in for an NVTX tool's injection library, the file a tool such as
 // compute-sanitizer names in NVTX_INJECTION64_PATH, built by
-// lib_annotations_test.go. It attaches as a tool does, through the core
+// annotations_test.go. It attaches as a tool does, through the core
 // export tables and the memory extension's slots, and writes one line per
 // thing it sees to a log the test reads with fakenvtx_log. The structs are
 // declared here from NVTX's documented layouts, so a field the binding

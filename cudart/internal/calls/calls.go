@@ -187,12 +187,14 @@ type callInfo struct {
 // see cudart's MemPrefetchAsync. cudaGraphGetNodes reads its count as well as
 // writing it, so the count is memory passed by address, not an out-parameter.
 //
-// A new call is a row here with its constant, the cudart method that makes it
-// (cudart/lib_*.go), the fake's (cudart/cudarttest/fake_*.go) and an assertion in the
-// conformance suite (cudart/cudarttest/conformance/suite_*.go). A new method is
-// also declared in its interface (cudart/runtime.go) and called once in the tests that check each
-// method makes its rows' calls (cudart/lib_test.go, cudart/cudarttest/fake_methods_test.go), which
-// fail until it is.
+// A new call is a row here with its constant, the cudart method that makes it,
+// the fake's and an assertion in the conformance suite, each in the file named
+// for its capability's word (cudart/<word>.go, cudart/cudarttest/<word>.go,
+// cudart/cudarttest/conformance/<word>.go; see cudart/files_test.go). A new
+// method is also declared in its interface (cudart/runtime.go) and called once
+// in the tests that check each method makes its rows' calls
+// (cudart/library_test.go, cudart/cudarttest/methods_test.go), which fail
+// until it is.
 var table = [Count]callInfo{
 	GetErrorName:            {"cudaGetErrorName", RuntimeLibrary, Binding, nil, false, []Arg{ArgInt}, ResultString, ""},
 	GetErrorString:          {"cudaGetErrorString", RuntimeLibrary, Binding, nil, false, []Arg{ArgInt}, ResultString, ""},
