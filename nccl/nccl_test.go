@@ -167,16 +167,20 @@ func TestCommunicatorsChargeWhatNCCLTakes(t *testing.T) {
 		require.NoError(t, lib.Group(comms[0].AllReduceOp(p[0], p[0], 1, nccl.Int32, nccl.Sum, s[0]), comms[1].AllReduceOp(p[1], p[1], 1, nccl.Int32, nccl.Sum, s[1])))
 	}
 	base := used()
+	took := func() uint64 { return used() - base }
 	comms, err := lib.InitAll([]int{0, 1})
 	require.NoError(t, err)
-	assert.Equal(t, uint64(fakenccl.InitCharge), used()-base, "init")
+	first := uint64(fakenccl.InitCharge)
+	assert.Equal(t, first, took(), "init")
 	allReduce(comms)
-	assert.Equal(t, uint64(fakenccl.InitCharge+fakenccl.FirstCharge), used()-base, "first collective")
+	first += fakenccl.FirstCharge
+	assert.Equal(t, first, took(), "first collective")
 	more, err := lib.InitAll([]int{0, 1})
 	require.NoError(t, err)
-	assert.Equal(t, uint64(fakenccl.InitCharge+fakenccl.FirstCharge+fakenccl.FurtherCharge), used()-base, "a further communicator's init")
+	assert.Equal(t, first+fakenccl.FurtherInitCharge, took(), "a further communicator's init")
 	allReduce(more)
-	assert.Equal(t, uint64(fakenccl.InitCharge+fakenccl.FirstCharge+fakenccl.FurtherCharge), used()-base, "a further communicator's first collective: charged at its init")
+	further := uint64(fakenccl.FurtherInitCharge + fakenccl.FurtherFirstCharge)
+	assert.Equal(t, first+further, took(), "a further communicator's first collective")
 	kids := make([]*nccl.Comm, 2)
 	var wg sync.WaitGroup
 	for r := range 2 {
@@ -189,20 +193,30 @@ func TestCommunicatorsChargeWhatNCCLTakes(t *testing.T) {
 	wg.Wait()
 	require.NotNil(t, kids[0])
 	require.NotNil(t, kids[1])
-	assert.Equal(t, uint64(fakenccl.InitCharge+fakenccl.FirstCharge+2*fakenccl.FurtherCharge), used()-base, "a split: a further communicator")
+	assert.Equal(t, first+further+fakenccl.SplitCharge, took(), "a split")
 	allReduce(kids)
+	assert.Equal(t, first+further+fakenccl.SplitCharge+fakenccl.FurtherFirstCharge, took(), "a split's first collective")
 	for _, cs := range [][]*nccl.Comm{kids, more, comms} {
 		for d := range 2 {
 			require.NoError(t, cs[d].Destroy())
 			require.NoError(t, cs[d].Destroy(), "Destroy is idempotent")
 		}
 	}
-	assert.Equal(t, base, used(), "destroyed communicators give their memory back")
+	assert.Equal(t, uint64(fakenccl.KeptCharge), took(), "destroyed communicators give their memory back but what NCCL keeps in the context")
+	again, err := lib.InitAll([]int{0, 1})
+	require.NoError(t, err)
+	allReduce(again)
+	assert.Equal(t, fakenccl.KeptCharge+further, took(), "a communicator made after every other was destroyed: a further one, NCCL's part kept from the first")
+	for d := range 2 {
+		require.NoError(t, again[d].Destroy())
+	}
 	require.ErrorIs(t, comms[0].AllReduce(p[0], p[0], 1, nccl.Int32, nccl.Sum, s[0]), nccl.ErrClosed)
 	for d := range 2 {
 		require.NoError(t, f.Free(d, p[d]))
 		require.NoError(t, f.StreamDestroy(d, s[d]))
 	}
+	require.NoError(t, f.DeviceReset(1))
+	assert.Zero(t, used(), "a reset ends the context, with what NCCL kept in it")
 }
 
 func TestBadArgumentsFailTheCommunicator(t *testing.T) {

@@ -24,9 +24,8 @@ import (
 //
 // It is not a pool.Charged attachment: the communicators, made before the
 // slots, have taken their init's memory when NewSlots asks the device what
-// is free. A device's first communicator takes more at its first
-// collective (see Memory in the package's doc): run one before NewSlots,
-// or leave it room.
+// is free. A communicator takes more at its first collective (see Memory
+// in the package's doc): run one before NewSlots, or leave it room.
 type SlotComms struct {
 	l     *Library
 	comms [][]*Comm

@@ -25,9 +25,10 @@
 // each. A group is one slot of every GPU, held by the backend for its
 // life; -tp-slots groups serve requests at once, each with communicators
 // of its own (one a GPU), as NCCL orders a communicator's calls and every
-// rank must make them in one order: each communicator costs its GPU about
-// 485 MiB (NCCL's own, outside the pool; measured on an H100, and charged
-// so by the fake), so the default is 2, enough for one request's host work
+// rank must make them in one order: each communicator past the first
+// costs its GPU 486 MiB (NCCL's own, outside the pool, 198 MiB at init and
+// 288 MiB at its first all-reduce; measured on 2×H200, and charged so by
+// the fake), so the default is 2, enough for one request's host work
 // to overlap another's GPU work. Each group captures one CUDA graph a GPU
 // with the all-reduce inside (-launch graph), two graphs around an
 // all-reduce called eagerly (split), or none (eager). The fake runtime

@@ -29,10 +29,10 @@ type comm struct {
 	// peer's k-th send to this rank matches this rank's k-th receive.
 	sent, recvd map[int]int
 	charges     []uintptr // the device memory it holds, from Library.Make
-	// first: it was the first communicator of its device when made, and
-	// takes FirstCharge at its first collective.
+	// first: it was the first communicator of its device's context, and
+	// takes FirstCharge at its first collective, FurtherFirstCharge if not.
 	first     bool
-	used      bool // it ran a collective: its first charge is taken
+	used      bool // it ran a collective: its first collective's charge is taken
 	finalized bool
 	// queued are its pieces queued since its last finalize, which
 	// finalize runs.
@@ -73,20 +73,31 @@ func (b *Backend) newComm(device, rank int, call string) (*comm, error) {
 // charge takes bytes of c's device for c, or fails every communicator of
 // cs, as NCCL fails a communicator whose allocation fails.
 func (b *Backend) charge(c *comm, bytes uint64, call string, cs []*comm) bool {
+	h, ok := b.take(c, bytes, call, cs)
+	if h != 0 {
+		c.charges = append(c.charges, h)
+	}
+	return ok
+}
+
+// take takes bytes of c's device, returning their handle (0 for none), or
+// fails every communicator of cs.
+func (b *Backend) take(c *comm, bytes uint64, call string, cs []*comm) (uintptr, bool) {
 	if bytes == 0 {
-		return true
+		return 0, true
 	}
 	h, err := b.lib.Make(cudarttest.Resource{Device: c.device, Bytes: bytes, Call: call})
 	if err != nil {
 		b.failAll(cs, ncclabi.UnhandledCudaError, "%s: Cuda failure 2 'out of memory' on device %d (rank %d): %v", call, c.device, c.rank, err)
-		return false
+		return 0, false
 	}
-	c.charges = append(c.charges, h)
-	return true
+	return h, true
 }
 
 // ready makes every rank of cl ready, charging each device what NCCL's
-// init takes, or fails them all.
+// init takes, or fails them all. The first communicator of a device's
+// context also takes KeptCharge for the context, which no destroy gives
+// back.
 func (b *Backend) ready(cl *clique, call string) {
 	seen := map[int]int{}
 	for _, c := range cl.comms {
@@ -97,10 +108,18 @@ func (b *Backend) ready(cl *clique, call string) {
 		seen[c.device] = c.rank
 	}
 	for _, c := range cl.comms {
-		c.first = !b.liveOn(c.device, c)
-		charge := uint64(InitCharge)
-		if !c.first {
-			charge = FurtherCharge
+		c.first = !b.lib.Live(b.kept[c.device])
+		charge := uint64(FurtherInitCharge)
+		if call == "ncclCommSplit" {
+			charge = SplitCharge
+		}
+		if c.first {
+			h, ok := b.take(c, KeptCharge, call, cl.comms)
+			if !ok {
+				return
+			}
+			b.kept[c.device] = h
+			charge = InitCharge - KeptCharge
 		}
 		if !b.charge(c, charge, call, cl.comms) {
 			return
@@ -109,17 +128,6 @@ func (b *Backend) ready(cl *clique, call string) {
 	for _, c := range cl.comms {
 		c.ready = true
 	}
-}
-
-// liveOn reports whether a communicator other than c holds memory on
-// device.
-func (b *Backend) liveOn(device int, c *comm) bool {
-	for _, o := range b.comms {
-		if o != c && o.device == device && len(o.charges) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // failAll fails every communicator of cs with r.

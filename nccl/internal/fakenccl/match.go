@@ -259,7 +259,11 @@ func (b *Backend) matched(o *op) {
 		if c.used || c.err != ncclabi.Success {
 			continue
 		}
-		if c.first && !b.charge(c, FirstCharge, p.f.Call.String(), []*comm{c}) {
+		charge := uint64(FurtherFirstCharge)
+		if c.first {
+			charge = FirstCharge
+		}
+		if !b.charge(c, charge, p.f.Call.String(), []*comm{c}) {
 			continue
 		}
 		c.used = true
