@@ -62,3 +62,28 @@ func TestFail(t *testing.T) {
 	assert.Equal(t, 2, c.Fail(2, "exhaustion:", errors.New("full")))
 	assert.Equal(t, "demo: no device\ndemo: exhaustion: full\n", stderr.String())
 }
+
+func TestPositives(t *testing.T) {
+	for _, tc := range []struct {
+		s        string
+		distinct bool
+		want     []int
+		err      string
+	}{
+		{"1, 2,4", false, []int{1, 2, 4}, ""},
+		{"2,2", false, []int{2, 2}, ""},
+		{"2,2", true, nil, `"2,2": want comma-separated distinct integers 1 to 8`},
+		{"0", false, nil, `"0": want comma-separated integers 1 to 8`},
+		{"9", true, nil, `"9": want comma-separated distinct integers 1 to 8`},
+		{"1,x", false, nil, `"1,x": want comma-separated integers 1 to 8`},
+		{"", false, nil, `"": want comma-separated integers 1 to 8`},
+	} {
+		got, err := Positives(tc.s, 8, tc.distinct)
+		if tc.err != "" {
+			assert.EqualError(t, err, tc.err, tc.s)
+			continue
+		}
+		assert.NoError(t, err, tc.s)
+		assert.Equal(t, tc.want, got, tc.s)
+	}
+}

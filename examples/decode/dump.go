@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/cudapool/cudapool/examples/floats"
 )
 
 // manifest describes a -dump directory: enough to recompute the logits
@@ -134,7 +136,7 @@ func dump(c config, w *weights, variants []variant, results []*runResult) error 
 				sf.Rows = append(sf.Rows, rowInfo{row.request, row.position})
 				all = append(all, row.logits...)
 			}
-			files[sf.Logits] = floatBytes(all)
+			files[sf.Logits] = floats.Bytes(all)
 			vf.Steps = append(vf.Steps, sf)
 		}
 		mf.Variants = append(mf.Variants, vf)

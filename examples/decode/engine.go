@@ -8,6 +8,7 @@ import (
 
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/floats"
 	"github.com/cudapool/cudapool/kvcache"
 	"github.com/cudapool/cudapool/pinned"
 	"github.com/cudapool/cudapool/pool"
@@ -308,7 +309,7 @@ func (e *engine) step(rows []rowDesc, sample []int32, capture []int, kv kvView) 
 	if len(capture) > 0 {
 		out.logits = map[int][]float32{}
 		for k, i := range capture {
-			out.logits[i] = floatsOf(e.logitsHost[uint64(k)*col : uint64(k+1)*col])
+			out.logits[i] = floats.Of(e.logitsHost[uint64(k)*col : uint64(k+1)*col])
 		}
 	}
 	return out, nil
@@ -390,12 +391,3 @@ func (e *engine) ptr(t tensor) cudart.DevicePtr { return e.weights.Add(2 * uint6
 
 // grid is the blocks that cover n threads.
 func grid(n uint32) cudart.Dim3 { return cudart.Dim1((n + block - 1) / block) }
-
-// floatsOf is b, little-endian float32s, as floats.
-func floatsOf(b []byte) []float32 {
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
-}

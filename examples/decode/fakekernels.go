@@ -7,6 +7,7 @@ import (
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/examples/floats"
 )
 
 // registerKernels gives the fake a Go implementation of each PTX entry,
@@ -66,7 +67,7 @@ func halvesOf(b []byte) []float32 {
 	return out
 }
 
-func (d mem) putFloats(p cudart.DevicePtr, v []float32) { d.k.Write(p, floatBytes(v)) }
+func (d mem) putFloats(p cudart.DevicePtr, v []float32) { d.k.Write(p, floats.Bytes(v)) }
 
 func (d mem) putHalves(p cudart.DevicePtr, v []float32) {
 	b := make([]byte, 2*len(v))

@@ -167,12 +167,3 @@ func int32Bytes(v []int32) []byte {
 	}
 	return b
 }
-
-// floatBytes is v as little-endian bytes.
-func floatBytes(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}

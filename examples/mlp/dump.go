@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cudapool/cudapool/examples/floats"
 	"github.com/cudapool/cudapool/examples/mlpmodel"
 )
 
@@ -35,7 +36,7 @@ func (s *session) dump(dir string) (err error) {
 		if _, err := b.serve(context.Background(), 0, rows, x); err != nil {
 			return fmt.Errorf("-dump, batch %d: %w", rows, err)
 		}
-		batches = append(batches, mlpmodel.Batch{Rows: rows, Input: mlpmodel.FloatsOf(w.inputs[0]), Output: mlpmodel.FloatsOf(x.got)})
+		batches = append(batches, mlpmodel.Batch{Rows: rows, Input: floats.Of(w.inputs[0]), Output: floats.Of(x.got)})
 	}
 	return mlpmodel.Dump(dir, s.m.Params, s.c.seed, batches)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/cudapool/cudapool/examples/floats"
 	"github.com/cudapool/cudapool/examples/mlpmodel"
 )
 
@@ -20,7 +21,7 @@ const variants = 2
 func newWorkload(m *model, seed uint64, rows int) *workload {
 	w := &workload{rows: rows}
 	for _, in := range mlpmodel.Inputs(m.Dims, seed, rows, variants) {
-		w.inputs = append(w.inputs, mlpmodel.FloatBytes(in))
+		w.inputs = append(w.inputs, floats.Bytes(in))
 		w.want = append(w.want, m.Reference(in, rows))
 	}
 	return w
@@ -54,7 +55,7 @@ func (x *request) fill(staging []byte) error {
 }
 
 func (x *request) read(out []byte) error {
-	got := mlpmodel.FloatsOf(out[:4*len(x.want)])
+	got := floats.Of(out[:4*len(x.want)])
 	if x.full != nil {
 		return x.full.Compare(got, x.want)
 	}

@@ -79,8 +79,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 
 	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/examples/cli"
@@ -144,9 +142,9 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 		return code
 	}
 	var err error
-	c.slots, err = positives(*slots, 1024)
+	c.slots, err = cli.Positives(*slots, 1024, true)
 	if err == nil {
-		c.batches, err = positives(*batches, 4096)
+		c.batches, err = cli.Positives(*batches, 4096, true)
 	}
 	if *launch == "graph" || *launch == "both" {
 		c.launches = append(c.launches, true)
@@ -197,19 +195,4 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 		return cmd.Fail(1, err)
 	}
 	return 0
-}
-
-// positives parses a comma-separated list of distinct integers 1 to most.
-func positives(s string, most int) ([]int, error) {
-	var out []int
-	seen := map[int]bool{}
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || v < 1 || v > most || seen[v] {
-			return nil, fmt.Errorf("%q: want comma-separated distinct integers 1 to %d", s, most)
-		}
-		seen[v] = true
-		out = append(out, v)
-	}
-	return out, nil
 }

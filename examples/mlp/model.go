@@ -6,6 +6,7 @@ import (
 
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/floats"
 	"github.com/cudapool/cudapool/examples/mlpmodel"
 )
 
@@ -48,7 +49,7 @@ func (m *model) actBytes(rows int) uint64 { return 4 * uint64(m.Widest()*rows) }
 
 // loadParams copies the parameters to p.
 func (m *model) loadParams(p cudart.DevicePtr) error {
-	b := mlpmodel.FloatBytes(m.Values)
+	b := floats.Bytes(m.Values)
 	return m.rt.Memcpy(dev, cudart.DeviceMem(p, uint64(len(b))), cudart.HostMem(b), cudart.HostToDevice)
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/cudapool/cudapool/examples/floats"
 )
 
 // Manifest describes a -dump directory: enough to recompute the outputs
@@ -98,7 +100,7 @@ func Dump(dir string, p *Params, seed uint64, batches []Batch) error {
 		mf.Batches = append(mf.Batches, bf)
 	}
 	for name, v := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), FloatBytes(v), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), floats.Bytes(v), 0o644); err != nil {
 			return fmt.Errorf("-dump: %w", err)
 		}
 	}

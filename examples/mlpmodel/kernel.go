@@ -88,26 +88,3 @@ func RegisterKernel(rt cudart.Runtime) {
 		return nil
 	})
 }
-
-// PutFloats writes v into b, little-endian, as the GPU reads it.
-func PutFloats(b []byte, v []float32) {
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-}
-
-// FloatBytes is v as bytes.
-func FloatBytes(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	PutFloats(b, v)
-	return b
-}
-
-// FloatsOf is b, little-endian float32s, as floats.
-func FloatsOf(b []byte) []float32 {
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
-}

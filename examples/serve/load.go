@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"time"
+
+	"github.com/cudapool/cudapool/examples/floats"
 )
 
 // workload is the requests the load generator sends: request i has
@@ -29,8 +31,8 @@ func newWorkload(m *model, mix []int) *workload {
 			for i := range in {
 				in[i] = float32((i*(v+3))%2001-1000) / 1000
 			}
-			w.inputs[rows] = append(w.inputs[rows], floatBytes(in))
-			w.want[rows] = append(w.want[rows], floatBytes(m.reference(in)))
+			w.inputs[rows] = append(w.inputs[rows], floats.Bytes(in))
+			w.want[rows] = append(w.want[rows], floats.Bytes(m.reference(in)))
 		}
 	}
 	return w

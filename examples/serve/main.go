@@ -27,8 +27,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,9 +87,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	var err error
-	c.mix, err = positives(*mix, 1024)
+	c.mix, err = cli.Positives(*mix, 1024, false)
 	if err == nil {
-		c.slots, err = positives(*slots, 1024)
+		c.slots, err = cli.Positives(*slots, 1024, false)
 	}
 	c.inProcess, c.httpd = *via == "inproc" || *via == "both", *via == "http" || *via == "both"
 	if *launch == "graph" || *launch == "both" {
@@ -136,19 +134,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmd.Fail(1, err)
 	}
 	return 0
-}
-
-// positives parses a comma-separated list of integers 1 to most.
-func positives(s string, most int) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || v < 1 || v > most {
-			return nil, fmt.Errorf("%q: want comma-separated integers 1 to %d", s, most)
-		}
-		out = append(out, v)
-	}
-	return out, nil
 }
 
 // current is the Slots being measured, published at /debug/vars.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/examples/floats"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -111,7 +112,7 @@ func (m *model) rowBytes() uint64 { return 4 * uint64(m.n) }
 
 // loadWeights copies the weights into w through the pinned staging buffer.
 func (m *model) loadWeights(w cudart.DevicePtr, staging []byte) error {
-	putFloats(staging, m.weights)
+	floats.Put(staging, m.weights)
 	return m.rt.Memcpy(dev, cudart.DeviceMem(w, m.weightBytes()), cudart.HostMem(staging), cudart.HostToDevice)
 }
 
@@ -293,20 +294,6 @@ func registerKernel(rt cudart.Full) {
 		k.Write(k.Ptr(0), in)
 		return nil
 	})
-}
-
-// putFloats writes v into b, little-endian, as the GPU reads it.
-func putFloats(b []byte, v []float32) {
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-}
-
-// floatBytes is v as bytes.
-func floatBytes(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	putFloats(b, v)
-	return b
 }
 
 // errMismatch is a response that differs from the CPU's.

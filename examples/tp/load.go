@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cudapool/cudapool/examples/floats"
 	"github.com/cudapool/cudapool/examples/loadgen"
 	"github.com/cudapool/cudapool/examples/mlpmodel"
 )
@@ -28,7 +29,7 @@ type workload struct {
 func newWorkload(p *mlpmodel.Params, seed uint64, rows int) *workload {
 	w := &workload{rows: rows}
 	for _, in := range mlpmodel.Inputs(p.Dims, seed, rows, variants) {
-		w.inputs = append(w.inputs, mlpmodel.FloatBytes(in))
+		w.inputs = append(w.inputs, floats.Bytes(in))
 		w.want = append(w.want, p.Reference(in, rows))
 	}
 	return w
@@ -52,7 +53,7 @@ func (x *request) fill(staging []byte) error {
 }
 
 func (x *request) read(out []byte) error {
-	got := mlpmodel.FloatsOf(out[:4*len(x.want)])
+	got := floats.Of(out[:4*len(x.want)])
 	if x.keep {
 		x.got = got
 	}

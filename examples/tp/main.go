@@ -94,7 +94,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -179,9 +178,9 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 		return code
 	}
 	var err error
-	c.gpus, err = positives(*gpus, 1024)
+	c.gpus, err = cli.Positives(*gpus, 1024, true)
 	if err == nil {
-		c.batches, err = positives(*batches, 4096)
+		c.batches, err = cli.Positives(*batches, 4096, true)
 	}
 	for _, m := range strings.Split(*modes, ",") {
 		switch strings.TrimSpace(m) {
@@ -253,21 +252,6 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 		fmt.Fprintln(stdout, "\n(fake runtime: not a GPU timing)")
 	}
 	return 0
-}
-
-// positives parses a comma-separated list of distinct integers 1 to most.
-func positives(s string, most int) ([]int, error) {
-	var out []int
-	seen := map[int]bool{}
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || v < 1 || v > most || seen[v] {
-			return nil, fmt.Errorf("%q: want comma-separated distinct integers 1 to %d", s, most)
-		}
-		seen[v] = true
-		out = append(out, v)
-	}
-	return out, nil
 }
 
 // transportVars are NCCL's variables that choose its transport: the report

@@ -11,6 +11,7 @@ import (
 	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/floats"
 	"github.com/cudapool/cudapool/examples/loadgen"
 	"github.com/cudapool/cudapool/examples/mlpmodel"
 	"github.com/cudapool/cudapool/nccl"
@@ -285,7 +286,7 @@ func (s *session) dumpOne(b *backend, rows int) error {
 	if _, err := b.serve(context.Background(), 0, x); err != nil {
 		return fmt.Errorf("-dump, batch %d: %w", rows, err)
 	}
-	s.dumped = append(s.dumped, mlpmodel.Batch{Rows: rows, Input: mlpmodel.FloatsOf(w.inputs[0]), Output: x.got})
+	s.dumped = append(s.dumped, mlpmodel.Batch{Rows: rows, Input: floats.Of(w.inputs[0]), Output: x.got})
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/floats"
 	"github.com/cudapool/cudapool/examples/mlpmodel"
 	"github.com/cudapool/cudapool/nccl"
 )
@@ -69,7 +70,7 @@ func (s *shard) bytes() uint64 { return 4 * uint64(len(s.values)) }
 
 // load copies the shard's parameters to p on its device.
 func (s *shard) load(p cudart.DevicePtr) error {
-	b := mlpmodel.FloatBytes(s.values)
+	b := floats.Bytes(s.values)
 	return s.rt.Memcpy(s.dev, cudart.DeviceMem(p, uint64(len(b))), cudart.HostMem(b), cudart.HostToDevice)
 }
 
