@@ -9,17 +9,6 @@ import (
 	"github.com/cudapool/cudapool/examples/mlpmodel"
 )
 
-// captured keeps a request's output.
-type captured struct {
-	request
-	got []byte
-}
-
-func (x *captured) read(out []byte) error {
-	x.got = append([]byte(nil), out[:4*len(x.want)]...)
-	return x.request.read(out)
-}
-
 // dump writes the parameters, the first input of each batch size and the
 // output one slot computed for it, all compared with the CPU's, and the
 // manifest (mlpmodel.Dump), into dir.
@@ -32,11 +21,11 @@ func (s *session) dump(dir string) (err error) {
 	var batches []mlpmodel.Batch
 	for _, rows := range s.c.batches {
 		w := s.loads[rows]
-		x := &captured{request: request{in: w.inputs[0], want: w.want[0], full: &s.worst}}
+		x := &mlpmodel.Request{In: w.Inputs[0], Want: w.Want[0], Full: &s.worst, Keep: true}
 		if _, err := b.serve(context.Background(), 0, rows, x); err != nil {
 			return fmt.Errorf("-dump, batch %d: %w", rows, err)
 		}
-		batches = append(batches, mlpmodel.Batch{Rows: rows, Input: floats.Of(w.inputs[0]), Output: floats.Of(x.got)})
+		batches = append(batches, mlpmodel.Batch{Rows: rows, Input: floats.Of(w.Inputs[0]), Output: x.Got})
 	}
 	return mlpmodel.Dump(dir, s.m.Params, s.c.seed, batches)
 }

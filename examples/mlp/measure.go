@@ -59,7 +59,7 @@ type session struct {
 	lib     *cublas.Library
 	m       *model
 	c       config
-	loads   map[int]*workload
+	loads   map[int]*mlpmodel.Workload
 	worst   mlpmodel.Worst
 	stderr  io.Writer
 	results map[bool]map[int][]*series // [graphs][rows], in the order measured
@@ -71,11 +71,11 @@ type session struct {
 // newSession is a run's state, with the CPU's reference of every batch
 // size.
 func newSession(lib *cublas.Library, m *model, c config, stderr io.Writer) *session {
-	s := &session{rt: m.rt, lib: lib, m: m, c: c, loads: map[int]*workload{}, stderr: stderr,
+	s := &session{rt: m.rt, lib: lib, m: m, c: c, loads: map[int]*mlpmodel.Workload{}, stderr: stderr,
 		results: map[bool]map[int][]*series{true: {}, false: {}}, pairs: map[bool]map[int][]pairing{true: {}, false: {}}, nodes: map[string]map[int]cudart.GraphNodeCounts{}}
 	fmt.Fprintln(stderr, "mlp: computing the CPU reference...")
 	for _, rows := range c.batches {
-		s.loads[rows] = newWorkload(m, c.seed, rows)
+		s.loads[rows] = mlpmodel.NewWorkload(m.Params, c.seed, rows)
 	}
 	return s
 }
@@ -284,7 +284,7 @@ func (s *session) measureBatch(b backend, clients, rows int) (measured, error) {
 			return b.serve(context.Background(), c, rows, x(c, i))
 		})
 	}
-	checked := max(clients, variants)
+	checked := max(clients, mlpmodel.Variants)
 	if _, err := pass(checked, &s.worst); err != nil {
 		return measured{}, fmt.Errorf("check before: %w", err)
 	}

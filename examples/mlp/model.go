@@ -118,7 +118,7 @@ func (m *model) enqueue(s cudart.Stream, h gemmer, b buffers, rows int) (err err
 // the work is queued (graph g, or call by call when g is 0), the host
 // waits for it, and x reads the output.
 func (m *model) run(s cudart.Stream, h gemmer, b buffers, rows int, g cudart.GraphExec, x exchange) error {
-	if err := x.fill(b.in); err != nil {
+	if err := x.Fill(b.in); err != nil {
 		return err
 	}
 	var err error
@@ -133,7 +133,7 @@ func (m *model) run(s cudart.Stream, h gemmer, b buffers, rows int, g cudart.Gra
 	if err := m.rt.StreamSynchronize(dev, s); err != nil {
 		return err
 	}
-	return x.read(b.out)
+	return x.Read(b.out)
 }
 
 // capture records enqueue on s into an instantiated graph, counts the

@@ -1,8 +1,9 @@
 // Package mlpmodel is the multi-layer perceptron the MLP examples (mlp, tp)
 // share: its parameters drawn from a seed, its inputs, its computation on
 // the CPU (the reference every output is checked against, and the
-// tolerance), the bias-and-ReLU kernel in PTX with its Go twin for the
-// fake runtime, and the -dump format (manifest.json and its files), so that
+// tolerance), the requests of a batch size and the check of each
+// output (Workload, Request), the bias-and-ReLU kernel in PTX with its Go
+// twin for the fake runtime, and the -dump format (manifest.json and its files), so that
 // the same seed gives the same model, the same outputs and the same dump
 // in both.
 //

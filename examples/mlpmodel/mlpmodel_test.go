@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/examples/floats"
 )
 
 func TestTheSameSeedGivesTheSameModel(t *testing.T) {
@@ -49,4 +51,34 @@ func TestWorstFindsTheFirstMismatch(t *testing.T) {
 	assert.ErrorContains(t, err, "element 1 is 5, want 4")
 	assert.InDelta(t, 1/(4*RelTol), w.Ratio(), 1e-6)
 	assert.Contains(t, w.String(), "4 outputs compared")
+}
+
+// A request stages its input, keeps its output where asked, and checks it
+// in full into Worst or, timed, at samples that move with the request's
+// number: an output wrong at one element passes the samples that miss it.
+func TestRequestChecksItsOutput(t *testing.T) {
+	p := New(Scaled(16), 1)
+	w := NewWorkload(p, 1, 2)
+	require.Len(t, w.Inputs, Variants)
+	x := w.Request(Variants+1, nil)
+	assert.Equal(t, w.Inputs[1], x.In, "request i is variant i mod Variants")
+	staging := make([]byte, len(x.In))
+	require.NoError(t, x.Fill(staging))
+	assert.Equal(t, x.In, staging)
+
+	out := floats.Bytes(x.Want)
+	x.Keep = true
+	require.NoError(t, x.Read(out))
+	assert.Equal(t, x.Want, x.Got)
+
+	bad := append([]float32(nil), x.Want...)
+	bad[0] += 1000
+	missed := w.Request(1, nil) // samples from element 1 on, with a stride over 1
+	require.Greater(t, len(bad)/Samples, 1)
+	assert.NoError(t, missed.Read(floats.Bytes(bad)), "a timed request reads samples only")
+	hit := w.Request(0, nil)
+	assert.ErrorIs(t, hit.Read(floats.Bytes(bad)), ErrMismatch)
+	var worst Worst
+	full := w.Request(1, &worst)
+	assert.ErrorIs(t, full.Read(floats.Bytes(bad)), ErrMismatch, "a full check reads every element")
 }

@@ -245,8 +245,8 @@ func (b *backend) holdGroups(devices []int, n int, comms [][]*nccl.Comm) error {
 // exchange moves one request's data through the staging buffers of the
 // member that serves it.
 type exchange interface {
-	fill(staging []byte) error
-	read(out []byte) error
+	Fill(staging []byte) error
+	Read(out []byte) error
 }
 
 // serve runs one request from client: waited is its wait for a slot (a
@@ -267,7 +267,7 @@ func (b *backend) serve(ctx context.Context, client int, x exchange) (waited tim
 		return waited, err
 	}
 	ms := []member{{b.shards[sl.Device()], bf}}
-	if err := x.fill(bf.in); err != nil {
+	if err := x.Fill(bf.in); err != nil {
 		return waited, err
 	}
 	if g, ok := b.graphs[[2]int{sl.Device(), sl.Index()}]; ok {
@@ -281,7 +281,7 @@ func (b *backend) serve(ctx context.Context, client int, x exchange) (waited tim
 	if err != nil {
 		return waited, err
 	}
-	return waited, x.read(bf.out)
+	return waited, x.Read(bf.out)
 }
 
 func (b *backend) serveGroup(client int, x exchange) (waited time.Duration, err error) {
@@ -294,7 +294,7 @@ func (b *backend) serveGroup(client int, x exchange) (waited time.Duration, err 
 	}
 	ms := b.groups[k]
 	for _, m := range ms {
-		if err := x.fill(m.b.in); err != nil {
+		if err := x.Fill(m.b.in); err != nil {
 			return waited, err
 		}
 	}
@@ -318,7 +318,7 @@ func (b *backend) serveGroup(client int, x exchange) (waited time.Duration, err 
 	if err != nil {
 		return waited, err
 	}
-	return waited, x.read(ms[0].b.out)
+	return waited, x.Read(ms[0].b.out)
 }
 
 // finish waits for every member's stream, polling it (cudaStreamQuery)

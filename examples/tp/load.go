@@ -7,67 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cudapool/cudapool/examples/floats"
 	"github.com/cudapool/cudapool/examples/loadgen"
-	"github.com/cudapool/cudapool/examples/mlpmodel"
 )
-
-// variants is how many different inputs each batch size has.
-const variants = 2
-
-// samples is how many output elements a timed request checks.
-const samples = 16
-
-// workload is the requests of one batch size: a few inputs, staged as
-// bytes, and their outputs on the CPU.
-type workload struct {
-	rows   int
-	inputs [][]byte
-	want   [][]float32
-}
-
-func newWorkload(p *mlpmodel.Params, seed uint64, rows int) *workload {
-	w := &workload{rows: rows}
-	for _, in := range mlpmodel.Inputs(p.Dims, seed, rows, variants) {
-		w.inputs = append(w.inputs, floats.Bytes(in))
-		w.want = append(w.want, p.Reference(in, rows))
-	}
-	return w
-}
-
-// request is one request's data: the whole input staged, and its output
-// compared with the CPU's, in full (the untimed passes, into full) or at
-// samples elements (the timed requests).
-type request struct {
-	in   []byte
-	want []float32
-	full *mlpmodel.Worst // nil: sampled
-	at   int             // the first sample, moving from one request to the next
-	got  []float32       // the output, kept where keep is set
-	keep bool
-}
-
-func (x *request) fill(staging []byte) error {
-	copy(staging, x.in)
-	return nil
-}
-
-func (x *request) read(out []byte) error {
-	got := floats.Of(out[:4*len(x.want)])
-	if x.keep {
-		x.got = got
-	}
-	if x.full != nil {
-		return x.full.Compare(got, x.want)
-	}
-	stride := max(1, len(x.want)/samples)
-	for i := x.at % stride; i < len(x.want); i += stride {
-		if d := mlpmodel.DeviationOf(got[i], x.want[i]); d.Ratio > 1 {
-			return fmt.Errorf("%w: element %d is %v, want %v (a timed request's sample)", mlpmodel.ErrMismatch, i, got[i], x.want[i])
-		}
-	}
-	return nil
-}
 
 // runFixed sends perClient requests from each of clients goroutines, each
 // its next once the last is answered: request j of client c is the same

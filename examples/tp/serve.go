@@ -24,7 +24,7 @@ type session struct {
 	blas   *cublas.Library
 	lib    *nccl.Library
 	p      *mlpmodel.Params
-	loads  map[int]*workload
+	loads  map[int]*mlpmodel.Workload
 	worst  mlpmodel.Worst
 	stderr io.Writer
 	rank   int // this process's rank; 0 in one process
@@ -52,7 +52,7 @@ func (s *session) progress(format string, args ...any) {
 }
 
 func newSession(rt *choose.Runtime, c config, stdout, stderr io.Writer) (*session, error) {
-	s := &session{rt: rt, c: c, stderr: stderr, loads: map[int]*workload{}}
+	s := &session{rt: rt, c: c, stderr: stderr, loads: map[int]*mlpmodel.Workload{}}
 	var err error
 	if s.blas, err = cublas.Open(rt); err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func newSession(rt *choose.Runtime, c config, stdout, stderr io.Writer) (*sessio
 	fmt.Fprintln(stdout, transport(c.env))
 	s.progress("computing the CPU reference...")
 	for _, rows := range c.batches {
-		s.loads[rows] = newWorkload(s.p, c.seed, rows)
+		s.loads[rows] = mlpmodel.NewWorkload(s.p, c.seed, rows)
 	}
 	return s, nil
 }
@@ -282,11 +282,11 @@ func (s *session) serveGroups(devices, all []int, comms [][]*nccl.Comm, clients 
 // dumpOne keeps the first input of rows and the output b computes for it.
 func (s *session) dumpOne(b *backend, rows int) error {
 	w := s.loads[rows]
-	x := &request{in: w.inputs[0], want: w.want[0], full: &s.worst, keep: true}
+	x := &mlpmodel.Request{In: w.Inputs[0], Want: w.Want[0], Full: &s.worst, Keep: true}
 	if _, err := b.serve(context.Background(), 0, x); err != nil {
 		return fmt.Errorf("-dump, batch %d: %w", rows, err)
 	}
-	s.dumped = append(s.dumped, mlpmodel.Batch{Rows: rows, Input: floats.Of(w.inputs[0]), Output: x.got})
+	s.dumped = append(s.dumped, mlpmodel.Batch{Rows: rows, Input: floats.Of(w.Inputs[0]), Output: x.Got})
 	return nil
 }
 
@@ -302,10 +302,10 @@ func destroyAll(comms [][]*nccl.Comm) error {
 
 // requests is each client's request j: input variant j of the batch's,
 // the same on every rank.
-func (s *session) requests(b *backend, w *workload, full *mlpmodel.Worst) func(c, j int) (time.Duration, error) {
+func (s *session) requests(b *backend, w *mlpmodel.Workload, full *mlpmodel.Worst) func(c, j int) (time.Duration, error) {
 	return func(c, j int) (time.Duration, error) {
-		v := j % len(w.inputs)
-		return b.serve(context.Background(), c, &request{in: w.inputs[v], want: w.want[v], full: full, at: j})
+		x := w.Request(j, full)
+		return b.serve(context.Background(), c, &x)
 	}
 }
 
@@ -321,7 +321,7 @@ func (s *session) measure(name string, gpus, rows, clients int, make func() (*ba
 	defer func() { err = errors.Join(err, b.close()) }()
 	devices := b.devices()
 	w := s.loads[rows]
-	if _, err := runFixed(clients, variants, s.requests(b, w, &s.worst)); err != nil {
+	if _, err := runFixed(clients, mlpmodel.Variants, s.requests(b, w, &s.worst)); err != nil {
 		return fmt.Errorf("batch %d, check before: %w", rows, err)
 	}
 	if dump != nil {
@@ -343,7 +343,7 @@ func (s *session) measure(name string, gpus, rows, clients int, make func() (*ba
 	if err != nil {
 		return err
 	}
-	if _, err := runFixed(clients, variants, s.requests(b, w, &s.worst)); err != nil {
+	if _, err := runFixed(clients, mlpmodel.Variants, s.requests(b, w, &s.worst)); err != nil {
 		return fmt.Errorf("batch %d, check after: %w", rows, err)
 	}
 	s.rows = append(s.rows, row{name: name, gpus: gpus, rows: rows, r: r, outside: before - after, nodes: b.nodes})
