@@ -82,17 +82,30 @@ func (c GraphNodeCounts) String() string {
 // GraphNodeType: a test asserts, say, that a request's graph holds no memory
 // node with CountGraphNodes(...).Memory() == 0.
 func CountGraphNodes(g Graphs, device int, graph Graph) (GraphNodeCounts, error) {
-	nodes, err := g.GraphNodes(device, graph)
+	types, err := GraphNodeTypes(g, device, graph)
 	if err != nil {
 		return nil, err
 	}
 	counts := GraphNodeCounts{}
-	for i, n := range nodes {
-		t, err := g.GraphNodeType(device, n)
-		if err != nil {
-			return nil, fmt.Errorf("%w (the type of node %d of %d of graph 0x%x)", err, i, len(nodes), uintptr(graph))
-		}
+	for _, t := range types {
 		counts[t]++
 	}
 	return counts, nil
+}
+
+// GraphNodeTypes is the type of each node of graph, in the order GraphNodes
+// gives them (cudaGraphGetNodes, which CUDA does not document; in creation
+// order on the fake).
+func GraphNodeTypes(g Graphs, device int, graph Graph) ([]GraphNodeType, error) {
+	nodes, err := g.GraphNodes(device, graph)
+	if err != nil {
+		return nil, err
+	}
+	types := make([]GraphNodeType, len(nodes))
+	for i, n := range nodes {
+		if types[i], err = g.GraphNodeType(device, n); err != nil {
+			return nil, fmt.Errorf("%w (the type of node %d of %d of graph 0x%x)", err, i, len(nodes), uintptr(graph))
+		}
+	}
+	return types, nil
 }

@@ -30,6 +30,14 @@ type capture struct {
 	// invalid is why the capture was invalidated: its end then fails.
 	invalid string
 	mem     *graphMem // what MallocAsync allocated in it
+	// serials are the Work.Serial of the library work it holds.
+	serials map[uintptr]bool
+}
+
+// mark records a node of typ that runs nothing, for call: the nodes a
+// library's work has around its kernel (Work.Scratch, Work.Serial).
+func (cp *capture) mark(call calls.Call, typ cudart.GraphNodeType) {
+	cp.work = append(cp.work, step{call: call, run: func() *failure { return nil }, node: typ})
 }
 
 // step is one piece of recorded work.

@@ -36,14 +36,8 @@ func TestRecordMemNode(t *testing.T) {
 	g, err := f.StreamEndCapture(0, s)
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, f.GraphDestroy(0, g)) }()
-	nodes, err := f.GraphNodes(0, g)
+	types, err := cudart.GraphNodeTypes(f, 0, g)
 	require.NoError(t, err)
-	var types []cudart.GraphNodeType
-	for _, n := range nodes {
-		typ, err := f.GraphNodeType(0, n)
-		require.NoError(t, err)
-		types = append(types, typ)
-	}
 	assert.Equal(t, []cudart.GraphNodeType{cudart.GraphNodeMemAlloc, cudart.GraphNodeMemcpy, cudart.GraphNodeMemFree}, types)
 	free1, _, err := f.MemGetInfo(0)
 	require.NoError(t, err)

@@ -256,13 +256,11 @@ func TestLibraryWorkIsCapturedAsAKernel(t *testing.T) {
 		}}))
 		g, err := f.StreamEndCapture(0, s)
 		require.NoError(t, err)
-		counts, err := cudart.CountGraphNodes(f, 0, g)
-		require.NoError(t, err)
-		want := cudart.GraphNodeCounts{cudart.GraphNodeKernel: 1}
+		want := []cudart.GraphNodeType{cudart.GraphNodeKernel}
 		if scratch {
-			want[cudart.GraphNodeMemAlloc], want[cudart.GraphNodeMemFree] = 1, 1
+			want = []cudart.GraphNodeType{cudart.GraphNodeMemAlloc, cudart.GraphNodeKernel, cudart.GraphNodeMemFree}
 		}
-		assert.Equal(t, want, counts, "scratch %t", scratch)
+		assert.Equal(t, want, nodeTypes(t, f, g), "scratch %t", scratch)
 		x, err := f.GraphInstantiate(0, g)
 		require.NoError(t, err)
 		require.NoError(t, f.GraphLaunch(0, x, s))
@@ -272,6 +270,56 @@ func TestLibraryWorkIsCapturedAsAKernel(t *testing.T) {
 		require.NoError(t, f.GraphExecDestroy(0, x))
 		require.NoError(t, f.GraphDestroy(0, g))
 	}
+}
+
+// Work ordered through a library's own stream (Work.Serial) is captured
+// with an event-wait node before the first work of each Serial and an
+// event-record node after each, as CUDA records NCCL's kernels; the nodes
+// run nothing, and the launch runs the work.
+func TestLibrarySerialWorkIsCapturedWithEventNodes(t *testing.T) {
+	f := cudarttest.NewFakeT(t)
+	y := attachToy(f)
+	p, s := bufferAndStream(t, f, 0, 64)
+	runs := 0
+	fill := func(serial uintptr) {
+		require.NoError(t, y.lib.Enqueue(cudarttest.Work{Device: 0, Stream: s, Call: "toyFill", Serial: serial, Run: func(a *cudarttest.Access) error {
+			runs++
+			return a.Write(p, []byte{byte(runs)})
+		}}))
+	}
+	require.NoError(t, f.StreamBeginCapture(0, s, cudart.CaptureModeGlobal))
+	fill(1)
+	fill(1)
+	fill(2)
+	g, err := f.StreamEndCapture(0, s)
+	require.NoError(t, err)
+	wait, kernel, record := cudart.GraphNodeWaitEvent, cudart.GraphNodeKernel, cudart.GraphNodeEventRecord
+	assert.Equal(t, []cudart.GraphNodeType{wait, kernel, record, kernel, record, wait, kernel, record}, nodeTypes(t, f, g))
+	x, err := f.GraphInstantiate(0, g)
+	require.NoError(t, err)
+	require.NoError(t, f.GraphLaunch(0, x, s))
+	require.NoError(t, f.StreamSynchronize(0, s))
+	assert.Equal(t, 3, runs, "the launch runs the three, the event nodes nothing")
+	require.NoError(t, f.GraphExecDestroy(0, x))
+	require.NoError(t, f.GraphDestroy(0, g))
+
+	require.NoError(t, f.StreamBeginCapture(0, s, cudart.CaptureModeGlobal))
+	fill(1)
+	g, err = f.StreamEndCapture(0, s)
+	require.NoError(t, err)
+	assert.Equal(t, []cudart.GraphNodeType{wait, kernel, record}, nodeTypes(t, f, g), "a new capture waits again")
+	require.NoError(t, f.GraphDestroy(0, g))
+	fill(1)
+	require.NoError(t, f.StreamSynchronize(0, s))
+	assert.Equal(t, 4, runs, "uncaptured, it runs as any work")
+}
+
+// nodeTypes is the type of each node of g on device 0.
+func nodeTypes(t *testing.T, f *cudarttest.Fake, g cudart.Graph) []cudart.GraphNodeType {
+	t.Helper()
+	types, err := cudart.GraphNodeTypes(f, 0, g)
+	require.NoError(t, err)
+	return types
 }
 
 // A collective queued as a piece on each device's stream, coordinated by

@@ -76,6 +76,14 @@ type Work struct {
 	// memory-free node after, as CUDA's would. The fake charges nothing for
 	// it.
 	Scratch bool
+	// Serial, when not 0, marks work a library orders through a stream of
+	// its own that Serial names, as NCCL orders a communicator's kernels
+	// (its strong stream, with graph mixing, NCCL's default): a capture
+	// records an event-wait node before the first work of each Serial it
+	// holds, and an event-record node after each such work, as CUDA
+	// records NCCL's cudaStreamWaitEvent with cudaEventWaitExternal and its
+	// cudaGraphAddEventRecordNode. The nodes run nothing at a launch.
+	Serial uintptr
 	// Run does the work when a synchronisation reaches it. An error faults
 	// the device: cudaErrorIllegalAddress, or the code of a *cudart.Error
 	// it wraps where FailAsync takes that code, with the error's text.
@@ -107,12 +115,26 @@ func (l *Library) Enqueue(w Work) error {
 		}
 		return x
 	}
+	if x := f.devs[w.Device].sticky; x != nil {
+		return x.err(calls.CuLaunchKernel, " for %s on device %d", w.Call, w.Device)
+	}
+	cp := f.graph.captures[w.Stream]
+	if cp != nil && w.Serial != 0 && !cp.serials[w.Serial] {
+		if cp.serials == nil {
+			cp.serials = make(map[uintptr]bool)
+		}
+		cp.serials[w.Serial] = true
+		cp.mark(calls.StreamWaitEvent, cudart.GraphNodeWaitEvent)
+	}
 	captured := w.Scratch && f.recordMemNode(w.Stream, cudart.GraphNodeMemAlloc)
 	if x := f.enqueue(w.Device, w.Stream, calls.CuLaunchKernel, run); x != nil {
 		return x.err(calls.CuLaunchKernel, " for %s on device %d", w.Call, w.Device)
 	}
 	if captured {
 		f.recordMemNode(w.Stream, cudart.GraphNodeMemFree)
+	}
+	if cp != nil && w.Serial != 0 {
+		cp.mark(calls.EventRecord, cudart.GraphNodeEventRecord)
 	}
 	return nil
 }

@@ -90,7 +90,9 @@ type Backend struct {
 // the operation on the CPU (ncclabi.Combine), reading and writing device
 // memory as a kernel does, faulting the devices with
 // cudaErrorIllegalAddress otherwise. A part queued on a capturing stream is
-// recorded as the kernel node CUDA records for an NCCL kernel; each launch
+// recorded as the nodes CUDA records for an NCCL kernel: an event-wait
+// node (the communicator's first in the capture), the kernel node, an
+// event-record node; each launch
 // of the graphs runs the operation again, each rank's graph launched on the
 // stream it captured. Communicators charge the memory NCCL takes (see the
 // constants) and give it back when destroyed or aborted, but KeptCharge,

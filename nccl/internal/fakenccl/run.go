@@ -38,10 +38,14 @@ type piece struct {
 	ran    atomic.Bool // it ran once, for finalize
 }
 
-// work is the piece as the hook queues it: an NCCL kernel.
+// work is the piece as the hook queues it: an NCCL kernel, ordered
+// through its communicator's own stream (NCCL's strong stream, with graph
+// mixing): captured, it records an event-wait node before the
+// communicator's first kernel of the capture and an event-record node
+// after each, the nodes CUDA records.
 func (pc *piece) work() cudarttest.Work {
 	p := pc.run.parts[pc.i]
-	return cudarttest.Work{Device: p.comm.device, Stream: pc.stream, Call: p.f.Call.String(), Run: pc.do}
+	return cudarttest.Work{Device: p.comm.device, Stream: pc.stream, Call: p.f.Call.String(), Serial: p.comm.raw, Run: pc.do}
 }
 
 // do runs the piece: it marks its rank reached for its round, runs the
