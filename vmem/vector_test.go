@@ -35,6 +35,24 @@ func tryBlock(t *testing.T, vm cudart.VirtualMemory, v *vmem.Vector, gran uint64
 	return func() { require.NoError(t, vm.MemAddressFree(p, gran)) }, true
 }
 
+// growMoved grows v to size with gran bytes right after its reservation
+// taken (tryBlock), so that it must move, and asserts it moved; it skips
+// the test where CUDA put the block elsewhere. unblock frees the block.
+func growMoved(t *testing.T, vm cudart.VirtualMemory, v *vmem.Vector, gran, size uint64) (unblock func()) {
+	t.Helper()
+	unblock, ok := tryBlock(t, vm, v, gran)
+	if !ok {
+		t.Skip("CUDA did not honour the hint that blocks the vector")
+	}
+	old := v.Ptr()
+	if err := v.Grow(size); err != nil || v.Ptr() == old {
+		unblock()
+		require.NoError(t, err)
+		require.NotEqual(t, old, v.Ptr(), "the vector moved")
+	}
+	return unblock
+}
+
 func TestVectorGrowsInPlaceWithTheHint(t *testing.T) {
 	f := newFake(t)
 	v, err := vmem.NewVector(f, 0)
@@ -221,14 +239,7 @@ func TestVectorMoveKeepsData(t *testing.T) {
 		require.NoError(t, v.Grow(3*gran))
 		data := pattern(4, 3*gran)
 		put(t, rt, 0, v.Ptr(), data, gran)
-		unblock, ok := tryBlock(t, rt, v, gran)
-		if !ok {
-			t.Skip("CUDA did not honour the hint that blocks the vector")
-		}
-		defer unblock()
-		old := v.Ptr()
-		require.NoError(t, v.Grow(8*gran))
-		require.NotEqual(t, old, v.Ptr(), "the vector moved")
+		defer growMoved(t, rt, v, gran, 8*gran)()
 		assert.Equal(t, data, get(t, rt, 0, v.Ptr(), 3*gran, gran))
 		more := pattern(5, 5*gran)
 		put(t, rt, 0, v.Ptr().Add(3*gran), more, gran)
