@@ -1,4 +1,4 @@
-// Package loadgen is the load generator the serving examples (serve, mlp)
+// Package loadgen is the load generator the serving examples (serve, mlp, tp)
 // share: a bounded number of requests from a fixed number of concurrent
 // clients, each sending its next request once the last is answered, and the
 // throughput and latency percentiles that come of it, with the formatting

@@ -29,9 +29,33 @@ type Result struct {
 // its service. The first error stops every client after its request in
 // flight, and is returned with the request's index.
 func Run(clients, requests int, do func(c, i int) (waited time.Duration, err error)) (Result, error) {
+	var next atomic.Int64
+	return run(clients, requests, func(int, int) (i, arg int) {
+		i = int(next.Add(1) - 1)
+		return i, i
+	}, do, func(_, i int) string { return fmt.Sprintf("request %d", i) })
+}
+
+// RunFixed is Run with each client's requests fixed: client c sends
+// perClient requests, do(c, j) for j from 0 to perClient-1 in order, so
+// that request j of client c is the same in every process that runs it
+// (the ranks of a job, which must run the same collectives in the same
+// order). The first error is returned with the client and the request.
+func RunFixed(clients, perClient int, do func(c, j int) (waited time.Duration, err error)) (Result, error) {
+	return run(clients, clients*perClient, func(c, k int) (i, arg int) {
+		if k >= perClient {
+			return clients * perClient, k
+		}
+		return c*perClient + k, k
+	}, do, func(c, j int) string { return fmt.Sprintf("client %d, request %d", c, j) })
+}
+
+// run is Run and RunFixed: client c's k-th request is result i of the
+// requests, sent as do(c, arg); an i past requests ends the client. name
+// says which request failed.
+func run(clients, requests int, next func(c, k int) (i, arg int), do func(c, arg int) (time.Duration, error), name func(c, arg int) string) (Result, error) {
 	lat := make([]time.Duration, requests)
 	wait := make([]time.Duration, requests)
-	var next atomic.Int64
 	var failed atomic.Bool
 	errs := make([]error, clients)
 	var wg sync.WaitGroup
@@ -40,15 +64,15 @@ func Run(clients, requests int, do func(c, i int) (waited time.Duration, err err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for !failed.Load() {
-				i := int(next.Add(1) - 1)
+			for k := 0; !failed.Load(); k++ {
+				i, arg := next(c, k)
 				if i >= requests {
 					return
 				}
 				t0 := time.Now()
-				waited, err := do(c, i)
+				waited, err := do(c, arg)
 				if err != nil {
-					errs[c] = fmt.Errorf("request %d: %w", i, err)
+					errs[c] = fmt.Errorf("%s: %w", name(c, arg), err)
 					failed.Store(true)
 					return
 				}

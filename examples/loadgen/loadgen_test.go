@@ -112,3 +112,36 @@ func TestRound(t *testing.T) {
 		assert.Equal(t, want, Round(in), "Round(%v)", in)
 	}
 }
+
+// RunFixed sends each client's requests 0 to perClient-1, in order, and no
+// other, and stops every client at the first error, naming the client.
+func TestRunFixedSendsEachClientsRequestsInOrder(t *testing.T) {
+	const clients, perClient = 3, 40
+	var mu sync.Mutex
+	sent := map[int][]int{}
+	r, err := RunFixed(clients, perClient, func(c, j int) (time.Duration, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		sent[c] = append(sent[c], j)
+		return time.Nanosecond, nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, clients*perClient, r.Requests)
+	require.Len(t, sent, clients)
+	for c, js := range sent {
+		require.Len(t, js, perClient, "client %d", c)
+		for j, got := range js {
+			assert.Equal(t, j, got, "client %d's request %d", c, j)
+		}
+	}
+
+	errBad := errors.New("bad answer")
+	_, err = RunFixed(clients, perClient, func(c, j int) (time.Duration, error) {
+		if c == 1 && j == 7 {
+			return 0, errBad
+		}
+		return 0, nil
+	})
+	require.ErrorIs(t, err, errBad)
+	assert.EqualError(t, err, "client 1, request 7: bad answer")
+}

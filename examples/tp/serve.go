@@ -268,7 +268,7 @@ func (s *session) serveGroups(devices, all []int, comms [][]*nccl.Comm, clients 
 		}
 		s.progress("soak: %d tensor-parallel requests on %s, batch %d...", s.c.soak, gpusOf(world), rows)
 		per := (s.c.soak + clients - 1) / clients
-		r, err := runFixed(clients, per, s.requests(b, s.loads[rows], nil))
+		r, err := loadgen.RunFixed(clients, per, s.requests(b, s.loads[rows], nil))
 		err = errors.Join(err, b.close())
 		if err != nil {
 			return fmt.Errorf("soak: %w", err)
@@ -321,7 +321,7 @@ func (s *session) measure(name string, gpus, rows, clients int, make func() (*ba
 	defer func() { err = errors.Join(err, b.close()) }()
 	devices := b.devices()
 	w := s.loads[rows]
-	if _, err := runFixed(clients, mlpmodel.Variants, s.requests(b, w, &s.worst)); err != nil {
+	if _, err := loadgen.RunFixed(clients, mlpmodel.Variants, s.requests(b, w, &s.worst)); err != nil {
 		return fmt.Errorf("batch %d, check before: %w", rows, err)
 	}
 	if dump != nil {
@@ -335,7 +335,7 @@ func (s *session) measure(name string, gpus, rows, clients int, make func() (*ba
 	}
 	s.progress("%s, batch %d: %d requests...", name, rows, s.c.requests)
 	per := (s.c.requests + clients - 1) / clients
-	r, err := runFixed(clients, per, s.requests(b, w, nil))
+	r, err := loadgen.RunFixed(clients, per, s.requests(b, w, nil))
 	if err != nil {
 		return fmt.Errorf("batch %d: %w", rows, err)
 	}
@@ -343,7 +343,7 @@ func (s *session) measure(name string, gpus, rows, clients int, make func() (*ba
 	if err != nil {
 		return err
 	}
-	if _, err := runFixed(clients, mlpmodel.Variants, s.requests(b, w, &s.worst)); err != nil {
+	if _, err := loadgen.RunFixed(clients, mlpmodel.Variants, s.requests(b, w, &s.worst)); err != nil {
 		return fmt.Errorf("batch %d, check after: %w", rows, err)
 	}
 	s.rows = append(s.rows, row{name: name, gpus: gpus, rows: rows, r: r, outside: before - after, nodes: b.nodes})
