@@ -148,11 +148,13 @@ func (l *Library) do(fs []ncclabi.Frame, call string, c *Comm) error {
 	if n == 0 {
 		return nil
 	}
-	last := fs[n-1]
-	if last.Result == ncclabi.Success || last.Result == ncclabi.InProgress {
+	// Only the result is read: a split's frame gets its Out from NCCL's
+	// thread (see Comm.Split).
+	r := fs[n-1].Result
+	if ok(r) {
 		return nil
 	}
-	return l.fail(last.Result, call, c)
+	return l.fail(r, call, c)
 }
 
 // fail is the *Error of result r of call, with NCCL's text for r and its
