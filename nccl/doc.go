@@ -59,6 +59,20 @@
 // for a peer that never comes blocks that stream on a GPU, and a
 // synchronisation of it, until Abort from another goroutine.
 //
+// Collectives captured into CUDA graphs by one goroutine over several
+// devices (a Group of their operations, each device's stream capturing, on
+// one locked OS thread): end every device's capture before instantiating
+// any of the graphs. In thread-local or global mode, cudaGraphInstantiate
+// while another capture of the thread is under way fails with
+// cudaErrorStreamCaptureUnsupported and invalidates that capture, whose
+// end then fails with cudaErrorStreamCaptureInvalidated (on 2×H200, CUDA
+// 13.0); the fake refuses it too, on any goroutine, as it cannot see
+// threads. Launch every device's graph before synchronising any stream: a
+// graph's collective waits for the other devices' graphs, and NCCL warns
+// that with several devices a thread, a cudaGraphLaunch may block until
+// they are launched. A goroutine a rank (each capturing in relaxed mode),
+// or a process a GPU, avoids both.
+//
 // A Lent checks its lease before each operation is posted: an operation
 // posted while its slot is being released (a request racing its own
 // Release) still runs, on the slot's stream, which the Release waits for.

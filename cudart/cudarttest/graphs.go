@@ -95,7 +95,9 @@ func (f *Fake) captureBlocksSync(dev int, s cudart.Stream) *failure {
 }
 
 // captureForbidsUnsafe refuses call, a call CUDA deems unsafe during a
-// capture (cudaMalloc), while a global or thread-local capture is under
+// capture (cudaMalloc, cudaGraphInstantiate of another graph: the graphs of
+// one thread's captures on several devices are instantiated once every
+// capture has ended), while a global or thread-local capture is under
 // way on any device, with cudaErrorStreamCaptureUnsupported, and
 // invalidates that capture; a relaxed capture allows it. The fake cannot see
 // threads, so a thread-local capture forbids it on every thread.
@@ -201,6 +203,9 @@ func (f *Fake) GraphInstantiate(device int, g cudart.Graph) (cudart.GraphExec, e
 	gr := f.graph.graphs[g]
 	if x == nil {
 		x = onDevice(gr, device, "graph 0x%x", uintptr(g))
+	}
+	if x == nil {
+		x = f.captureForbidsUnsafe(calls.GraphInstantiate)
 	}
 	if x != nil {
 		return 0, x.err(calls.GraphInstantiate, "(graph 0x%x) on device %d", uintptr(g), device)

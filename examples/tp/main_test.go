@@ -161,6 +161,10 @@ func TestBenchAllReduceOnTheFake(t *testing.T) {
 	assert.Regexp(t, `\n +1048576 +262144 `, s)
 	assert.Regexp(t, `\n +4194304 +1048576 `, s)
 	assert.NotContains(t, s, "8388608")
+	assert.Contains(t, s, "small all-reduces: eager against one CUDA graph of 1 captured, a time a call")
+	for _, size := range []string{"4096", "65536", "1048576"} {
+		assert.Regexp(t, `\n +`+size+` +[0-9.]+ +[0-9.]+ +[0-9.]+\n`, s, "the graph of every device instantiated once all their captures ended")
+	}
 	assert.Contains(t, s, "(fake runtime: not a GPU timing)")
 }
 

@@ -197,8 +197,9 @@ func eachMember(ms []member, f func(member) error) error {
 }
 
 // capture records what record queues on every member's stream into a graph
-// a member, begun and ended on one locked OS thread (a group call joins the
-// devices' captures), counts each graph's nodes, and launches them once
+// a member, begun and ended on one locked OS thread (thread-local mode),
+// every capture ended before any graph is instantiated (see the Caveats of
+// package nccl), counts each graph's nodes, and launches them once
 // together (the upload, and a collective's first run, are then no
 // request's).
 func capture(ms []member, record func() error) (_ []cudart.GraphExec, counts []cudart.GraphNodeCounts, err error) {

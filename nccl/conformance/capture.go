@@ -13,9 +13,10 @@ import (
 const replays = 5
 
 // testCapture captures an all-reduce on each rank's stream, each rank on
-// its own goroutine calling the collective alone (a group over several
-// devices of one process would join the devices' captures into one, which
-// then ends only on the stream that began it), replays the graphs with new
+// its own goroutine calling the collective alone, in relaxed mode (a GPU a
+// thread, as NCCL recommends for capture; one thread over every device
+// must end every capture before it instantiates a graph: see the Caveats
+// of package nccl), replays the graphs with new
 // inputs and checks every result, and that the replays take no device
 // memory. It asserts the nodes of each graph, what CUDA records for
 // NCCL's collective: its kernel, and the event-wait and event-record nodes

@@ -100,6 +100,48 @@ func (s *suite) testCaptureImplicit(t *testing.T) {
 		}
 	}
 	t.Run("MallocByMode", func(t *testing.T) { s.testMallocDuringCapture(t, g, st, created) })
+	t.Run("InstantiateByMode", func(t *testing.T) { s.testInstantiateDuringCapture(t, g, st, created) })
+}
+
+// testInstantiateDuringCapture: cudaGraphInstantiate of a graph whose
+// capture has ended, while the thread has another capture under way, is
+// refused in a thread-local capture and invalidates it, and allowed in a
+// relaxed one. One thread capturing on several devices' streams (an NCCL
+// group over them) therefore ends every capture before it instantiates a
+// graph: on 2×H200 (CUDA 13.0), instantiating device 0's graph while device
+// 1's stream still captured failed with cudaErrorStreamCaptureUnsupported,
+// and device 1's capture then ended with cudaErrorStreamCaptureInvalidated.
+func (s *suite) testInstantiateDuringCapture(t *testing.T, g cudart.Graphs, st cudart.Streams, stream cudart.Stream) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	_, other := s.stream(t)
+	x := s.malloc(t, 256)
+	require.NoError(t, g.StreamBeginCapture(s.dev, other, cudart.CaptureModeThreadLocal))
+	require.NoError(t, st.MemsetAsync(s.dev, x, 0x5a, 256, other))
+	ended, err := g.StreamEndCapture(s.dev, other)
+	require.NoError(t, err)
+	once(t, calls.GraphDestroy, func() error { return g.GraphDestroy(s.dev, ended) })
+	for _, mode := range []cudart.CaptureMode{cudart.CaptureModeThreadLocal, cudart.CaptureModeRelaxed} {
+		require.NoError(t, g.StreamBeginCapture(s.dev, stream, mode))
+		exec, err := g.GraphInstantiate(s.dev, ended)
+		t.Logf("cudaGraphInstantiate during a capture in %s: %v", mode, err)
+		if exec != 0 {
+			assert.NoError(t, g.GraphExecDestroy(s.dev, exec))
+		}
+		graph, end := g.StreamEndCapture(s.dev, stream)
+		t.Logf("then the capture ends with: %v", end)
+		if graph != 0 {
+			assert.NoError(t, g.GraphDestroy(s.dev, graph))
+		}
+		if mode == cudart.CaptureModeRelaxed {
+			assert.NoError(t, err, "cudaGraphInstantiate in a relaxed capture")
+			assert.NoError(t, end, "a relaxed capture ends as usual")
+		} else {
+			assert.ErrorIs(t, err, cudart.ErrStreamCaptureUnsupported, "cudaGraphInstantiate in a thread-local capture")
+			assert.ErrorIs(t, end, cudart.ErrStreamCaptureInvalidated, "the capture it invalidated")
+		}
+		require.NoError(t, st.StreamSynchronize(s.dev, stream), "the stream is usable")
+	}
 }
 
 // testMallocDuringCapture: cudaMalloc, unsafe during a capture, is refused

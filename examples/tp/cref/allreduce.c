@@ -9,8 +9,11 @@
  * synchronised; time is a call's, algbw bytes over time, busbw
  * algbw * 2(n-1)/n. Then, for 4 KiB, 64 KiB and 1 MiB, the same eager time
  * against ITERS all-reduces captured into one CUDA graph a device (begun
- * and ended on one thread, the group joining the captures) and launched
- * once a device. It prints the Go tool's tables.
+ * and ended on one thread, in thread-local mode) and launched once a
+ * device. Every device's capture ends before any graph is instantiated:
+ * cudaGraphInstantiate while another capture of the thread is under way
+ * fails with cudaErrorStreamCaptureUnsupported and invalidates that
+ * capture. It prints the Go tool's tables.
  *
  *   nvcc -O2 -o allreduce_c allreduce.c -lnccl
  *   cc -O2 -o allreduce_c allreduce.c -I/usr/local/cuda/include -L/usr/local/cuda/lib64 -lnccl -lcudart
@@ -70,13 +73,17 @@ static double graphed(size_t bytes, int warmup, int iters) {
         CUDA(cudaStreamBeginCapture(streams[i], cudaStreamCaptureModeThreadLocal));
     }
     for (int i = 0; i < iters; i++) group(bytes);
+    cudaGraph_t *graphs = calloc(n, sizeof *graphs);
     for (int i = 0; i < n; i++) {
-        cudaGraph_t g;
         CUDA(cudaSetDevice(i));
-        CUDA(cudaStreamEndCapture(streams[i], &g));
-        CUDA(cudaGraphInstantiate(&execs[i], g, 0));
-        CUDA(cudaGraphDestroy(g));
+        CUDA(cudaStreamEndCapture(streams[i], &graphs[i]));
     }
+    for (int i = 0; i < n; i++) {
+        CUDA(cudaSetDevice(i));
+        CUDA(cudaGraphInstantiate(&execs[i], graphs[i], 0));
+        CUDA(cudaGraphDestroy(graphs[i]));
+    }
+    free(graphs);
     for (int w = 0; w < warmup; w++)
         for (int i = 0; i < n; i++) {
             CUDA(cudaSetDevice(i));
