@@ -15,6 +15,10 @@ import (
 // smallSizes are the all-reduces timed eager and from a graph.
 var smallSizes = []uint64{4 << 10, 64 << 10, 1 << 20}
 
+// nonBlockingComms names package nccl's communicators in the bench's first
+// line, as cref/allreduce.c -nonblocking names its own.
+const nonBlockingComms = "non-blocking (ncclCommInitRankConfig, blocking = 0)"
+
 // benchRank is one device's buffers and stream.
 type benchRank struct {
 	dev       int
@@ -110,6 +114,7 @@ func benchAllReduce(rt *choose.Runtime, c config, stdout, stderr io.Writer) (err
 		}
 		return time.Since(start) / time.Duration(c.iters*calls), nil
 	}
+	fmt.Fprintln(stdout, "communicators: "+nonBlockingComms)
 	fmt.Fprintf(stdout, "allreduce: %d devices, float32 sum, out of place, %d warm-up and %d timed calls a size; busbw = algbw * 2(n-1)/n\n", n, c.warmup, c.iters)
 	// The widths are cref/allreduce.c's: the tables are the same.
 	fmt.Fprintf(stdout, "%12s  %10s  %9s  %9s  %9s\n", "size_B", "count", "time_us", "algbw_GBs", "busbw_GBs")

@@ -83,7 +83,9 @@
 // does: -warmup calls, then -iters calls between two readings of the
 // host's clock, all streams synchronised; algbw is bytes over time, busbw
 // algbw·2(n-1)/n. Then eager against graph-captured small all-reduces.
-// cref/allreduce.c prints the same table from C, to compare.
+// cref/allreduce.c prints the same table from C, to compare: with
+// blocking communicators (ncclCommInitAll), or with -nonblocking with the
+// non-blocking ones package nccl makes, each group end polled until done.
 //
 // On the fake runtime the widths shrink by -scale (16 unless given), the
 // requests to 8 a run, and the bench to 4 MiB; its timings are not a

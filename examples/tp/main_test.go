@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -152,11 +153,19 @@ func TestTheRendezvousNeedsItsVariables(t *testing.T) {
 	}
 }
 
+// cref/allreduce.c -nonblocking names its communicators as the Go tool
+// does, so that the two tables compare line by line.
+func TestTheCReferenceNamesTheBindingsCommunicators(t *testing.T) {
+	src, err := os.ReadFile("cref/allreduce.c")
+	require.NoError(t, err)
+	assert.Contains(t, string(src), `"communicators: %s\n", nonblocking ? "`+nonBlockingComms+`"`)
+}
+
 func TestBenchAllReduceOnTheFake(t *testing.T) {
 	var out, errOut bytes.Buffer
 	require.Equal(t, 0, run([]string{"-runtime=fake", "-bench-allreduce", "-iters", "2", "-warmup", "1"}, &out, &errOut), errOut.String())
 	s := out.String()
-	assert.Contains(t, s, "allreduce: 4 devices, float32 sum, out of place, 1 warm-up and 2 timed calls a size; busbw = algbw * 2(n-1)/n")
+	assert.Contains(t, s, "communicators: "+nonBlockingComms+"\nallreduce: 4 devices, float32 sum, out of place, 1 warm-up and 2 timed calls a size; busbw = algbw * 2(n-1)/n")
 	assert.Regexp(t, `size_B +count +time_us +algbw_GBs +busbw_GBs`, s)
 	assert.Regexp(t, `\n +1048576 +262144 `, s)
 	assert.Regexp(t, `\n +4194304 +1048576 `, s)

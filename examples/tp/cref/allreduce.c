@@ -15,9 +15,18 @@
  * fails with cudaErrorStreamCaptureUnsupported and invalidates that
  * capture. It prints the Go tool's tables.
  *
+ * With -nonblocking it makes the communicators package nccl makes: one
+ * ncclCommInitRankConfig a device (config.blocking = 0) in a group, and
+ * after every group end (ncclInProgress: NCCL posts the work from a thread
+ * of its own) it polls each communicator's ncclCommGetAsyncError, back to
+ * back, until none is in progress, as NCCL requires before the next call
+ * and as package nccl does. The difference between the two runs is NCCL's
+ * own cost of non-blocking communicators; the difference between this one
+ * and the Go tool's is the binding's.
+ *
  *   nvcc -O2 -o allreduce_c allreduce.c -lnccl
  *   cc -O2 -o allreduce_c allreduce.c -I/usr/local/cuda/include -L/usr/local/cuda/lib64 -lnccl -lcudart
- *   allreduce_c [-max BYTES] [-iters 20] [-warmup 5]
+ *   allreduce_c [-max BYTES] [-iters 20] [-warmup 5] [-nonblocking]
  */
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -30,7 +39,7 @@
 #define CUDA(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { fprintf(stderr, "allreduce_c: %s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); exit(1); } } while (0)
 #define NCCL(call) do { ncclResult_t r_ = (call); if (r_ != ncclSuccess) { fprintf(stderr, "allreduce_c: %s:%d %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_)); exit(1); } } while (0)
 
-static int n;
+static int n, nonblocking;
 static ncclComm_t *comms;
 static cudaStream_t *streams;
 static float **sendbuf, **recvbuf;
@@ -41,11 +50,49 @@ static double now(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* NCCLQ is NCCL for a call on non-blocking communicators, which may
+ * return ncclInProgress. */
+#define NCCLQ(call) do { ncclResult_t r_ = (call); if (r_ != ncclSuccess && r_ != ncclInProgress) { fprintf(stderr, "allreduce_c: %s:%d %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_)); exit(1); } } while (0)
+
+/* wait_comms polls every communicator until none is in progress. */
+static void wait_comms(void) {
+    for (int i = 0; i < n; i++) {
+        ncclResult_t r;
+        do NCCL(ncclCommGetAsyncError(comms[i], &r));
+        while (r == ncclInProgress);
+        NCCL(r);
+    }
+}
+
 static void group(size_t bytes) {
     NCCL(ncclGroupStart());
     for (int i = 0; i < n; i++)
-        NCCL(ncclAllReduce(sendbuf[i], recvbuf[i], bytes / 4, ncclFloat32, ncclSum, comms[i], streams[i]));
-    NCCL(ncclGroupEnd());
+        NCCLQ(ncclAllReduce(sendbuf[i], recvbuf[i], bytes / 4, ncclFloat32, ncclSum, comms[i], streams[i]));
+    NCCLQ(ncclGroupEnd());
+    if (nonblocking) wait_comms();
+}
+
+/* init_comms makes a communicator a device: ncclCommInitAll's, or
+ * non-blocking ones made as ncclCommInitAll makes them. */
+static void init_comms(void) {
+    if (!nonblocking) {
+        int *devs = calloc(n, sizeof *devs);
+        for (int i = 0; i < n; i++) devs[i] = i;
+        NCCL(ncclCommInitAll(comms, n, devs));
+        free(devs);
+        return;
+    }
+    ncclUniqueId id;
+    NCCL(ncclGetUniqueId(&id));
+    NCCL(ncclGroupStart());
+    for (int i = 0; i < n; i++) {
+        ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+        config.blocking = 0;
+        CUDA(cudaSetDevice(i));
+        NCCLQ(ncclCommInitRankConfig(&comms[i], n, id, i, &config));
+    }
+    NCCLQ(ncclGroupEnd());
+    wait_comms();
 }
 
 static void sync_all(void) {
@@ -106,20 +153,19 @@ static double graphed(size_t bytes, int warmup, int iters) {
 int main(int argc, char **argv) {
     size_t max = 256u << 20;
     int iters = 20, warmup = 5;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "-max")) max = strtoull(argv[i + 1], NULL, 10);
-        else if (!strcmp(argv[i], "-iters")) iters = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "-warmup")) warmup = atoi(argv[i + 1]);
-        else { fprintf(stderr, "usage: allreduce_c [-max BYTES] [-iters 20] [-warmup 5]\n"); return 2; }
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-nonblocking")) nonblocking = 1;
+        else if (i + 1 < argc && !strcmp(argv[i], "-max")) max = strtoull(argv[++i], NULL, 10);
+        else if (i + 1 < argc && !strcmp(argv[i], "-iters")) iters = atoi(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "-warmup")) warmup = atoi(argv[++i]);
+        else { fprintf(stderr, "usage: allreduce_c [-max BYTES] [-iters 20] [-warmup 5] [-nonblocking]\n"); return 2; }
     }
     CUDA(cudaGetDeviceCount(&n));
     comms = calloc(n, sizeof *comms);
     streams = calloc(n, sizeof *streams);
     sendbuf = calloc(n, sizeof *sendbuf);
     recvbuf = calloc(n, sizeof *recvbuf);
-    int *devs = calloc(n, sizeof *devs);
-    for (int i = 0; i < n; i++) devs[i] = i;
-    NCCL(ncclCommInitAll(comms, n, devs));
+    init_comms();
     for (int i = 0; i < n; i++) {
         CUDA(cudaSetDevice(i));
         CUDA(cudaMalloc((void **)&sendbuf[i], max));
@@ -127,6 +173,7 @@ int main(int argc, char **argv) {
         CUDA(cudaMemset(sendbuf[i], 0, max));
         CUDA(cudaStreamCreate(&streams[i]));
     }
+    printf("communicators: %s\n", nonblocking ? "non-blocking (ncclCommInitRankConfig, blocking = 0)" : "blocking (ncclCommInitAll)");
     printf("allreduce: %d devices, float32 sum, out of place, %d warm-up and %d timed calls a size; busbw = algbw * 2(n-1)/n\n", n, warmup, iters);
     printf("%12s  %10s  %9s  %9s  %9s\n", "size_B", "count", "time_us", "algbw_GBs", "busbw_GBs");
     for (size_t size = 1u << 20; size <= max; size *= 2) {
@@ -142,12 +189,17 @@ int main(int argc, char **argv) {
         double e = eager(small[s], warmup, iters), g = graphed(small[s], warmup, iters);
         printf("%8zu  %8.2f  %8.2f  %11.2f\n", small[s], e * 1e6, g * 1e6, g / e);
     }
+    if (nonblocking) {
+        /* A non-blocking communicator's finalize returns in progress. */
+        for (int i = 0; i < n; i++) NCCLQ(ncclCommFinalize(comms[i]));
+        wait_comms();
+    }
     for (int i = 0; i < n; i++) {
         CUDA(cudaSetDevice(i));
         CUDA(cudaFree(sendbuf[i]));
         CUDA(cudaFree(recvbuf[i]));
         CUDA(cudaStreamDestroy(streams[i]));
-        NCCL(ncclCommDestroy(comms[i]));
+        NCCLQ(ncclCommDestroy(comms[i]));
     }
     return 0;
 }
