@@ -207,8 +207,8 @@ func (l *Library) wait(comms []*Comm, call string, timeout time.Duration) error 
 			var who []string
 			for _, c := range busy {
 				who = append(who, c.String())
-				c.abort()
 			}
+			abortLocked(busy)
 			return fmt.Errorf("%w: %s still in progress after %v on %v; aborted", ErrTimeout, call, timeout, who)
 		}
 		pace.pause()
@@ -364,18 +364,51 @@ func (c *Comm) Abort() error {
 	return c.abortLocked()
 }
 
+// abortLocked aborts comms, whose locks the caller holds, at once: each
+// waits AbortWait at most, so all of them together wait no longer.
+func abortLocked(comms []*Comm) {
+	var wg sync.WaitGroup
+	for _, c := range comms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.abort()
+		}()
+	}
+	wg.Wait()
+}
+
 // abort aborts a communicator whose lock the caller holds, or that is not
 // shared yet.
 func (c *Comm) abort() { _ = c.abortLocked() }
+
+// AbortWait bounds how long Abort, and a call that aborts past its bound,
+// waits for ncclCommAbort. NCCL's abort may wait for the ranks it shares
+// memory with to abort too (it joins its proxy thread, which talks to
+// them): with a peer killed it can wait for ever (NCCL 2.16 and later).
+// Past AbortWait the abort goes on in the background and the caller gets
+// an error wrapping ErrTimeout; the communicator is closed either way, its
+// kernels told to stop before NCCL waits for anything.
+const AbortWait = 2 * time.Second
 
 func (c *Comm) abortLocked() error {
 	if c.raw == 0 {
 		return nil
 	}
+	call := "ncclCommAbort on " + c.String()
 	fs := []ncclabi.Frame{{Call: ncclabi.CommAbort, Device: c.device, Comm: c.raw}}
-	err := c.l.do(fs, "ncclCommAbort on "+c.String(), c)
 	c.raw = 0
-	return err
+	done := make(chan error, 1)
+	// Its error names no communicator: c.raw is no longer this one's.
+	go func() { done <- c.l.do(fs, call, nil) }()
+	t := time.NewTimer(AbortWait)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("%w: %s had not returned after %v (NCCL waits for its peers to abort too; one gone or hung keeps it waiting): left running in the background, the communicator closed", ErrTimeout, call, AbortWait)
+	}
 }
 
 // ok reports whether r is success or in progress: not an error.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"time"
 
@@ -61,6 +60,7 @@ type backend struct {
 	groupExecs [][][]cudart.GraphExec // [group][part][member]
 	free       chan int
 	pinned     bool // client c always runs group c: one process per GPU
+	aborted    *abortSignal
 }
 
 // newBackend makes n slots of batch rows on each device of shards, the
@@ -316,19 +316,21 @@ func (b *backend) serveGroup(client int, x exchange) (waited time.Duration, err 
 		err = b.finish(ms)
 	}
 	if err != nil {
+		b.aborted.raise(err)
 		return waited, err
 	}
 	return waited, x.Read(ms[0].b.out)
 }
 
-// finish waits for every member's stream, polling it (cudaStreamQuery)
-// and its communicator's asynchronous error, for b.timeout at most: a peer
-// that died leaves the all-reduce's kernel waiting on the GPU, which a
-// stream synchronisation would wait on for ever. Past the bound it aborts
-// the communicators, which stops their kernels, and fails. A replica has
-// no peer to wait for, and the fake runtime runs a stream's work only when
-// it is synchronised (its collectives cannot hang once posted): both
-// synchronise the streams.
+// finish waits for every member's stream. Tensor parallel on CUDA polls
+// (nccl's Wait: cudaStreamQuery and the communicators' errors) for
+// b.timeout at most: a peer that died leaves the all-reduce's kernel
+// waiting on the GPU, which a stream synchronisation would wait on for
+// ever. Past the bound Wait aborts the communicators (AbortWait at most)
+// and fails, and the failure is raised to b.aborted, which bounds the
+// cleanup after it. A replica has no peer to wait for, and the fake
+// runtime runs a stream's work only when it is synchronised (its
+// collectives cannot hang once posted): both synchronise the streams.
 func (b *backend) finish(ms []member) error {
 	if !b.poll || ms[0].b.comm == nil {
 		for _, m := range ms {
@@ -338,39 +340,11 @@ func (b *backend) finish(ms []member) error {
 		}
 		return nil
 	}
-	deadline := time.Now().Add(b.timeout)
-	for i := 0; ; i++ {
-		done := true
-		for _, m := range ms {
-			ok, err := m.s.rt.StreamQuery(m.s.dev, m.b.stream)
-			if err != nil {
-				return err
-			}
-			if !ok && m.b.comm != nil {
-				if err := m.b.comm.AsyncError(); err != nil {
-					abortAll(ms)
-					return fmt.Errorf("%s: %w", m.b.comm, err)
-				}
-			}
-			done = done && ok
-		}
-		if done {
-			return nil
-		}
-		if i%64 == 63 && time.Now().After(deadline) {
-			abortAll(ms)
-			return fmt.Errorf("%w: a request's devices had not finished after %v (a rank gone?); communicators aborted", nccl.ErrTimeout, b.timeout)
-		}
-		runtime.Gosched()
+	qs := make([]nccl.Queued, len(ms))
+	for i, m := range ms {
+		qs[i] = nccl.Queued{Comm: m.b.comm, Stream: m.b.stream}
 	}
-}
-
-func abortAll(ms []member) {
-	for _, m := range ms {
-		if m.b.comm != nil {
-			_ = m.b.comm.Abort()
-		}
-	}
+	return b.lib.Wait(ms[0].s.rt, b.timeout, qs...)
 }
 
 // devicesOf is the backend's devices.

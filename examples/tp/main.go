@@ -64,8 +64,14 @@
 // variables are set.
 //
 // A request's wait for its devices is bounded (-timeout, 10 s): it polls
-// the streams and the communicators' errors, and past the bound aborts
-// its communicators, so that a rank whose peer died returns an error.
+// the streams and the communicators' errors (nccl's Library.Wait), never
+// synchronising a stream with a collective in flight, and past the bound
+// aborts its communicators, so that a rank whose peer died returns an
+// error. NCCL's abort may itself wait for the dead peer: it is given
+// nccl.AbortWait (2 s), and the cleanup after it 3 s more, past which the
+// process exits with the request's error anyway. A rank whose peer is
+// killed mid-request thus says so on stderr within -timeout + 2 s and
+// exits within -timeout + 5 s (15 s by default; -timeout 5s for 10 s).
 //
 // Each timed run is an untimed pass whose outputs are all compared with
 // the CPU's reference (within 1e-4 relative or 1e-5 absolute), the timed
@@ -148,6 +154,7 @@ type config struct {
 	warmup      int
 	env         func(string) string // os.Getenv, or the tests'
 	rt          *choose.Runtime     // tests: a runtime shared by the ranks of one job
+	aborted     *abortSignal        // raised by a request whose communicators failed
 	corruptRank int                 // tests: this rank's parameters differ from the CPU's (-1: none)
 }
 
@@ -245,7 +252,8 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 	if c.bench {
 		err = benchAllReduce(rt, c, stdout, stderr)
 	} else {
-		err = serveAll(rt, c, stdout, stderr)
+		c.aborted = newAbortSignal()
+		err = bounded(c.aborted, stderr, func() error { return serveAll(rt, c, stdout, stderr) })
 	}
 	if err != nil {
 		return cmd.Fail(1, err)

@@ -248,7 +248,12 @@ func (s *session) serveGroups(devices, all []int, comms [][]*nccl.Comm, clients 
 	name := fmt.Sprintf("tensor parallel, %s, %d groups, %s", gpusOf(world), s.c.tpSlots, s.c.launch)
 	mk := func(rows int) func() (*backend, error) {
 		return func() (*backend, error) {
-			return newBackend(name, shards, devices, s.c.tpSlots, rows, s.blas, s.lib, comms, s.c.launch, pinned, s.c.timeout, s.rt.CUDA)
+			b, err := newBackend(name, shards, devices, s.c.tpSlots, rows, s.blas, s.lib, comms, s.c.launch, pinned, s.c.timeout, s.rt.CUDA)
+			if err != nil {
+				return nil, err
+			}
+			b.aborted = s.c.aborted
+			return b, nil
 		}
 	}
 	for _, rows := range s.c.batches {
