@@ -69,11 +69,17 @@
 //
 // The check: the logits of the first -check-steps tokens generated for the
 // first -check requests of each variant are copied back from both runs
-// and compared with the CPU's recomputation (reference.go), within 1e-2
+// and compared with the CPU's recomputation (reference.go: FP32 with
+// float64 sums, rounding to FP16 where the device does), within 1e-2
 // relative or 1e-3 absolute, and each greedy token with the reference's
-// where its top two logits differ by more. A difference fails the run
-// (exit 1), as does a kernel's fault. On the fake the defaults check every
-// request's every token.
+// where its top two logits differ by more. The report gives, beside the
+// count out of tolerance, the worst and the RMS difference, the same
+// figures for a second CPU recomputation that sums its GEMMs in float32:
+// two FP32 implementations of an FP16-activation model differ by about
+// an FP16 ulp of the activations, which is near the tolerance. A
+// difference fails the run (exit 1) at its end, after both variants, the
+// report and the dump; a kernel's fault fails it at once. On the fake the
+// defaults check every request's every token.
 //
 // -dump DIR writes the weights, the prompts, the tokens generated and the
 // logits of a few steps with manifest.json, so that another framework can

@@ -37,7 +37,8 @@ func TestDefaultRunOnTheFake(t *testing.T) {
 		"targets (the issue's, on a GPU):",
 		// The fake's kernels and cuBLAS compute as the reference does: the
 		// logits are the CPU's exactly.
-		"the nearest the tolerance at 0 of it",
+		"0 out of tolerance, the worst at 0 of the tolerance",
+		"the CPU's own spread at the same logits",
 		"(fake runtime: not a GPU timing)",
 	} {
 		assert.Contains(t, s, want)
@@ -55,12 +56,41 @@ func TestDefaultRunOnTheFake(t *testing.T) {
 }
 
 // A weight the device has and the CPU's reference does not shows in the
-// logits, and the run fails.
+// logits, and the run fails, at its end: every variant runs and is
+// checked, and the report and the dump are written first.
 func TestAWrongWeightIsCaught(t *testing.T) {
 	var out, errOut bytes.Buffer
-	code := runWith([]string{"-runtime=fake", "-requests", "2", "-system", "0"}, &out, &errOut, func(c *config) { c.corrupt = true })
+	dir := t.TempDir()
+	code := runWith([]string{"-runtime=fake", "-requests", "2", "-system", "32", "-dump", dir}, &out, &errOut, func(c *config) { c.corrupt = true })
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut.String(), "differs from the CPU reference")
+	for _, run := range []string{"paged run, plain", "contiguous run, plain", "paged run, shared system prompt", "contiguous run, shared system prompt"} {
+		assert.Regexp(t, `differs from the CPU reference: `+run+`: \d+ of \d+ logits out of tolerance`, errOut.String())
+	}
+	assert.Regexp(t, `checked against the CPU, plain .*: \d+ logits compared: [1-9]\d* out of tolerance, the worst at`, out.String())
+	assert.Contains(t, out.String(), "checked against the CPU, shared system prompt")
+	assert.Contains(t, out.String(), "dumped to "+dir)
+	assert.FileExists(t, filepath.Join(dir, "manifest.json"))
+}
+
+// A second recomputation summing in float32 comes near the first but not
+// to it: the spread the report gives beside the device's is measured, not
+// zero by construction.
+func TestTheFloat32RecomputationIsNearTheFirst(t *testing.T) {
+	w := newWeights(smallShape, 1)
+	exact, alt := reference{w: w}, reference{w: w, sum32: true}
+	a, b := newRefSeq(smallShape), newRefSeq(smallShape)
+	la, lb := make([]float32, smallShape.vocab), make([]float32, smallShape.vocab)
+	var d drift
+	for p := range 40 {
+		tok := int32(p * 7 % smallShape.vocab)
+		exact.forward(a, tok, la)
+		alt.forward(b, tok, lb)
+		for i := range la {
+			d.add(lb[i], la[i], func() string { return "" })
+		}
+	}
+	assert.Positive(t, d.sum2, "float32 sums round otherwise than float64's")
+	assert.Less(t, d.worst, 1.0, "within the tolerance on the small model")
 }
 
 // On a strict fake (memcheck on, leaks checked) every page a kernel reads

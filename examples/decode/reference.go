@@ -24,11 +24,22 @@ func (s *refSeq) clone() *refSeq {
 // reference is the model on the CPU, token by token: the same operations
 // as the device (ops.go), each GEMM as a float64 sum over its inputs in
 // order rounded once to float32 (as the fake's cuBLAS computes it; CUDA's
-// sums differ within cuBLAS's documented bound), and the same FP16
-// roundings: of the normalised activations, the keys and values, the
-// attention's output and the ReLU's.
+// sums differ within cuBLAS's documented bound), and the FP16 roundings at
+// the points where the device rounds: the normalised activations (the
+// GEMMs' inputs), the keys and values as stored, the attention's output
+// and the ReLU's; the residual, the GEMMs' outputs and the logits stay
+// float32.
+//
+// With sum32 each GEMM (the logits' too) is summed in float32 instead, 32
+// products at a time and those blocks in order, as a GPU's GEMM may: a
+// second recomputation, as exact as the first within FP32, whose distance
+// from it is the spread any two FP32 implementations of this FP16 model
+// show. It is not small: a last-bit difference before an FP16 rounding
+// flips it now and then, a flipped input moves every output of the next
+// GEMM, and after a few roundings most FP16 values differ by an ulp.
 type reference struct {
-	w *weights
+	w     *weights
+	sum32 bool
 }
 
 func newRefSeq(s shape) *refSeq {
@@ -52,7 +63,7 @@ func (r reference) forward(seq *refSeq, token int32, logits []float32) {
 	qd, kvd := s.qDim(), s.kvDim()
 	for l, lt := range w.layers {
 		rmsNorm(h, x, w.of(lt.attnNorm))
-		w.gemv(lt.qkv, h, acc)
+		r.gemv(lt.qkv, h, acc)
 		for i := range qkv {
 			qkv[i] = float32(acc[i])
 		}
@@ -65,16 +76,16 @@ func (r reference) forward(seq *refSeq, token int32, logits []float32) {
 			attend(att[hd*headDim:(hd+1)*headDim], qkv[hd*headDim:(hd+1)*headDim],
 				headOf(seq.k[l], pos+1, kvd, g), headOf(seq.v[l], pos+1, kvd, g), pos+1, attnScale, scores)
 		}
-		w.gemv(lt.wo, att, acc)
+		r.gemv(lt.wo, att, acc)
 		for i := range x {
 			x[i] = float32(acc[i] + float64(x[i]))
 		}
 		rmsNorm(h, x, w.of(lt.ffnNorm))
-		w.gemv(lt.w1, h, acc)
+		r.gemv(lt.w1, h, acc)
 		for i := range f {
 			f[i] = reluF16(float32(acc[i]))
 		}
-		w.gemv(lt.w2, f, acc)
+		r.gemv(lt.w2, f, acc)
 		for i := range x {
 			x[i] = float32(acc[i] + float64(x[i]))
 		}
@@ -88,6 +99,10 @@ func (r reference) forward(seq *refSeq, token int32, logits []float32) {
 	parallel(s.vocab, s.vocab*s.width, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			col := emb[t*s.width : (t+1)*s.width]
+			if r.sum32 {
+				logits[t] = lmScale(s) * dot32(col, h)
+				continue
+			}
 			var a float64
 			for d, e := range col {
 				a += float64(e) * float64(h[d])
@@ -98,10 +113,31 @@ func (r reference) forward(seq *refSeq, token int32, logits []float32) {
 }
 
 // gemv is acc[:t.rows] = t × x, column-major t, summed over the columns in
-// order.
-func (w *weights) gemv(t tensor, x []float32, acc []float64) {
-	a := w.of(t)
+// order (in float32 32 columns at a time with sum32).
+func (r reference) gemv(t tensor, x []float32, acc []float64) {
+	a := r.w.of(t)
 	m := t.rows
+	if r.sum32 {
+		parallel(m, m*t.cols, func(lo, hi int) {
+			tot, part := make([]float32, hi-lo), make([]float32, hi-lo)
+			for j0 := 0; j0 < t.cols; j0 += sumBlock {
+				clear(part)
+				for j := j0; j < min(j0+sumBlock, t.cols); j++ {
+					xj := x[j]
+					for i, v := range a[j*m+lo : j*m+hi] {
+						part[i] += v * xj
+					}
+				}
+				for i, p := range part {
+					tot[i] += p
+				}
+			}
+			for i, v := range tot {
+				acc[lo+i] = float64(v)
+			}
+		})
+		return
+	}
 	parallel(m, m*t.cols, func(lo, hi int) {
 		out := acc[lo:hi]
 		clear(out)
@@ -115,6 +151,22 @@ func (w *weights) gemv(t tensor, x []float32, acc []float64) {
 			}
 		}
 	})
+}
+
+// sumBlock is the products sum32 adds before adding them to the total.
+const sumBlock = 32
+
+// dot32 is a·b in float32, sumBlock products at a time.
+func dot32(a, b []float32) float32 {
+	var tot float32
+	for j0 := 0; j0 < len(a); j0 += sumBlock {
+		var part float32
+		for j := j0; j < min(j0+sumBlock, len(a)); j++ {
+			part += a[j] * b[j]
+		}
+		tot += part
+	}
+	return tot
 }
 
 // parallel runs fn over [0, n) in parts, one a core, when work (its
