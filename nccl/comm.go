@@ -157,7 +157,7 @@ func (l *Library) start(fs []ncclabi.Frame, call string, cfg commConfig) ([]*Com
 	case len(comms) != countCalls(fs, ncclabi.CommInitRankConfig):
 		err = fmt.Errorf("nccl: %s: NCCL returned no communicator", call)
 	default:
-		err = l.wait(comms, call, cfg.timeout)
+		err = l.wait(comms, func() string { return call }, cfg.timeout)
 	}
 	if err != nil {
 		for _, c := range comms {
@@ -181,23 +181,35 @@ func countCalls(fs []ncclabi.Frame, c ncclabi.Call) int {
 // wait polls the communicators' state (ncclCommGetAsyncError) until none is
 // in progress, and returns the first error. Past timeout it aborts those
 // still in progress and returns an error wrapping ErrTimeout. The caller
-// holds their locks, or they are not shared yet.
-func (l *Library) wait(comms []*Comm, call string, timeout time.Duration) error {
+// holds their locks, or they are not shared yet. call names what is waited
+// for, asked only for an error.
+//
+// A poll asks every communicator in one batch (one locked thread, no
+// allocation): an eager collective's wait polls many times.
+func (l *Library) wait(comms []*Comm, call func() string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	pace := newPacer()
+	fs := make([]ncclabi.Frame, len(comms))
+	busy := make([]*Comm, 0, len(comms))
 	for {
-		var busy []*Comm
-		for _, c := range comms {
-			fs := []ncclabi.Frame{{Call: ncclabi.CommGetAsyncError, Comm: c.raw}}
-			if err := l.do(fs, call+": ncclCommGetAsyncError", c); err != nil {
-				return err
-			}
-			switch r := ncclabi.Result(int32(fs[0].Out)); r {
+		for i, c := range comms {
+			fs[i] = ncclabi.Frame{Call: ncclabi.CommGetAsyncError, Comm: c.raw}
+		}
+		n, derr := l.be.Do(fs)
+		if derr != nil {
+			return fmt.Errorf("nccl: %s: ncclCommGetAsyncError: %w", call(), derr)
+		}
+		if r := fs[n-1].Result; !ok(r) {
+			return l.fail(r, call()+": ncclCommGetAsyncError", comms[n-1])
+		}
+		busy = busy[:0]
+		for i, c := range comms {
+			switch r := ncclabi.Result(int32(fs[i].Out)); r {
 			case ncclabi.Success:
 			case ncclabi.InProgress:
 				busy = append(busy, c)
 			default:
-				return fmt.Errorf("%w (%s)", l.fail(r, call, c), c)
+				return fmt.Errorf("%w (%s)", l.fail(r, call(), c), c)
 			}
 		}
 		if len(busy) == 0 {
@@ -209,7 +221,7 @@ func (l *Library) wait(comms []*Comm, call string, timeout time.Duration) error 
 				who = append(who, c.String())
 			}
 			abortLocked(busy)
-			return fmt.Errorf("%w: %s still in progress after %v on %v; aborted", ErrTimeout, call, timeout, who)
+			return fmt.Errorf("%w: %s still in progress after %v on %v; aborted", ErrTimeout, call(), timeout, who)
 		}
 		pace.pause()
 	}
@@ -268,14 +280,14 @@ func (c *Comm) Split(color, key int, opts ...CommOption) (*Comm, error) {
 	if err := c.l.do(fs, call, c); err != nil {
 		return nil, err
 	}
-	err = c.l.wait([]*Comm{c}, call, cfg.timeout)
+	err = c.l.wait([]*Comm{c}, func() string { return call }, cfg.timeout)
 	raw := uintptr(atomic.LoadUint64(&fs[0].Out))
 	if raw == 0 {
 		return nil, err
 	}
 	child := c.l.newComm(raw, c.device, -1, 0, cfg)
 	if err == nil {
-		err = c.l.wait([]*Comm{child}, call, cfg.timeout)
+		err = c.l.wait([]*Comm{child}, func() string { return call }, cfg.timeout)
 	}
 	if err == nil {
 		q := []ncclabi.Frame{{Call: ncclabi.CommUserRank, Comm: child.raw}, {Call: ncclabi.CommCount, Comm: child.raw}}
@@ -335,7 +347,7 @@ func (c *Comm) Destroy() error {
 	fs := []ncclabi.Frame{{Call: ncclabi.CommFinalize, Device: c.device, Comm: c.raw}}
 	err := c.l.do(fs, "ncclCommFinalize on "+c.String(), c)
 	if err == nil {
-		err = c.l.wait([]*Comm{c}, "ncclCommFinalize on "+c.String(), c.timeout)
+		err = c.l.wait([]*Comm{c}, func() string { return "ncclCommFinalize on " + c.String() }, c.timeout)
 	}
 	if c.raw == 0 { // the wait aborted it
 		return err

@@ -259,3 +259,27 @@ func TestFailCallFailsAnNCCLCall(t *testing.T) {
 	require.ErrorIs(t, err, nccl.ErrInvalidUsage)
 	assert.Contains(t, err.Error(), "ncclAllReduce: injected by FailCall")
 }
+
+// BenchmarkGroupAllReduce times the call tp's -bench-allreduce and
+// cref/allreduce.c make: one goroutine posts a group of one all-reduce a
+// rank over 4 fake devices and waits for all of them. Its allocations are
+// the binding's and the fake's; on a GPU only the binding's remain.
+func BenchmarkGroupAllReduce(b *testing.B) {
+	const n = 4
+	r := newRig(b, n, 16)
+	ops := make([]nccl.Op, n)
+	for d := range n {
+		ops[d] = r.comms[d].AllReduceOp(r.a[d], r.b[d], 4, nccl.Float32, nccl.Sum, r.s[d])
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := r.lib.Group(ops...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	for d := range n {
+		require.NoError(b, r.fake.StreamSynchronize(d, r.s[d]))
+	}
+}
