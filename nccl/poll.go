@@ -5,17 +5,21 @@ import (
 	"time"
 )
 
-// How a wait paces its polls of NCCL (ncclCommGetAsyncError). An
-// operation's non-blocking group end is done in microseconds (an eager
-// all-reduce of 1 MiB took 15 µs a call from C on 2×H200, issue 33), but a
-// sleep of under a millisecond may last a millisecond (Go's timers wake
-// from the netpoller, at a millisecond's resolution on Linux): sleeping
-// between the first polls cost every call 0.9 ms. So a wait polls back to
-// back, yielding to other goroutines (the fake's ranks, or other ranks of
-// this process) for spinFor, and only then sleeps, doubling from firstSleep
-// up to maxSleep, which bounds how far past its deadline a wait ends.
+// How a wait paces its polls of NCCL (ncclCommGetAsyncError). A
+// collective's non-blocking group end is done when NCCL's thread for the
+// group (one started at every group end) has launched its kernels: an eager
+// all-reduce of 1 MiB took 15 µs a call from C on 2×H200 with blocking
+// communicators, and 150 to 400 µs through the binding on 2 and 4 H200s
+// (issue 33). A sleep of under a millisecond may last a millisecond (Go's
+// timers wake from the netpoller, at a millisecond's resolution on Linux):
+// sleeping between the first polls cost every call 0.9 ms. So a wait polls
+// back to back, yielding to other goroutines (the fake's ranks, or other
+// ranks of this process) for spinFor, longer than those calls took, and
+// only then sleeps, doubling from firstSleep up to maxSleep, which bounds
+// how far past its deadline a wait ends. Waits that last longer (an init, a peer late to its first collective) spend a
+// millisecond of a core first.
 const (
-	spinFor    = 200 * time.Microsecond
+	spinFor    = time.Millisecond
 	firstSleep = 50 * time.Microsecond
 	maxSleep   = time.Millisecond
 )
