@@ -10,11 +10,12 @@ import (
 )
 
 // cleanupWait bounds the cleanup after a request failed on its
-// communicators (aborted): the other groups' requests end within their
-// own bound, aborting theirs (nccl.AbortWait), and the slots, pools and
-// graphs are freed, which synchronises the devices. A kernel the abort did
-// not stop would hold that for ever: past cleanupWait the process exits
-// with the request's error instead.
+// communicators or past its bound (aborted): its communicators' abort
+// (nccl.AbortWait at most), the other groups' requests, which end within
+// their own bound, and the freeing of the slots, pools and graphs, which
+// synchronises the devices. A kernel the abort did not stop, or a call
+// into CUDA or NCCL that never returns, would hold that for ever: past
+// cleanupWait the process exits with the request's error instead.
 const cleanupWait = nccl.AbortWait + time.Second
 
 // abortSignal is raised by the first request that failed on its
@@ -26,6 +27,19 @@ type abortSignal struct {
 }
 
 func newAbortSignal() *abortSignal { return &abortSignal{ch: make(chan struct{})} }
+
+// raised reports whether a was raised.
+func (a *abortSignal) raised() bool {
+	if a == nil {
+		return false
+	}
+	select {
+	case <-a.ch:
+		return true
+	default:
+		return false
+	}
+}
 
 func (a *abortSignal) raise(err error) {
 	if a == nil {

@@ -61,15 +61,17 @@ type backend struct {
 	free       chan int
 	pinned     bool // client c always runs group c: one process per GPU
 	aborted    *abortSignal
+	watch      *watchdog // bounds each group's request
 }
 
 // newBackend makes n slots of batch rows on each device of shards, the
 // shard's parameters loaded on each. comms, when not nil, makes the
 // backend tensor parallel: comms[k][i] is slot k's communicator on the
-// i-th device of devices.
-func newBackend(name string, shards map[int]*shard, devices []int, n, rows int, blas *cublas.Library, lib *nccl.Library, comms [][]*nccl.Comm, launch string, pinnedClients bool, timeout time.Duration, poll bool) (_ *backend, err error) {
+// i-th device of devices. A tensor-parallel request that fails on its
+// communicators, or is not done within timeout, raises aborted.
+func newBackend(name string, shards map[int]*shard, devices []int, n, rows int, blas *cublas.Library, lib *nccl.Library, comms [][]*nccl.Comm, launch string, pinnedClients bool, timeout time.Duration, poll bool, aborted *abortSignal) (_ *backend, err error) {
 	sh := shards[devices[0]]
-	b := &backend{name: name, rows: rows, launch: launch, lib: lib, shards: shards, profile: fmt.Sprintf("batch%d", rows), timeout: timeout, pinned: pinnedClients, poll: poll}
+	b := &backend{name: name, rows: rows, launch: launch, lib: lib, shards: shards, profile: fmt.Sprintf("batch%d", rows), timeout: timeout, pinned: pinnedClients, poll: poll, aborted: aborted}
 	shared := pool.NewProfile("shared")
 	if b.r.params, err = shared.Device(sh.bytes(), pool.Name("params")); err != nil {
 		return nil, err
@@ -173,7 +175,7 @@ func (b *backend) captureReplicas(devices []int, n int) error {
 			ms := []member{{b.shards[d], bf}}
 			var xs []cudart.GraphExec
 			var counts []cudart.GraphNodeCounts
-			if xs, counts, err = capture(ms, func() error { return enqueue(b.lib, ms) }); err != nil {
+			if xs, counts, err = capture(ms, func() error { return enqueue(b.lib, ms) }, b.finish); err != nil {
 				break
 			}
 			b.graphs[[2]int{d, sl.Index()}] = xs[0]
@@ -218,6 +220,7 @@ func (b *backend) holdGroups(devices []int, n int, comms [][]*nccl.Comm) error {
 	for k := range n {
 		b.free <- k
 	}
+	b.watch = newWatchdog(n, b.timeout, b.aborted, b.abortGroup)
 	if b.launch == launchEager {
 		return nil
 	}
@@ -231,7 +234,7 @@ func (b *backend) holdGroups(devices []int, n int, comms [][]*nccl.Comm) error {
 			}
 		}
 		for _, part := range parts {
-			xs, counts, err := capture(ms, part)
+			xs, counts, err := capture(ms, part, b.finish)
 			if err != nil {
 				return err
 			}
@@ -256,7 +259,10 @@ func (b *backend) serve(ctx context.Context, client int, x exchange) (waited tim
 		return b.serveGroup(client, x)
 	}
 	start := time.Now()
-	sl, err := b.ms.Acquire(ctx, b.profile)
+	// Bounded: a slot whose stream never finishes is never handed on.
+	actx, cancel := context.WithTimeout(ctx, b.timeout)
+	sl, err := b.ms.Acquire(actx, b.profile)
+	cancel()
 	waited = time.Since(start)
 	if err != nil {
 		return waited, err
@@ -288,10 +294,15 @@ func (b *backend) serveGroup(client int, x exchange) (waited time.Duration, err 
 	k := client
 	if !b.pinned {
 		start := time.Now()
-		k = <-b.free
+		k, err = b.takeGroup()
 		waited = time.Since(start)
+		if err != nil {
+			return waited, err
+		}
 		defer func() { b.free <- k }()
 	}
+	b.watch.begin(k)
+	defer b.watch.end(k)
 	ms := b.groups[k]
 	for _, m := range ms {
 		if err := x.Fill(m.b.in); err != nil {
@@ -313,13 +324,41 @@ func (b *backend) serveGroup(client int, x exchange) (waited time.Duration, err 
 		err = enqueue(b.lib, ms)
 	}
 	if err == nil {
+		b.watch.at(k, phaseWait)
 		err = b.finish(ms)
 	}
 	if err != nil {
 		b.aborted.raise(err)
 		return waited, err
 	}
+	b.watch.at(k, phaseRead)
 	return waited, x.Read(ms[0].b.out)
+}
+
+// takeGroup takes a free group, waiting b.timeout at most: a group's
+// request that never ends never gives it back.
+func (b *backend) takeGroup() (int, error) {
+	select {
+	case k := <-b.free:
+		return k, nil
+	default:
+	}
+	t := time.NewTimer(b.timeout)
+	defer t.Stop()
+	select {
+	case k := <-b.free:
+		return k, nil
+	case <-t.C:
+		return 0, fmt.Errorf("%w: no group of %d free after %v (their requests hung?)", nccl.ErrTimeout, len(b.groups), b.timeout)
+	}
+}
+
+// abortGroup aborts group k's communicators, each in the background: an
+// abort waits for the call in progress on its communicator.
+func (b *backend) abortGroup(k int) {
+	for _, m := range b.groups[k] {
+		go func() { _ = m.b.comm.Abort() }()
+	}
 }
 
 // finish waits for every member's stream. Tensor parallel on CUDA polls
@@ -344,13 +383,21 @@ func (b *backend) finish(ms []member) error {
 	for i, m := range ms {
 		qs[i] = nccl.Queued{Comm: m.b.comm, Stream: m.b.stream}
 	}
-	return b.lib.Wait(ms[0].s.rt, b.timeout, qs...)
+	err := b.lib.Wait(ms[0].s.rt, b.timeout, qs...)
+	if err != nil {
+		b.aborted.raise(err)
+	}
+	return err
 }
 
 // devicesOf is the backend's devices.
 func (b *backend) devices() []int { return b.ms.Devices() }
 
 func (b *backend) close() error {
+	if b.watch != nil {
+		b.watch.close()
+		b.watch = nil
+	}
 	var errs []error
 	for key, g := range b.graphs {
 		errs = append(errs, b.shards[key[0]].rt.GraphExecDestroy(key[0], g))

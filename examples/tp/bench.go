@@ -43,7 +43,7 @@ func benchAllReduce(rt *choose.Runtime, c config, stdout, stderr io.Writer) (err
 	for i := range devices {
 		devices[i] = i
 	}
-	comms, err := lib.InitAll(devices, nccl.WithTimeout(c.timeout))
+	comms, err := lib.InitAll(devices, nccl.WithTimeout(c.initTimeout()))
 	if err != nil {
 		return err
 	}

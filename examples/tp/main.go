@@ -63,15 +63,24 @@
 // machines, on one host; the report says which of NCCL's transport
 // variables are set.
 //
-// A request's wait for its devices is bounded (-timeout, 10 s): it polls
-// the streams and the communicators' errors (nccl's Library.Wait), never
-// synchronising a stream with a collective in flight, and past the bound
-// aborts its communicators, so that a rank whose peer died returns an
-// error. NCCL's abort may itself wait for the dead peer: it is given
-// nccl.AbortWait (2 s), and the cleanup after it 3 s more, past which the
-// process exits with the request's error anyway. A rank whose peer is
-// killed mid-request thus says so on stderr within -timeout + 2 s and
-// exits within -timeout + 5 s (15 s by default; -timeout 5s for 10 s).
+// A tensor-parallel request is bounded (-timeout, 5 s): its wait for its
+// devices polls the streams and the communicators' errors (nccl's
+// Library.Wait), never synchronising a stream with a collective in
+// flight, and past the bound aborts its communicators; and a watchdog
+// that no call into CUDA or NCCL holds fails a request still in progress
+// at its bound wherever it is (a launch, a poll or an eager group that
+// never returns), aborting its group's communicators in the background.
+// Either says so on stderr at once, and the process exits with that
+// error after the cleanup (which synchronises the devices) or after
+// nccl.AbortWait + 1 s (3 s), whichever comes first: a rank whose peer is
+// killed mid-request exits within -timeout + 3 s, 8 s by default. The
+// default is 5 s, not nccl.DefaultTimeout's 10 s, for that: over NVLink
+// nothing tells NCCL a peer is gone, so the bound is all that notices,
+// and a request takes a millisecond or less. The communicators' calls
+// are given nccl.DefaultTimeout unless -timeout is longer: their inits
+// wait for every rank to join, seconds on a GPU. A replica's wait for a
+// slot, and a tensor-parallel request's for a group, are bounded by
+// -timeout too.
 //
 // Each timed run is an untimed pass whose outputs are all compared with
 // the CPU's reference (within 1e-4 relative or 1e-5 absolute), the timed
@@ -177,7 +186,7 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 	cmd.IntVar(&c.scale, "scale", 1, "divide every width by this, 1 to 16, a power of 2 (16 on the fake unless given)")
 	cmd.IntVar(&c.soak, "soak", 0, "then serve this many tensor-parallel requests more, at the most GPUs and the smallest batch")
 	cmd.StringVar(&c.dump, "dump", "", "write the parameters, an input batch a batch size and its tensor-parallel outputs, and manifest.json, into this directory (as examples/mlp does)")
-	cmd.DurationVar(&c.timeout, "timeout", nccl.DefaultTimeout, "bound of a communicator's calls and of a request's wait for its devices")
+	cmd.DurationVar(&c.timeout, "timeout", defaultTimeout, "bound of a request, its wait for a slot or group included; a communicator's calls get this or "+nccl.DefaultTimeout.String()+", the longer")
 	cmd.DurationVar(&c.rvTimeout, "rendezvous-timeout", DefaultRendezvousTimeout, "a process per GPU: how long rank 0 waits for the ranks, and a rank for rank 0")
 	cmd.BoolVar(&c.bench, "bench-allreduce", false, "only time ncclAllReduce over every visible GPU, 1 MiB to -bench-max, as cref/allreduce.c does")
 	cmd.Uint64Var(&c.benchMax, "bench-max", 256<<20, "-bench-allreduce: the largest size in bytes, a power of 2 of 1 MiB or more (4 MiB on the fake unless given)")
@@ -232,7 +241,13 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 		if rt, err = choose.Open(c.runtime, cudarttest.WithDevices(most)); err != nil {
 			return cmd.Fail(1, err)
 		}
-		defer rt.Close()
+		defer func() {
+			// Not after an abort: a call may still be running in the
+			// libraries (see bounded), which closing would unload.
+			if !c.aborted.raised() {
+				rt.Close()
+			}
+		}()
 	}
 	if !rt.CUDA {
 		if !cmd.Given("requests") {
@@ -285,3 +300,10 @@ func transport(env func(string) string) string {
 	}
 	return s
 }
+
+// defaultTimeout is -timeout's default: see the package doc for why it is
+// shorter than nccl.DefaultTimeout.
+const defaultTimeout = 5 * time.Second
+
+// initTimeout bounds the communicators' calls, their inits included.
+func (c config) initTimeout() time.Duration { return max(c.timeout, nccl.DefaultTimeout) }

@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -80,9 +82,27 @@ func freePort(t *testing.T) string {
 // another's, so one rank's capture would forbid another's cudaMalloc, as
 // it forbids the capturing thread's.
 func runRanks(t *testing.T, world int, args []string, env map[string]string, tweak func(*config)) ([]int, []string, []string) {
+	rs := runRanksOn(t, world, args, env, func(_ int, c *config) {
+		if tweak != nil {
+			tweak(c)
+		}
+	}, nil)
+	return rs.codes, rs.outs, rs.errs
+}
+
+// ranks is what runRanksOn's ranks returned, and when.
+type ranks struct {
+	codes      []int
+	outs, errs []string
+	ended      []time.Time
+}
+
+// runRanksOn is runRanks with tweak given each rank's configuration, on
+// the job's fake, and stderr, when not nil, each rank's stderr to wrap.
+func runRanksOn(t *testing.T, world int, args []string, env map[string]string, tweak func(rank int, c *config), stderr func(rank int, w io.Writer) io.Writer) ranks {
 	rt, err := choose.Open("fake", cudarttest.WithDevices(world))
 	require.NoError(t, err)
-	codes, outs, errs := make([]int, world), make([]string, world), make([]string, world)
+	rs := ranks{make([]int, world), make([]string, world), make([]string, world), make([]time.Time, world)}
 	var wg sync.WaitGroup
 	for r := range world {
 		wg.Add(1)
@@ -92,19 +112,42 @@ func runRanks(t *testing.T, world int, args []string, env map[string]string, twe
 			for k, v := range env {
 				vars[k] = v
 			}
-			var out, errOut bytes.Buffer
-			codes[r] = runWith(args, &out, &errOut, func(c *config) {
+			var out bytes.Buffer
+			// A rank that gave up on a stuck request may still write.
+			errOut := &lockedBuffer{}
+			var w io.Writer = errOut
+			if stderr != nil {
+				w = stderr(r, errOut)
+			}
+			rs.codes[r] = runWith(args, &out, w, func(c *config) {
 				c.rt = rt
 				c.env = func(k string) string { return vars[k] }
-				if tweak != nil {
-					tweak(c)
-				}
+				tweak(r, c)
 			})
-			outs[r], errs[r] = out.String(), errOut.String()
+			rs.ended[r] = time.Now()
+			rs.outs[r], rs.errs[r] = out.String(), errOut.String()
 		}()
 	}
 	wg.Wait()
-	return codes, outs, errs
+	return rs
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func TestAProcessAGPU(t *testing.T) {

@@ -78,7 +78,7 @@ func serveRank(rt *choose.Runtime, c config, stdout, stderr io.Writer) error {
 	var comms [][]*nccl.Comm
 	defer func() { err = errors.Join(err, destroyAll(comms)) }()
 	for k, id := range ids {
-		cm, err := s.lib.InitRank(dev, id, world, rank, nccl.WithTimeout(c.timeout))
+		cm, err := s.lib.InitRank(dev, id, world, rank, nccl.WithTimeout(c.initTimeout()))
 		if err != nil {
 			return fmt.Errorf("communicator %d: %w", k, err)
 		}

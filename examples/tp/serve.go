@@ -193,7 +193,7 @@ func (s *session) serveReplicas(devices []int) (err error) {
 	name := fmt.Sprintf("replicas, %s, %d slots a GPU", gpusOf(len(devices)), s.c.slots)
 	for _, rows := range s.c.batches {
 		if err := s.measure(name, len(devices), rows, s.c.clients, func() (*backend, error) {
-			return newBackend(name, shards, devices, s.c.slots, rows, s.blas, s.lib, nil, launchGraph, false, s.c.timeout, s.rt.CUDA)
+			return newBackend(name, shards, devices, s.c.slots, rows, s.blas, s.lib, nil, launchGraph, false, s.c.timeout, s.rt.CUDA, nil)
 		}, nil); err != nil {
 			return err
 		}
@@ -211,7 +211,7 @@ func (s *session) serveTP(devices []int, soak bool) (err error) {
 	var comms [][]*nccl.Comm
 	defer func() { err = errors.Join(err, destroyAll(comms)) }()
 	for range s.c.tpSlots {
-		cs, err := s.lib.InitAll(devices, nccl.WithTimeout(s.c.timeout))
+		cs, err := s.lib.InitAll(devices, nccl.WithTimeout(s.c.initTimeout()))
 		if err != nil {
 			return err
 		}
@@ -248,12 +248,7 @@ func (s *session) serveGroups(devices, all []int, comms [][]*nccl.Comm, clients 
 	name := fmt.Sprintf("tensor parallel, %s, %d groups, %s", gpusOf(world), s.c.tpSlots, s.c.launch)
 	mk := func(rows int) func() (*backend, error) {
 		return func() (*backend, error) {
-			b, err := newBackend(name, shards, devices, s.c.tpSlots, rows, s.blas, s.lib, comms, s.c.launch, pinned, s.c.timeout, s.rt.CUDA)
-			if err != nil {
-				return nil, err
-			}
-			b.aborted = s.c.aborted
-			return b, nil
+			return newBackend(name, shards, devices, s.c.tpSlots, rows, s.blas, s.lib, comms, s.c.launch, pinned, s.c.timeout, s.rt.CUDA, s.c.aborted)
 		}
 	}
 	for _, rows := range s.c.batches {

@@ -201,8 +201,9 @@ func eachMember(ms []member, f func(member) error) error {
 // every capture ended before any graph is instantiated (see the Caveats of
 // package nccl), counts each graph's nodes, and launches them once
 // together (the upload, and a collective's first run, are then no
-// request's).
-func capture(ms []member, record func() error) (_ []cudart.GraphExec, counts []cudart.GraphNodeCounts, err error) {
+// request's), waiting for them with wait (a bounded one where a peer
+// may be gone).
+func capture(ms []member, record func() error, wait func([]member) error) (_ []cudart.GraphExec, counts []cudart.GraphNodeCounts, err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	began := 0
@@ -252,10 +253,8 @@ func capture(ms []member, record func() error) (_ []cudart.GraphExec, counts []c
 	if err := launch(ms, execs); err != nil {
 		return nil, nil, err
 	}
-	for _, m := range ms {
-		if err := m.s.rt.StreamSynchronize(m.s.dev, m.b.stream); err != nil {
-			return nil, nil, err
-		}
+	if err := wait(ms); err != nil {
+		return nil, nil, err
 	}
 	return execs, counts, nil
 }
