@@ -30,13 +30,7 @@ var defaultNames = []string{
 
 // Option configures Open. Options are values made by the With functions of
 // this package; a nil one is refused with an error wrapping ErrInvalidOption.
-type Option interface {
-	apply(*config)
-}
-
-type option func(*config)
-
-func (o option) apply(c *config) { o(c) }
+type Option interface{ opt.Option[config] }
 
 type config struct {
 	path string
@@ -45,7 +39,7 @@ type config struct {
 // WithLibraryPath makes Open try path first, before $CUDAPOOL_CUBLAS and the
 // default names.
 func WithLibraryPath(path string) Option {
-	return option(func(c *config) { c.path = path })
+	return opt.Set(func(c *config) { c.path = path })
 }
 
 // Library is cuBLAS for one runtime: libcublas for a cudart.Library, the
@@ -74,7 +68,7 @@ type Library struct {
 // before each call that needs it.
 func Open(rt cudart.Runtime, opts ...Option) (*Library, error) {
 	var c config
-	if err := opt.Apply(opts, ErrInvalidOption, func(o Option) error { o.apply(&c); return nil }); err != nil {
+	if err := opt.Configure(&c, opts, ErrInvalidOption); err != nil {
 		return nil, err
 	}
 	f, dev, err := binding.Choose(rt, "cuBLAS", ErrInvalidOption)

@@ -10,13 +10,9 @@ import (
 // Option configures New. Options are values made by the With functions of
 // this package; a nil one is refused with an error wrapping
 // ErrInvalidOption.
-type Option interface {
-	apply(*config) error
-}
+type Option interface{ opt.Option[config] }
 
-type option func(*config) error
-
-func (o option) apply(c *config) error { return o(c) }
+type option = opt.Func[config]
 
 type config struct {
 	// The page arena's size: exactly one of the three is set, else fraction
@@ -24,6 +20,7 @@ type config struct {
 	bytes     uint64
 	pages     int
 	fraction  float64
+	sized     int // how many options changed the size
 	watermark float64
 	stream    cudart.Stream
 	swap      int // host pages of the swap space
@@ -31,23 +28,21 @@ type config struct {
 
 func defaults() config { return config{fraction: 0.9, watermark: 0.01} }
 
+// size sets the page arena's size, counting the options that change it: a
+// second one that does is refused, an option that repeats the size is not.
+func (c *config) size(bytes uint64, pages int, fraction float64) {
+	if c.bytes != bytes || c.pages != pages || c.fraction != fraction {
+		c.sized++
+	}
+	c.bytes, c.pages, c.fraction = bytes, pages, fraction
+}
+
 func configure(opts []Option) (config, error) {
 	c := defaults()
-	sized := 0
-	err := opt.Apply(opts, ErrInvalidOption, func(o Option) error {
-		before := c
-		if err := o.apply(&c); err != nil {
-			return err
-		}
-		if c.bytes != before.bytes || c.pages != before.pages || c.fraction != before.fraction {
-			sized++
-		}
-		return nil
-	})
-	if err != nil {
+	if err := opt.Configure(&c, opts, ErrInvalidOption); err != nil {
 		return config{}, err
 	}
-	if sized > 1 {
+	if c.sized > 1 {
 		return config{}, fmt.Errorf("%w: the page arena is sized twice (WithBytes, WithPages, WithFreeFraction: give one)", ErrInvalidOption)
 	}
 	return c, nil
@@ -59,7 +54,7 @@ func WithBytes(n uint64) Option {
 		if n == 0 {
 			return fmt.Errorf("%w: WithBytes(0)", ErrInvalidOption)
 		}
-		c.bytes, c.pages, c.fraction = n, 0, 0
+		c.size(n, 0, 0)
 		return nil
 	})
 }
@@ -70,7 +65,7 @@ func WithPages(n int) Option {
 		if n <= 0 || n > maxPages {
 			return fmt.Errorf("%w: WithPages(%d): want 1 to %d", ErrInvalidOption, n, maxPages)
 		}
-		c.bytes, c.pages, c.fraction = 0, n, 0
+		c.size(0, n, 0)
 		return nil
 	})
 }
@@ -93,7 +88,7 @@ func WithFreeFraction(f float64) Option {
 		if !(f > 0 && f <= 1) {
 			return fmt.Errorf("%w: WithFreeFraction(%v): want 0 < f <= 1", ErrInvalidOption, f)
 		}
-		c.bytes, c.pages, c.fraction = 0, 0, f
+		c.size(0, 0, f)
 		return nil
 	})
 }

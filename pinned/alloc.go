@@ -30,7 +30,7 @@ func Alloc(rt cudart.Runtime, device int, size uint64, opts ...Option) (*Region,
 		return nil, fmt.Errorf("%w: nil runtime; pass cudart.Open's Library or a cudarttest fake", ErrInvalidOption)
 	}
 	c := defaults()
-	if err := opt.Apply(opts, ErrInvalidOption, func(o Option) error { return o.apply(&c) }); err != nil {
+	if err := opt.Configure(&c, opts, ErrInvalidOption); err != nil {
 		return nil, err
 	}
 	if err := c.method.validate(); err != nil {

@@ -4,27 +4,17 @@ import (
 	"runtime"
 
 	"go.uber.org/zap"
+
+	"github.com/cudapool/cudapool/internal/opt"
 )
 
 // Option configures Alloc. Options are values made by the With functions of
 // this package; Alloc applies them before it pins anything, and refuses a nil
 // one with an error wrapping ErrInvalidOption.
-type Option interface {
-	apply(*config) error
-}
+type Option interface{ opt.Option[config] }
 
-// option is an Option made from a function of this package.
-type option func(*config) error
-
-func (o option) apply(c *config) error { return o(c) }
-
-// set is an Option that cannot fail.
-func set(f func(*config)) Option {
-	return option(func(c *config) error {
-		f(c)
-		return nil
-	})
-}
+// set makes the package's options, none of which can fail.
+var set = opt.Set[config]
 
 type config struct {
 	method   Method

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/internal/opt"
 )
 
 var flagCases = []Flags{0, Portable, Mapped, Portable | Mapped, WriteCombined, Mapped | WriteCombined, Portable | Mapped | WriteCombined}
@@ -138,9 +139,9 @@ func TestWorkersAndFlagsStrings(t *testing.T) {
 	assert.Equal(t, "RegisterNoHugePages", MethodRegisterNoHugePages.String())
 	assert.Equal(t, "Method(-1)", Method(-1).String())
 	c := defaults()
-	require.NoError(t, WithWorkers(0).apply(&c))
+	require.NoError(t, opt.Configure(&c, []Option{WithWorkers(0)}, ErrInvalidOption))
 	assert.Equal(t, defaults().workers, c.workers, "WithWorkers(0) keeps the default")
-	require.NoError(t, WithWorkers(5).apply(&c))
+	require.NoError(t, opt.Configure(&c, []Option{WithWorkers(5)}, ErrInvalidOption))
 	assert.Equal(t, 5, c.workers)
 }
 

@@ -11,22 +11,12 @@ import (
 // Option adjusts one call to Plan. Options are values made by the With
 // functions of this package; a nil Option is refused with an error wrapping
 // ErrInvalidOption.
-type Option interface {
-	apply(*config) error
-}
+type Option interface{ opt.Option[config] }
 
-// option is an Option made from a function of this package.
-type option func(*config) error
+// option is an Option that may refuse its value, set one that cannot.
+type option = opt.Func[config]
 
-func (o option) apply(c *config) error { return o(c) }
-
-// set is an Option that cannot fail.
-func set(f func(*config)) Option {
-	return option(func(c *config) error {
-		f(c)
-		return nil
-	})
-}
+var set = opt.Set[config]
 
 type config struct {
 	placed []Placed
@@ -46,7 +36,7 @@ func defaults() config { return config{tries: -1} }
 // configure applies the options in order and returns the first refusal.
 func configure(opts []Option) (config, error) {
 	cfg := defaults()
-	err := opt.Apply(opts, ErrInvalidOption, func(o Option) error { return o.apply(&cfg) })
+	err := opt.Configure(&cfg, opts, ErrInvalidOption)
 	return cfg, err
 }
 

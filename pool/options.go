@@ -14,22 +14,12 @@ import (
 // this package; New applies them to its own copy of the configuration before
 // it takes any lock or reserves anything, so no caller code runs inside the
 // pool.
-type Option interface {
-	apply(*config) error
-}
+type Option interface{ opt.Option[config] }
 
-// option is an Option made from a function of this package.
-type option func(*config) error
+// option is an Option that may refuse its value, set one that cannot.
+type option = opt.Func[config]
 
-func (o option) apply(c *config) error { return o(c) }
-
-// set is an Option that cannot fail.
-func set(f func(*config)) Option {
-	return option(func(c *config) error {
-		f(c)
-		return nil
-	})
-}
+var set = opt.Set[config]
 
 type config struct {
 	deviceBytes uint64
@@ -63,7 +53,7 @@ func defaults() config {
 // position so the caller can find it.
 func configure(opts []Option) (config, error) {
 	cfg := defaults()
-	if err := opt.Apply(opts, ErrInvalidOption, func(o Option) error { return o.apply(&cfg) }); err != nil {
+	if err := opt.Configure(&cfg, opts, ErrInvalidOption); err != nil {
 		return config{}, err
 	}
 	return cfg, nil

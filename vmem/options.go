@@ -10,22 +10,10 @@ import (
 // Option configures an Arena or a Vector. Options are values made by the
 // With functions of this package, applied before any CUDA call; a nil one is
 // refused with an error wrapping ErrInvalidOption.
-type Option interface {
-	apply(*config) error
-}
+type Option interface{ opt.Option[config] }
 
-// option is an Option made from a function of this package.
-type option func(*config) error
-
-func (o option) apply(c *config) error { return o(c) }
-
-// set is an Option that cannot fail.
-func set(f func(*config)) Option {
-	return option(func(c *config) error {
-		f(c)
-		return nil
-	})
-}
+// set makes the package's options, none of which can fail.
+var set = opt.Set[config]
 
 type config struct {
 	peers []int
@@ -61,7 +49,7 @@ type settings struct {
 
 func newSettings(device int, gran uint64, opts []Option) (settings, error) {
 	var o config
-	if err := opt.Apply(opts, ErrInvalidOption, func(x Option) error { return x.apply(&o) }); err != nil {
+	if err := opt.Configure(&o, opts, ErrInvalidOption); err != nil {
 		return settings{}, err
 	}
 	s := settings{gran: gran, chunk: gran, access: []int{device}}

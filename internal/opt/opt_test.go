@@ -46,3 +46,23 @@ func TestApplyStopsAtTheFirstRefusal(t *testing.T) {
 	assert.EqualError(t, err, "negative")
 	assert.Equal(t, []int{1}, got)
 }
+
+// sealed is how a package declares its Option over its config, here []int.
+type sealed interface{ Option[[]int] }
+
+func TestConfigureAppliesFuncsAndSetsInOrder(t *testing.T) {
+	push := func(n int) sealed { return Set(func(s *[]int) { *s = append(*s, n) }) }
+	refuse := Func[[]int](func(*[]int) error { return errors.New("refused") })
+	var got []int
+	require.NoError(t, Configure(&got, []sealed{push(1), push(2)}, errInvalid))
+	assert.Equal(t, []int{1, 2}, got)
+
+	got = nil
+	err := Configure(&got, []sealed{push(1), nil, push(3)}, errInvalid)
+	assert.EqualError(t, err, "pkg: invalid option: option 2 of 3 is nil")
+	assert.Equal(t, []int{1}, got)
+
+	got = nil
+	assert.EqualError(t, Configure(&got, []sealed{push(1), refuse, push(3)}, errInvalid), "refused")
+	assert.Equal(t, []int{1}, got)
+}
