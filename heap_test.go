@@ -96,7 +96,7 @@ func deviceMalloc(t *testing.T, rt cudart.Full, p *pool.Pool, size uint64) bool 
 	require.NoError(t, p.Satisfy())
 	ptr, err := out.Ptr()
 	require.NoError(t, err)
-	require.NoError(t, rt.LaunchKernel(0, fn, cudart.Dim1(1), cudart.Dim1(1), 0, 0, cudart.ArgPtr(ptr), cudart.ArgUint64(size)))
+	require.NoError(t, rt.LaunchKernel(0, fn, cudart.Dim1(1), cudart.Dim1(1), 0, 0, cudart.Arg(ptr), cudart.Arg(size)))
 	require.NoError(t, rt.DeviceSynchronize(0))
 	b := make([]byte, 4)
 	require.NoError(t, rt.Memcpy(0, cudart.HostMem(b), cudart.DeviceMem(ptr, 4), cudart.DeviceToHost))

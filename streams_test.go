@@ -76,7 +76,7 @@ func TestTwoPoolsOnOneDeviceReleaseIndependently(t *testing.T) {
 			require.NoError(t, p.Commit())
 		}
 		start := time.Now()
-		require.NoError(t, rt.LaunchKernel(0, spin, cudart.Dim1(1), cudart.Dim1(1), 0, sb, cudart.ArgUint64(spinCycles)))
+		require.NoError(t, rt.LaunchKernel(0, spin, cudart.Dim1(1), cudart.Dim1(1), 0, sb, cudart.Arg[uint64](spinCycles)))
 		require.NoError(t, rt.EventRecord(0, done, sb))
 		require.NoError(t, a.ReleaseAll())
 		releasedA := time.Since(start)

@@ -41,7 +41,7 @@ func TestGPUNVTXProbe(t *testing.T) {
 	defer func() { t.Logf("unload: %v", l.ModuleUnload(0, m)) }()
 	poke, err := l.ModuleGetFunction(0, m, "poke")
 	require.NoError(t, err)
-	require.NoError(t, l.LaunchKernel(0, poke, Dim1(1), Dim1(1), 0, 0, ArgPtr(p.Add(regionSize))))
+	require.NoError(t, l.LaunchKernel(0, poke, Dim1(1), Dim1(1), 0, 0, Arg(p.Add(regionSize))))
 	t.Logf("wrote 1 byte at %s, %d bytes into the heap at %s; synchronize: %v", p.Add(regionSize), regionSize, p, l.DeviceSynchronize(0))
 }
 

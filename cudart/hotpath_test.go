@@ -40,7 +40,7 @@ func assertHotPathAllocatesNothing(t *testing.T, l *library) {
 	}
 	if fill, ok := hotPathKernel(t, l); ok {
 		cases["LaunchKernel"] = func() {
-			_ = l.LaunchKernel(0, fill, Dim1(1), Dim1(256), 0, 0, ArgPtr(dev), ArgUint32(1024), ArgUint32(7))
+			_ = l.LaunchKernel(0, fill, Dim1(1), Dim1(256), 0, 0, Arg(dev), Arg[uint32](1024), Arg[uint32](7))
 		}
 	}
 	for name, f := range cases {

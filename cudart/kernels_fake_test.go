@@ -22,7 +22,7 @@ func TestFakeKernelLaunch(t *testing.T) {
 	require.NoError(t, l.Memset(0, p, 0, 64))
 	s, err := l.StreamCreate(0)
 	require.NoError(t, err)
-	require.NoError(t, l.LaunchKernel(0, fn, Dim1(2), Dim1(5), 0, s, ArgPtr(p), ArgUint32(12), ArgUint32(0xc0ffee)))
+	require.NoError(t, l.LaunchKernel(0, fn, Dim1(2), Dim1(5), 0, s, Arg(p), Arg[uint32](12), Arg[uint32](0xc0ffee)))
 	require.NoError(t, l.StreamSynchronize(0, s))
 	got := make([]byte, 64)
 	require.NoError(t, l.Memcpy(0, HostMem(got), DeviceMem(p, 64), DeviceToHost))
@@ -39,7 +39,7 @@ func TestFakeKernelLaunch(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNotFound, "declared in the PTX, but the library has no such kernel")
 	assert.Contains(t, err.Error(), "CUDA_ERROR_NOT_FOUND")
 	require.NoError(t, l.ModuleUnload(0, m))
-	err = l.LaunchKernel(0, fn, Dim1(1), Dim1(1), 0, 0, ArgPtr(p), ArgUint32(1), ArgUint32(1))
+	err = l.LaunchKernel(0, fn, Dim1(1), Dim1(1), 0, 0, Arg(p), Arg[uint32](1), Arg[uint32](1))
 	assert.ErrorIs(t, err, ErrInvalidResourceHandle, "the function of an unloaded module")
 }
 

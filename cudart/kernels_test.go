@@ -15,7 +15,7 @@ func TestLaunchPassesArguments(t *testing.T) {
 	rec := newRecorder()
 	l := newRecorderLibrary(rec, nil)
 	withFill(l, 0)
-	require.NoError(t, l.LaunchKernel(0, 0x2000, Dim3{2, 3, 4}, Dim3{32, 2, 1}, 512, 0x77, ArgPtr(0xabc0), ArgUint32(math.MaxUint32), ArgUint32(9)))
+	require.NoError(t, l.LaunchKernel(0, 0x2000, Dim3{2, 3, 4}, Dim3{32, 2, 1}, 512, 0x77, Arg[DevicePtr](0xabc0), Arg[uint32](math.MaxUint32), Arg[uint32](9)))
 	require.Len(t, rec.launches, 1)
 	assert.Equal(t, []uintptr{0x2000, 2, 3, 4, 32, 2, 1, 512, 0x77}, rec.launches[0].args[:9], "function, grid, block, shared memory, stream")
 	assert.NotZero(t, rec.launches[0].args[9], "the parameter array")
@@ -27,7 +27,7 @@ func TestLaunchPassesArguments(t *testing.T) {
 	l.registry.addModule(0x1100, 0, info)
 	l.registry.addFunction(0x2100, 0x1100, info.Entries[0])
 	require.NoError(t, l.LaunchKernel(0, 0x2100, Dim1(1), Dim1(1), 0, 0,
-		ArgPtr(0x10), ArgInt32(-2), ArgUint32(3), ArgInt64(-4), ArgUint64(5), ArgFloat32(1.5), ArgFloat64(-2.25)))
+		Arg[DevicePtr](0x10), Arg[int32](-2), Arg[uint32](3), Arg[int64](-4), Arg[uint64](5), Arg[float32](1.5), Arg[float64](-2.25)))
 	assert.Equal(t, []uint64{0x10, 0xffff_fffe, 3, math.MaxUint64 - 3, 5, uint64(math.Float32bits(1.5)), math.Float64bits(-2.25)}, rec.launches[1].params)
 	assert.Zero(t, rec.launches[1].args[8], "the legacy default stream")
 }
@@ -59,16 +59,16 @@ func TestLibRefusesBadKernelCalls(t *testing.T) {
 			ErrInvalidResourceHandle, "the module was loaded on device 0"},
 		{"unload on another device", func(l *library) error { return l.ModuleUnload(2, 0x1000) }, ErrInvalidResourceHandle, "loaded on device 0"},
 		{"kernel of another device", func(l *library) error {
-			return l.LaunchKernel(1, 0x2000, Dim1(1), Dim1(1), 0, 0, ArgPtr(0x1000), ArgUint32(1), ArgUint32(1))
+			return l.LaunchKernel(1, 0x2000, Dim1(1), Dim1(1), 0, 0, Arg[DevicePtr](0x1000), Arg[uint32](1), Arg[uint32](1))
 		}, ErrInvalidResourceHandle, "kernel fill was loaded on device 0"},
 		{"too few arguments", func(l *library) error {
-			return l.LaunchKernel(0, 0x2000, Dim1(1), Dim1(1), 0, 0, ArgPtr(0x1000), ArgUint32(1))
+			return l.LaunchKernel(0, 0x2000, Dim1(1), Dim1(1), 0, 0, Arg[DevicePtr](0x1000), Arg[uint32](1))
 		}, ErrInvalidValue, "cuLaunchKernel(fill, grid (1,1,1), block (1,1,1), 0 B shared, stream 0x0, [ptr(0x1000) uint32(1)]) on device 0: cudaErrorInvalidValue (1): invalid argument: kernel fill takes 3 arguments (of [8 4 4] bytes), got 2"},
 		{"wrong size", func(l *library) error {
-			return l.LaunchKernel(0, 0x2000, Dim1(1), Dim1(1), 0, 0, ArgPtr(0x1000), ArgUint64(1), ArgUint32(1))
+			return l.LaunchKernel(0, 0x2000, Dim1(1), Dim1(1), 0, 0, Arg[DevicePtr](0x1000), Arg[uint64](1), Arg[uint32](1))
 		}, ErrInvalidValue, "argument 2 of 3 of kernel fill is uint64(1), 8 B; the parameter is 4 B"},
 		{"zero dimension", func(l *library) error {
-			return l.LaunchKernel(0, 0x2000, Dim3{X: 4}, Dim1(1), 0, 0, ArgPtr(0x1000), ArgUint32(1), ArgUint32(1))
+			return l.LaunchKernel(0, 0x2000, Dim3{X: 4}, Dim1(1), 0, 0, Arg[DevicePtr](0x1000), Arg[uint32](1), Arg[uint32](1))
 		}, ErrInvalidValue, "grid (4,0,0) of fill: every dimension must be at least 1"},
 		{"unknown function", func(l *library) error { return l.LaunchKernel(0, 0x2100, Dim1(1), Dim1(1), 0, 0) },
 			ErrInvalidResourceHandle, "cuLaunchKernel(function 0x2100, "},
@@ -100,7 +100,7 @@ func TestUnloadedModuleFunctionsAreRefused(t *testing.T) {
 	l := newRecorderLibrary(rec, nil)
 	withFill(l, 0)
 	require.NoError(t, l.ModuleUnload(0, 0x1000))
-	err := l.LaunchKernel(0, 0x2000, Dim1(1), Dim1(1), 0, 0, ArgPtr(0x1000), ArgUint32(1), ArgUint32(1))
+	err := l.LaunchKernel(0, 0x2000, Dim1(1), Dim1(1), 0, 0, Arg[DevicePtr](0x1000), Arg[uint32](1), Arg[uint32](1))
 	assert.ErrorIs(t, err, ErrInvalidResourceHandle)
 	assert.Equal(t, []string{"cuModuleUnload@0"}, rec.calls)
 }
@@ -114,7 +114,7 @@ func TestDestroyedStreamIsRefused(t *testing.T) {
 	require.NoError(t, l.StreamDestroy(0, s))
 	calls := map[string]func() error{
 		"cuLaunchKernel": func() error {
-			return l.LaunchKernel(0, 0x2000, Dim1(1), Dim1(1), 0, s, ArgPtr(0x1000), ArgUint32(1), ArgUint32(1))
+			return l.LaunchKernel(0, 0x2000, Dim1(1), Dim1(1), 0, s, Arg[DevicePtr](0x1000), Arg[uint32](1), Arg[uint32](1))
 		},
 		"cudaEventRecord":        func() error { return l.EventRecord(0, 0x3000, s) },
 		"cudaStreamWaitEvent":    func() error { return l.StreamWaitEvent(0, s, 0x3000) },
@@ -160,13 +160,13 @@ func TestKernelArgs(t *testing.T) {
 		size uint32
 		text string
 	}{
-		{ArgPtr(0x1000), argKindPtr, 8, "ptr(0x1000)"},
-		{ArgInt32(-1), argKindInt32, 4, "int32(-1)"},
-		{ArgUint32(7), argKindUint32, 4, "uint32(7)"},
-		{ArgInt64(-5), argKindInt64, 8, "int64(-5)"},
-		{ArgUint64(5), argKindUint64, 8, "uint64(5)"},
-		{ArgFloat32(0.5), argKindFloat32, 4, "float32(0.5)"},
-		{ArgFloat64(2), argKindFloat64, 8, "float64(2)"},
+		{Arg[DevicePtr](0x1000), argKindPtr, 8, "ptr(0x1000)"},
+		{Arg[int32](-1), argKindInt32, 4, "int32(-1)"},
+		{Arg[uint32](7), argKindUint32, 4, "uint32(7)"},
+		{Arg[int64](-5), argKindInt64, 8, "int64(-5)"},
+		{Arg[uint64](5), argKindUint64, 8, "uint64(5)"},
+		{Arg[float32](0.5), argKindFloat32, 4, "float32(0.5)"},
+		{Arg[float64](2), argKindFloat64, 8, "float64(2)"},
 	} {
 		assert.Equal(t, c.kind, c.arg.kind, c.text)
 		assert.Equal(t, c.size, c.arg.Size(), c.text)

@@ -42,7 +42,8 @@ const (
 
 var argKindNames = [...]string{"ptr", "int32", "uint32", "int64", "uint64", "float32", "float64"}
 
-// String names the kind as its constructor does, e.g. "float32".
+// String names the kind as the Go type Arg took, e.g. "float32"; "ptr" for
+// a DevicePtr.
 func (k argKind) String() string {
 	if int(k) < len(argKindNames) {
 		return argKindNames[k]
@@ -60,36 +61,35 @@ func (k argKind) Size() uint32 {
 }
 
 // KernelArg is one argument of LaunchKernel: a value of a kernel parameter
-// type, made by ArgPtr, ArgInt32, ArgUint32, ArgInt64, ArgUint64,
-// ArgFloat32 or ArgFloat64.
+// type, made by Arg.
 type KernelArg struct {
 	bits uint64 // the value's bytes as CUDA receives them, little-endian
 	kind argKind
 }
 
-// ArgPtr is a device pointer argument (.u64 in PTX, T* in CUDA C).
-func ArgPtr(p DevicePtr) KernelArg { return KernelArg{bits: uint64(p), kind: argKindPtr} }
-
-// ArgInt32 is a 32-bit signed argument (.s32, int).
-func ArgInt32(v int32) KernelArg { return KernelArg{bits: uint64(uint32(v)), kind: argKindInt32} }
-
-// ArgUint32 is a 32-bit unsigned argument (.u32, unsigned).
-func ArgUint32(v uint32) KernelArg { return KernelArg{bits: uint64(v), kind: argKindUint32} }
-
-// ArgInt64 is a 64-bit signed argument (.s64, long long).
-func ArgInt64(v int64) KernelArg { return KernelArg{bits: uint64(v), kind: argKindInt64} }
-
-// ArgUint64 is a 64-bit unsigned argument (.u64, unsigned long long).
-func ArgUint64(v uint64) KernelArg { return KernelArg{bits: v, kind: argKindUint64} }
-
-// ArgFloat32 is a single-precision argument (.f32, float).
-func ArgFloat32(v float32) KernelArg {
-	return KernelArg{bits: uint64(math.Float32bits(v)), kind: argKindFloat32}
-}
-
-// ArgFloat64 is a double-precision argument (.f64, double).
-func ArgFloat64(v float64) KernelArg {
-	return KernelArg{bits: math.Float64bits(v), kind: argKindFloat64}
+// Arg is a kernel argument of v's Go type: DevicePtr for a device pointer
+// (.u64 in PTX, T* in CUDA C), int32 (.s32, int), uint32 (.u32, unsigned),
+// int64 (.s64, long long), uint64 (.u64, unsigned long long), float32
+// (.f32, float) or float64 (.f64, double). A constant says its type, as in
+// Arg(uint32(256)) or Arg[float32](0.5): an untyped one would be an int,
+// which no kernel parameter is.
+func Arg[T DevicePtr | int32 | uint32 | int64 | uint64 | float32 | float64](v T) KernelArg {
+	switch v := any(v).(type) {
+	case int32:
+		return KernelArg{bits: uint64(uint32(v)), kind: argKindInt32}
+	case uint32:
+		return KernelArg{bits: uint64(v), kind: argKindUint32}
+	case int64:
+		return KernelArg{bits: uint64(v), kind: argKindInt64}
+	case uint64:
+		return KernelArg{bits: v, kind: argKindUint64}
+	case float32:
+		return KernelArg{bits: uint64(math.Float32bits(v)), kind: argKindFloat32}
+	case float64:
+		return KernelArg{bits: math.Float64bits(v), kind: argKindFloat64}
+	default:
+		return KernelArg{bits: uint64(v.(DevicePtr)), kind: argKindPtr}
+	}
 }
 
 // Size is the number of bytes CUDA copies for a: 4 or 8.

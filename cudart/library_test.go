@@ -90,7 +90,7 @@ func methods() []method {
 		}},
 		{"LaunchKernel", true, func(l *library, dev int) error {
 			withFill(l, dev)
-			return l.LaunchKernel(dev, 0x2000, Dim1(2), Dim1(64), 0, 1, ArgPtr(0x1000), ArgUint32(128), ArgUint32(7))
+			return l.LaunchKernel(dev, 0x2000, Dim1(2), Dim1(64), 0, 1, Arg[DevicePtr](0x1000), Arg[uint32](128), Arg[uint32](7))
 		}},
 		{"EventCreate", true, func(l *library, dev int) error { _, err := l.EventCreate(dev); return err }},
 		{"EventRecord", true, func(l *library, dev int) error { return l.EventRecord(dev, 0x3000, 1) }},

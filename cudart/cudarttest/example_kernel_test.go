@@ -40,7 +40,7 @@ func ExampleFake_RegisterKernel() {
 	if err != nil {
 		panic(err)
 	}
-	if err := f.LaunchKernel(0, fn, cudart.Dim1(2), cudart.Dim1(2), 0, 0, cudart.ArgPtr(p), cudart.ArgUint32(4)); err != nil {
+	if err := f.LaunchKernel(0, fn, cudart.Dim1(2), cudart.Dim1(2), 0, 0, cudart.Arg(p), cudart.Arg[uint32](4)); err != nil {
 		panic(err)
 	}
 	out := make([]byte, 16)
@@ -48,7 +48,7 @@ func ExampleFake_RegisterKernel() {
 		panic(err)
 	}
 	fmt.Println(out)
-	fmt.Println(f.LaunchKernel(0, fn, cudart.Dim1(1), cudart.Dim1(4), 0, 0, cudart.ArgPtr(p)))
+	fmt.Println(f.LaunchKernel(0, fn, cudart.Dim1(1), cudart.Dim1(4), 0, 0, cudart.Arg(p)))
 	_ = f.Free(0, p)
 	_ = f.ModuleUnload(0, m)
 	// Output:

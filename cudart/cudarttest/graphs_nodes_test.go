@@ -19,7 +19,7 @@ func captureKernels(t *testing.T, f *cudarttest.Fake, n int) cudart.Graph {
 	t.Cleanup(func() { _ = f.StreamDestroy(0, s) })
 	require.NoError(t, f.StreamBeginCapture(0, s, cudart.CaptureModeRelaxed))
 	for range n {
-		require.NoError(t, f.LaunchKernel(0, fn, cudart.Dim1(1), cudart.Dim1(1), 0, s, cudart.ArgPtr(0), cudart.ArgUint64(0)))
+		require.NoError(t, f.LaunchKernel(0, fn, cudart.Dim1(1), cudart.Dim1(1), 0, s, cudart.Arg[cudart.DevicePtr](0), cudart.Arg[uint64](0)))
 	}
 	g, err := f.StreamEndCapture(0, s)
 	require.NoError(t, err)

@@ -38,7 +38,7 @@ func loadProbe(t *testing.T, f *cudarttest.Fake, fn cudarttest.KernelFunc) cudar
 }
 
 func launch(f *cudarttest.Fake, fn cudart.Function, p cudart.DevicePtr, n uint64) error {
-	return f.LaunchKernel(0, fn, cudart.Dim1(1), cudart.Dim1(1), 0, 0, cudart.ArgPtr(p), cudart.ArgUint64(n))
+	return f.LaunchKernel(0, fn, cudart.Dim1(1), cudart.Dim1(1), 0, 0, cudart.Arg(p), cudart.Arg(n))
 }
 
 func TestFakeKernelNeedsRegistration(t *testing.T) {
@@ -177,7 +177,7 @@ func TestFakeMallocHeapPerDevice(t *testing.T) {
 		require.NoError(t, err)
 	}
 	run := func(d int, n uint64) error {
-		if err := f.LaunchKernel(d, fns[d], cudart.Dim1(1), cudart.Dim1(1), 0, 0, cudart.ArgPtr(0), cudart.ArgUint64(n)); err != nil {
+		if err := f.LaunchKernel(d, fns[d], cudart.Dim1(1), cudart.Dim1(1), 0, 0, cudart.Arg[cudart.DevicePtr](0), cudart.Arg(n)); err != nil {
 			return err
 		}
 		return f.DeviceSynchronize(d)
@@ -216,7 +216,7 @@ func TestFakeCaptureDefersWork(t *testing.T) {
 	defer func() { assert.NoError(t, f.StreamDestroy(0, s)) }()
 	require.NoError(t, f.StreamBeginCapture(0, s, cudart.CaptureModeRelaxed))
 	assert.ErrorIs(t, f.StreamBeginCapture(0, s, cudart.CaptureModeRelaxed), cudart.ErrStreamCaptureUnsupported, "capturing already")
-	require.NoError(t, f.LaunchKernel(0, fn, cudart.Dim1(1), cudart.Dim1(1), 0, s, cudart.ArgPtr(p), cudart.ArgUint64(0)))
+	require.NoError(t, f.LaunchKernel(0, fn, cudart.Dim1(1), cudart.Dim1(1), 0, s, cudart.Arg(p), cudart.Arg[uint64](0)))
 	assert.Zero(t, runs, "captured, not run")
 	g, err := f.StreamEndCapture(0, s)
 	require.NoError(t, err)

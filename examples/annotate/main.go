@@ -285,7 +285,7 @@ func (s *scenario) fillAll(bufs []cudart.DevicePtr) error {
 		}
 		grid := cudart.Dim3{X: uint32((n + 255) / 256), Y: 1, Z: 1}
 		block := cudart.Dim3{X: 256, Y: 1, Z: 1}
-		if err := s.rt.LaunchKernel(dev, s.fill, grid, block, 0, 0, cudart.ArgPtr(b), cudart.ArgUint64(n), cudart.ArgUint32(7)); err != nil {
+		if err := s.rt.LaunchKernel(dev, s.fill, grid, block, 0, 0, cudart.Arg(b), cudart.Arg(n), cudart.Arg[uint32](7)); err != nil {
 			return err
 		}
 	}

@@ -262,8 +262,8 @@ func (e *engine) step(rows []rowDesc, sample []int32, capture []int, kv kvView) 
 	}
 	un := uint32(n)
 	if err := e.launch("embed", grid(un*uint32(s.width)), cudart.Dim1(block),
-		cudart.ArgPtr(e.x), cudart.ArgPtr(e.desc), cudart.ArgPtr(e.ptr(e.w.emb)), cudart.ArgPtr(e.ptr(e.w.pos)),
-		cudart.ArgUint32(uint32(s.width)), cudart.ArgUint32(un)); err != nil {
+		cudart.Arg(e.x), cudart.Arg(e.desc), cudart.Arg(e.ptr(e.w.emb)), cudart.Arg(e.ptr(e.w.pos)),
+		cudart.Arg(uint32(s.width)), cudart.Arg(un)); err != nil {
 		return stepOut{}, err
 	}
 	for l, lt := range e.w.layers {
@@ -283,7 +283,7 @@ func (e *engine) step(rows []rowDesc, sample []int32, capture []int, kv kvView) 
 		return stepOut{}, err
 	}
 	if err := e.launch("argmax", cudart.Dim1(uint32(ns)), cudart.Dim1(block),
-		cudart.ArgPtr(e.tokens), cudart.ArgPtr(e.logits), cudart.ArgUint32(uint32(s.vocab))); err != nil {
+		cudart.Arg(e.tokens), cudart.Arg(e.logits), cudart.Arg(uint32(s.vocab))); err != nil {
 		return stepOut{}, err
 	}
 	if err := e.rt.MemcpyAsync(dev, cudart.HostMem(e.tokHost[:4*ns]), cudart.DeviceMem(e.tokens, uint64(4*ns)), cudart.DeviceToHost, e.st); err != nil {
@@ -326,15 +326,15 @@ func (e *engine) layer(l int, lt layerTensors, n uint32, kv kvView) error {
 	}
 	kvdim := uint32(s.kvDim())
 	if err := e.launch("kv_store", grid(2*kvdim*n), cudart.Dim1(block),
-		cudart.ArgPtr(e.qkv), cudart.ArgPtr(e.desc), cudart.ArgPtr(kv.table), cudart.ArgPtr(kv.pages), cudart.ArgUint64(kv.stride),
-		cudart.ArgUint32(uint32(kv.maxPages)), cudart.ArgUint32(uint32(l)), cudart.ArgUint32(uint32(s.qDim())), cudart.ArgUint32(kvdim),
-		cudart.ArgUint32(pageTokens), cudart.ArgUint32(n)); err != nil {
+		cudart.Arg(e.qkv), cudart.Arg(e.desc), cudart.Arg(kv.table), cudart.Arg(kv.pages), cudart.Arg(kv.stride),
+		cudart.Arg(uint32(kv.maxPages)), cudart.Arg(uint32(l)), cudart.Arg(uint32(s.qDim())), cudart.Arg(kvdim),
+		cudart.Arg[uint32](pageTokens), cudart.Arg(n)); err != nil {
 		return err
 	}
 	if err := e.launch("attention", cudart.Dim3{X: uint32(s.heads), Y: n, Z: 1}, cudart.Dim1(32),
-		cudart.ArgPtr(e.att), cudart.ArgPtr(e.qkv), cudart.ArgPtr(e.desc), cudart.ArgPtr(kv.table), cudart.ArgPtr(kv.pages), cudart.ArgUint64(kv.stride),
-		cudart.ArgUint32(uint32(kv.maxPages)), cudart.ArgUint32(uint32(l)), cudart.ArgUint32(uint32(s.heads)), cudart.ArgUint32(uint32(s.kvHeads)),
-		cudart.ArgUint32(pageTokens), cudart.ArgFloat32(attnScale)); err != nil {
+		cudart.Arg(e.att), cudart.Arg(e.qkv), cudart.Arg(e.desc), cudart.Arg(kv.table), cudart.Arg(kv.pages), cudart.Arg(kv.stride),
+		cudart.Arg(uint32(kv.maxPages)), cudart.Arg(uint32(l)), cudart.Arg(uint32(s.heads)), cudart.Arg(uint32(s.kvHeads)),
+		cudart.Arg[uint32](pageTokens), cudart.Arg[float32](attnScale)); err != nil {
 		return err
 	}
 	if err := e.gemm(lt.wo, e.att, e.x, int(n), cublas.Float32, 1); err != nil {
@@ -347,7 +347,7 @@ func (e *engine) layer(l int, lt layerTensors, n uint32, kv kvView) error {
 		return err
 	}
 	f := uint32(s.ffn) * n
-	if err := e.launch("relu_f16", grid(f), cudart.Dim1(block), cudart.ArgPtr(e.g), cudart.ArgPtr(e.ff), cudart.ArgUint32(f)); err != nil {
+	if err := e.launch("relu_f16", grid(f), cudart.Dim1(block), cudart.Arg(e.g), cudart.Arg(e.ff), cudart.Arg(f)); err != nil {
 		return err
 	}
 	return e.gemm(lt.w2, e.g, e.x, int(n), cublas.Float32, 1)
@@ -375,8 +375,8 @@ func (e *engine) gemm(t tensor, b, c cudart.DevicePtr, n int, ct cublas.DataType
 // from column idx[j] where idx is not 0.
 func (e *engine) norm(gain tensor, n uint32, idx cudart.DevicePtr) error {
 	return e.launch("rmsnorm", cudart.Dim1(n), cudart.Dim1(block),
-		cudart.ArgPtr(e.h), cudart.ArgPtr(e.x), cudart.ArgPtr(e.ptr(gain)), cudart.ArgPtr(idx),
-		cudart.ArgUint32(uint32(e.s.width)), cudart.ArgFloat32(rmsEps))
+		cudart.Arg(e.h), cudart.Arg(e.x), cudart.Arg(e.ptr(gain)), cudart.Arg(idx),
+		cudart.Arg(uint32(e.s.width)), cudart.Arg[float32](rmsEps))
 }
 
 func (e *engine) launch(name string, g, b cudart.Dim3, args ...cudart.KernelArg) error {

@@ -196,12 +196,12 @@ func (e *env) place(b *pool.Buffer) (cudart.DevicePtr, error) {
 // fill sets n bytes at ptr to v with the fill kernel, and waits: a kernel's
 // bad access is reported at the synchronisation after it.
 func (e *env) fill(ptr cudart.DevicePtr, n uint64, v byte) error {
-	return e.launch(e.fillFn, n, cudart.ArgPtr(ptr), cudart.ArgUint64(n), cudart.ArgUint32(uint32(v)))
+	return e.launch(e.fillFn, n, cudart.Arg(ptr), cudart.Arg(n), cudart.Arg(uint32(v)))
 }
 
 // copyBytes copies n bytes from src to dst with the copy kernel, and waits.
 func (e *env) copyBytes(dst, src cudart.DevicePtr, n uint64) error {
-	return e.launch(e.copyFn, n, cudart.ArgPtr(dst), cudart.ArgPtr(src), cudart.ArgUint64(n))
+	return e.launch(e.copyFn, n, cudart.Arg(dst), cudart.Arg(src), cudart.Arg(n))
 }
 
 func (e *env) launch(fn cudart.Function, n uint64, args ...cudart.KernelArg) error {

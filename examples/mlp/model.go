@@ -105,7 +105,7 @@ func (m *model) enqueue(s cudart.Stream, h gemmer, b buffers, rows int) (err err
 			relu = 1
 		}
 		if err := m.rt.LaunchKernel(dev, m.fn, cudart.Dim1((n+mlpmodel.BlockSize-1)/mlpmodel.BlockSize), cudart.Dim1(mlpmodel.BlockSize), 0, s,
-			cudart.ArgPtr(dst), cudart.ArgPtr(b.w.Add(4*uint64(m.OffB[l]))), cudart.ArgUint32(uint32(mOut)), cudart.ArgUint32(n), cudart.ArgUint32(relu)); err != nil {
+			cudart.Arg(dst), cudart.Arg(b.w.Add(4*uint64(m.OffB[l]))), cudart.Arg(uint32(mOut)), cudart.Arg(n), cudart.Arg(relu)); err != nil {
 			return err
 		}
 		src, dst = dst, src

@@ -138,13 +138,13 @@ func capture(rt cudart.Full, m cudart.Module, s cudart.Stream, a addresses, n ui
 		}
 		grid := cudart.Dim1((n + blockSize - 1) / blockSize)
 		for _, st := range chain {
-			args := []cudart.KernelArg{cudart.ArgPtr(a.x[st.out]), cudart.ArgPtr(a.x[st.in])}
+			args := []cudart.KernelArg{cudart.Arg(a.x[st.out]), cudart.Arg(a.x[st.in])}
 			if st.kernel == "add" {
-				args = append(args, cudart.ArgPtr(a.x[st.in2]))
+				args = append(args, cudart.Arg(a.x[st.in2]))
 			} else {
-				args = append(args, cudart.ArgFloat32(st.a), cudart.ArgFloat32(st.b))
+				args = append(args, cudart.Arg(st.a), cudart.Arg(st.b))
 			}
-			args = append(args, cudart.ArgUint32(n))
+			args = append(args, cudart.Arg(n))
 			if err := rt.LaunchKernel(dev, fns[st.kernel], grid, cudart.Dim1(blockSize), 0, s, args...); err != nil {
 				return err
 			}

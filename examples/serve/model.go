@@ -166,7 +166,7 @@ func (m *model) enqueue(s cudart.Stream, b buffers, rows int) (err error) {
 	for l := range m.layers {
 		w := b.w.Add(uint64(4 * weightsPerLayer * l))
 		if err := m.rt.LaunchKernel(dev, m.fn, grid, cudart.Dim1(blockSize), 0, s,
-			cudart.ArgPtr(dst), cudart.ArgPtr(src), cudart.ArgPtr(w), cudart.ArgFloat32(m.bias[l]), cudart.ArgUint32(count)); err != nil {
+			cudart.Arg(dst), cudart.Arg(src), cudart.Arg(w), cudart.Arg(m.bias[l]), cudart.Arg(count)); err != nil {
 			return err
 		}
 		src, dst = dst, src

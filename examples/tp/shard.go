@@ -114,7 +114,7 @@ func (s *shard) biasAct(b *bufs, y cudart.DevicePtr, bias int, rows int, relu bo
 		r = 1
 	}
 	return s.rt.LaunchKernel(s.dev, s.fn, cudart.Dim1((n+mlpmodel.BlockSize-1)/mlpmodel.BlockSize), cudart.Dim1(mlpmodel.BlockSize), 0, b.stream,
-		cudart.ArgPtr(y), cudart.ArgPtr(b.w.Add(4*uint64(bias))), cudart.ArgUint32(uint32(rows)), cudart.ArgUint32(n), cudart.ArgUint32(r))
+		cudart.Arg(y), cudart.Arg(b.w.Add(4*uint64(bias))), cudart.Arg(uint32(rows)), cudart.Arg(n), cudart.Arg(r))
 }
 
 // before queues what comes before the all-reduce: the input staged, layer

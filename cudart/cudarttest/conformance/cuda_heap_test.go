@@ -34,7 +34,7 @@ func heapFixedAtFirstLaunch(t *testing.T, rt cudart.Full) {
 	defer func() { assert.NoError(t, rt.Free(0, out)) }()
 	got := func(size uint64) byte {
 		require.NoError(t, rt.Memset(0, out, 0xff, 4))
-		require.NoError(t, rt.LaunchKernel(0, fn, cudart.Dim1(1), cudart.Dim1(1), 0, 0, cudart.ArgPtr(out), cudart.ArgUint64(size)))
+		require.NoError(t, rt.LaunchKernel(0, fn, cudart.Dim1(1), cudart.Dim1(1), 0, 0, cudart.Arg(out), cudart.Arg(size)))
 		require.NoError(t, rt.DeviceSynchronize(0))
 		b := make([]byte, 4)
 		require.NoError(t, rt.Memcpy(0, cudart.HostMem(b), cudart.DeviceMem(out, 4), cudart.DeviceToHost))

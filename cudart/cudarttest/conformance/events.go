@@ -42,7 +42,7 @@ func (s *suite) testEvents(t *testing.T) {
 	require.NoError(t, ev.EventRecord(s.dev, filled, s1))
 	require.NoError(t, ev.StreamWaitEvent(s.dev, s2, filled))
 	require.NoError(t, ks.k.LaunchKernel(s.dev, ks.axpy, cudart.Dim1(n/256), cudart.Dim1(256), 0, s2,
-		cudart.ArgPtr(y), cudart.ArgPtr(x), cudart.ArgFloat32(2), cudart.ArgUint32(n)))
+		cudart.Arg(y), cudart.Arg(x), cudart.Arg[float32](2), cudart.Arg[uint32](n)))
 	require.NoError(t, ev.EventRecord(s.dev, done, s2))
 	require.NoError(t, ev.EventSynchronize(s.dev, done))
 

@@ -30,7 +30,7 @@ func (s *suite) testGraphs(t *testing.T) {
 		require.NoError(t, st.MemcpyAsync(s.dev, cudart.DeviceMem(x, 4*n), cudart.HostMem(in), cudart.HostToDevice, stream))
 		require.NoError(t, ks.fillLaunch(s.dev, y, n, math.Float32bits(1), stream))
 		require.NoError(t, ks.k.LaunchKernel(s.dev, ks.axpy, cudart.Dim1(n/128), cudart.Dim1(128), 0, stream,
-			cudart.ArgPtr(y), cudart.ArgPtr(x), cudart.ArgFloat32(2), cudart.ArgUint32(n)))
+			cudart.Arg(y), cudart.Arg(x), cudart.Arg[float32](2), cudart.Arg[uint32](n)))
 		require.NoError(t, st.MemcpyAsync(s.dev, cudart.HostMem(out), cudart.DeviceMem(y, 4*n), cudart.DeviceToHost, stream))
 		graph, err := g.StreamEndCapture(s.dev, stream)
 		require.NoError(t, err)

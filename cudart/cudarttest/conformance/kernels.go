@@ -88,7 +88,7 @@ func (s *suite) floats(t *testing.T, p cudart.DevicePtr, v []float32) {
 // fillLaunch launches fill of n words of p with value on stream st, in
 // blocks of 256 threads.
 func (ks *kernels) fillLaunch(dev int, p cudart.DevicePtr, n, value uint32, st cudart.Stream) error {
-	return ks.k.LaunchKernel(dev, ks.fill, cudart.Dim1((n+255)/256), cudart.Dim1(256), 0, st, cudart.ArgPtr(p), cudart.ArgUint32(n), cudart.ArgUint32(value))
+	return ks.k.LaunchKernel(dev, ks.fill, cudart.Dim1((n+255)/256), cudart.Dim1(256), 0, st, cudart.Arg(p), cudart.Arg(n), cudart.Arg(value))
 }
 
 func (s *suite) testKernels(t *testing.T) {
@@ -111,8 +111,8 @@ func (s *suite) testKernels(t *testing.T) {
 		out := s.malloc(t, argsOutBytes)
 		require.NoError(t, s.rt.Memset(s.dev, out, 0, argsOutBytes))
 		require.NoError(t, ks.k.LaunchKernel(s.dev, ks.args, cudart.Dim1(1), cudart.Dim1(1), 0, 0,
-			cudart.ArgPtr(out), cudart.ArgInt32(-7), cudart.ArgUint32(math.MaxUint32-1), cudart.ArgInt64(-1<<40),
-			cudart.ArgUint64(1<<63+5), cudart.ArgFloat32(-2.5), cudart.ArgFloat64(math.Pi)))
+			cudart.Arg(out), cudart.Arg[int32](-7), cudart.Arg[uint32](math.MaxUint32-1), cudart.Arg[int64](-1<<40),
+			cudart.Arg[uint64](1<<63+5), cudart.Arg[float32](-2.5), cudart.Arg[float64](math.Pi)))
 		require.NoError(t, s.rt.DeviceSynchronize(s.dev))
 		b := s.read(t, out, argsOutBytes)
 		le := binary.LittleEndian
@@ -132,17 +132,17 @@ func (s *suite) testKernels(t *testing.T) {
 		s.floats(t, x, xs)
 		s.floats(t, y, ys)
 		require.NoError(t, ks.k.LaunchKernel(s.dev, ks.axpy, cudart.Dim1(8), cudart.Dim1(128), 0, 0,
-			cudart.ArgPtr(y), cudart.ArgPtr(x), cudart.ArgFloat32(3), cudart.ArgUint32(n)))
+			cudart.Arg(y), cudart.Arg(x), cudart.Arg[float32](3), cudart.Arg[uint32](n)))
 		require.NoError(t, s.rt.DeviceSynchronize(s.dev))
 		for i, w := range s.words(t, y, n) {
 			require.Equal(t, 3*float32(i)+float32(i)/2, math.Float32frombits(w), "y[%d]", i)
 		}
 	})
 	t.Run("Refused", func(t *testing.T) {
-		err := ks.k.LaunchKernel(s.dev, ks.fill, cudart.Dim1(1), cudart.Dim1(1), 0, 0, cudart.ArgPtr(p), cudart.ArgUint32(1))
+		err := ks.k.LaunchKernel(s.dev, ks.fill, cudart.Dim1(1), cudart.Dim1(1), 0, 0, cudart.Arg(p), cudart.Arg[uint32](1))
 		assert.ErrorIs(t, err, cudart.ErrInvalidValue, "an argument short")
 		assert.ErrorContains(t, err, "fill")
-		err = ks.k.LaunchKernel(s.dev, ks.fill, cudart.Dim1(1), cudart.Dim1(1), 0, 0, cudart.ArgPtr(p), cudart.ArgUint64(1), cudart.ArgUint32(1))
+		err = ks.k.LaunchKernel(s.dev, ks.fill, cudart.Dim1(1), cudart.Dim1(1), 0, 0, cudart.Arg(p), cudart.Arg[uint64](1), cudart.Arg[uint32](1))
 		assert.ErrorIs(t, err, cudart.ErrInvalidValue, "an argument of the wrong size")
 		m := s.loadModule(t, ks.k, suitePTX)
 		_, err = ks.k.ModuleGetFunction(s.dev, m, "fil")
@@ -185,7 +185,7 @@ func (s *suite) testMallocHeap(t *testing.T) {
 	out := s.malloc(t, 4)
 	got := func(size uint64) uint32 {
 		require.NoError(t, s.rt.Memset(s.dev, out, 0xff, 4))
-		require.NoError(t, k.LaunchKernel(s.dev, fn, cudart.Dim1(1), cudart.Dim1(1), 0, 0, cudart.ArgPtr(out), cudart.ArgUint64(size)))
+		require.NoError(t, k.LaunchKernel(s.dev, fn, cudart.Dim1(1), cudart.Dim1(1), 0, 0, cudart.Arg(out), cudart.Arg(size)))
 		require.NoError(t, s.rt.DeviceSynchronize(s.dev))
 		return s.words(t, out, 1)[0]
 	}
@@ -203,7 +203,7 @@ func (s *suite) testMallocHeap(t *testing.T) {
 		require.NoError(t, s.rt.DeviceSynchronize(s.dev))
 	}
 	malloc := func(size uint64) cudart.DevicePtr {
-		run(keep, cudart.ArgPtr(kept), cudart.ArgUint64(size))
+		run(keep, cudart.Arg(kept), cudart.Arg(size))
 		return cudart.DevicePtr(binary.LittleEndian.Uint64(s.read(t, kept, 8)))
 	}
 	// Two of these do not fit the heap together.
@@ -214,11 +214,11 @@ func (s *suite) testMallocHeap(t *testing.T) {
 	t.Logf("cudaFree of device-side malloc memory: %v", err)
 	assert.ErrorIs(t, err, cudart.ErrInvalidValue, "cudaFree of memory a kernel's malloc returned")
 	assert.Zero(t, malloc(big), "the refused cudaFree gave nothing back to the heap")
-	run(free, cudart.ArgPtr(p))
+	run(free, cudart.Arg(p))
 	q := malloc(big)
 	assert.NotZero(t, q, "the kernel's free gave the 40 MiB back")
 	if q != 0 {
-		run(free, cudart.ArgPtr(q))
+		run(free, cudart.Arg(q))
 	}
 }
 
