@@ -7,14 +7,12 @@ import (
 	"github.com/cudapool/cudapool/internal/opt"
 )
 
-// Environment variables that name the libraries to load, tried after the
-// paths given as options and before the default names.
+// The environment variables that name the libraries to load, tried after
+// the paths given as options and before the default names; Open's
+// documentation names them for users.
 const (
-	// EnvRuntimeLibrary names the CUDA runtime library, e.g.
-	// /opt/cuda/lib64/libcudart.so.13.
-	EnvRuntimeLibrary = "CUDAPOOL_CUDART"
-	// EnvDriverLibrary names the CUDA driver library (libcuda.so.1).
-	EnvDriverLibrary = "CUDAPOOL_CUDA_DRIVER"
+	envRuntimeLibrary = "CUDAPOOL_CUDART"
+	envDriverLibrary  = "CUDAPOOL_CUDA_DRIVER"
 )
 
 // defaultRuntimeNames are the runtime's names in the order tried: the
@@ -76,21 +74,25 @@ func WithDriverLibraryPath(path string) Option {
 // function the binding calls. It initialises nothing on a GPU.
 //
 // The runtime is the first of these that loads: the WithLibraryPath path,
-// $CUDAPOOL_CUDART, then defaultRuntimeNames. If none loads, the error is a
+// the path in $CUDAPOOL_CUDART (e.g. /opt/cuda/lib64/libcudart.so.13), then
+// libcudart.so and the sonames of CUDA 13 and 12, by the loader's search
+// and in /usr/local/cuda/lib64. If none loads, the error is a
 // *LoadError wrapping ErrLibraryNotFound that lists each path with the
 // loader's message; if the first that loads lacks a function, a *LoadError
 // wrapping ErrSymbolNotFound that names every function it lacks. Open needs
 // no cgo: the libraries are loaded and called through purego.
 //
-// The driver (libcuda.so.1) is needed only by the virtual memory calls and
-// DeviceName. If it cannot be loaded, Open still succeeds and those calls
-// return an error wrapping ErrNoDriverLibrary that says why.
+// The driver is the first that loads of the WithDriverLibraryPath path, the
+// path in $CUDAPOOL_CUDA_DRIVER and libcuda.so.1. It is needed only by the
+// virtual memory calls and DeviceName. If it cannot be loaded, Open still
+// succeeds and those calls return an error wrapping ErrNoDriverLibrary that
+// says why.
 func Open(opts ...Option) (Library, error) {
 	var c config
 	if err := opt.Apply(opts, ErrInvalidOption, func(o Option) error { return o.apply(&c) }); err != nil {
 		return nil, err
 	}
-	l, err := load(dl.Candidates(c.runtimePath, os.Getenv(EnvRuntimeLibrary), defaultRuntimeNames...), dl.Candidates(c.driverPath, os.Getenv(EnvDriverLibrary), defaultDriverNames...))
+	l, err := load(dl.Candidates(c.runtimePath, os.Getenv(envRuntimeLibrary), defaultRuntimeNames...), dl.Candidates(c.driverPath, os.Getenv(envDriverLibrary), defaultDriverNames...))
 	if err != nil {
 		return nil, err // a nil *library would make a non-nil Library
 	}

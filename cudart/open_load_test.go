@@ -16,7 +16,7 @@ import (
 // host where CUDA is installed too.
 func openMissing(t *testing.T, env string, opts ...Option) *LoadError {
 	t.Helper()
-	t.Setenv(EnvRuntimeLibrary, env)
+	t.Setenv(envRuntimeLibrary, env)
 	real := defaultRuntimeNames
 	defaultRuntimeNames = []string{"/nonexistent/default/libcudart.so", "/nonexistent/default/libcudart.so.13"}
 	t.Cleanup(func() { defaultRuntimeNames = real })
