@@ -3,7 +3,6 @@ package vmem
 import (
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
@@ -21,11 +20,7 @@ type Arena struct {
 	reserved uint64           // max rounded up to the granularity
 	reset    devreset.Watch   // sees a reset of the device, which may have lost it
 
-	// mu guards p (the segments and the deferred cleanups) and closed.
-	mu     sync.Mutex
-	p      phys
-	closed bool
-	freed  bool // Close has given everything back
+	locked
 }
 
 // NewArena reserves maxBytes of address space on device (rounded up to the
@@ -48,7 +43,7 @@ func NewArena(vm cudart.VirtualMemory, device int, maxBytes uint64, opts ...Opti
 	if err != nil {
 		return nil, fmt.Errorf("vmem: reserve %s of address space on device %d: %w", bytesize.Format(reserved), device, err)
 	}
-	return &Arena{base: base, max: maxBytes, reserved: reserved, p: p, reset: reset}, nil
+	return &Arena{base: base, max: maxBytes, reserved: reserved, reset: reset, locked: locked{p: p}}, nil
 }
 
 // Base is the arena's first address. It never changes.
@@ -85,14 +80,10 @@ func (a *Arena) Mapped() uint64 {
 // far. A failed growth leaves the arena as it was: what
 // the growth had created or mapped is unmapped and released.
 func (a *Arena) Ensure(n uint64) error {
-	if a == nil {
-		return errNilArena
+	if err := a.open(); err != nil {
+		return err
 	}
-	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.closed {
-		return ErrClosed
-	}
 	have := a.p.mapped()
 	if n > a.max {
 		return &ExhaustedError{Asked: n, Max: a.max, Mapped: have}
@@ -121,18 +112,22 @@ func (a *Arena) Ensure(n uint64) error {
 // so Mapped may stay above n. The bytes trimmed are lost; a later Ensure maps
 // fresh memory there.
 func (a *Arena) Trim(n uint64) error {
-	if a == nil {
-		return errNilArena
+	if err := a.open(); err != nil {
+		return err
 	}
-	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.closed {
-		return ErrClosed
-	}
 	if err := a.p.trim(a.base, n); err != nil {
 		return fmt.Errorf("vmem: trim arena at %s to %s: %w", a.base, bytesize.Format(n), err)
 	}
 	return nil
+}
+
+// open takes a's lock unless a is nil or closed; the caller unlocks.
+func (a *Arena) open() error {
+	if a == nil {
+		return errNilArena
+	}
+	return a.lockOpen()
 }
 
 // Close unmaps and releases all the physical memory and frees the address

@@ -3,6 +3,7 @@ package vmem
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/cudapool/cudapool/cudart"
 )
@@ -27,6 +28,26 @@ type phys struct {
 	settings
 	segs  []segment
 	later deferred
+}
+
+// locked is the part of an Arena or a Vector its mutex guards: the physical
+// memory and whether Close was called. The owner's mutex guards its own
+// fields too.
+type locked struct {
+	mu     sync.Mutex
+	p      phys
+	closed bool
+	freed  bool // Close has given everything back
+}
+
+// lockOpen takes the lock unless Close was called; the caller unlocks.
+func (l *locked) lockOpen() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	return nil
 }
 
 func newPhys(vm cudart.VirtualMemory, device int, opts []Option) (phys, error) {

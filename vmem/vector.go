@@ -3,7 +3,6 @@ package vmem
 import (
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
@@ -16,14 +15,10 @@ import (
 // new range into which the memory already mapped is mapped again. Either way
 // no byte is copied, and the contents survive.
 type Vector struct {
-	// mu guards everything below.
-	mu       sync.Mutex
-	p        phys
+	locked                    // its mutex guards the fields below too
 	ptr      cudart.DevicePtr // start of the first range; 0 before any
 	ranges   []addrRange      // reservations making up [ptr, ptr+reserved), in address order
 	reserved uint64
-	closed   bool
-	freed    bool // Close has given everything back
 }
 
 // addrRange is one cuMemAddressReserve reservation.
@@ -39,7 +34,7 @@ func NewVector(vm cudart.VirtualMemory, device int, opts ...Option) (*Vector, er
 	if err != nil {
 		return nil, err
 	}
-	return &Vector{p: p}, nil
+	return &Vector{locked: locked{p: p}}, nil
 }
 
 // Ptr is the vector's first address, 0 before the first Reserve or Grow. It
@@ -80,14 +75,10 @@ func (v *Vector) Reserved() uint64 {
 // never moves the vector. It may move the vector now. A failed Reserve
 // leaves the vector as it was.
 func (v *Vector) Reserve(n uint64) error {
-	if v == nil {
-		return errNilVector
+	if err := v.open(); err != nil {
+		return err
 	}
-	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.closed {
-		return ErrClosed
-	}
 	if n <= v.reserved {
 		return nil
 	}
@@ -113,14 +104,10 @@ func (v *Vector) Reserve(n uint64) error {
 // failed Grow leaves the vector as it was: same Ptr, same Size, nothing
 // created, mapped or reserved left behind.
 func (v *Vector) Grow(n uint64) error {
-	if v == nil {
-		return errNilVector
+	if err := v.open(); err != nil {
+		return err
 	}
-	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.closed {
-		return ErrClosed
-	}
 	have := v.p.mapped()
 	if n <= have {
 		return nil
@@ -166,6 +153,14 @@ func (v *Vector) planGrow(u *undoLog, have, target uint64) (addressPlan, []segme
 		segs = append(segs, s)
 	}
 	return plan, segs, nil
+}
+
+// open takes v's lock unless v is nil or closed; the caller unlocks.
+func (v *Vector) open() error {
+	if v == nil {
+		return errNilVector
+	}
+	return v.lockOpen()
 }
 
 // Close unmaps and releases all the physical memory and frees every address
