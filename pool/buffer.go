@@ -74,14 +74,10 @@ func (b *Buffer) Arena() Arena {
 // Ptr returns the device address of a device or managed buffer, or of a host
 // buffer in a host arena mapped into the device address space.
 func (b *Buffer) Ptr() (cudart.DevicePtr, error) {
-	if err := b.invalid(); err != nil {
+	if err := b.lock(); err != nil {
 		return 0, err
 	}
-	b.p.mu.Lock()
 	defer b.p.mu.Unlock()
-	if err := b.usable(); err != nil {
-		return 0, err
-	}
 	base := b.p.arenas[b.arena].mem.device()
 	if base == 0 {
 		return 0, fmt.Errorf("%w: %s is in the %s arena, which has no device address (pin it with WithHostFlags(pinned.Mapped))", ErrWrongArena, b.label(), b.arena)
@@ -92,14 +88,10 @@ func (b *Buffer) Ptr() (cudart.DevicePtr, error) {
 // Bytes returns a view of a host buffer, len(Bytes()) == Size(). The view must
 // not be used after ReleaseAll or Close.
 func (b *Buffer) Bytes() ([]byte, error) {
-	if err := b.invalid(); err != nil {
+	if err := b.lock(); err != nil {
 		return nil, err
 	}
-	b.p.mu.Lock()
 	defer b.p.mu.Unlock()
-	if err := b.usable(); err != nil {
-		return nil, err
-	}
 	h := b.p.arenas[b.arena].mem.host()
 	if h == nil {
 		return nil, fmt.Errorf("%w: %s is in the %s arena; use Ptr", ErrWrongArena, b.label(), b.arena)
@@ -128,6 +120,20 @@ func (b *Buffer) usable() error {
 		return fmt.Errorf("%w: %s", ErrNotPlaced, b.label())
 	}
 	return nil
+}
+
+// lock takes the pool's lock when the handle can be used now, else says why
+// not and holds nothing; the caller unlocks.
+func (b *Buffer) lock() error {
+	if err := b.invalid(); err != nil {
+		return err
+	}
+	b.p.mu.Lock()
+	err := b.usable() // runs no caller code, so cannot leave the lock held by a panic
+	if err != nil {
+		b.p.mu.Unlock()
+	}
+	return err
 }
 
 func (b *Buffer) label() string {

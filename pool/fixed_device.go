@@ -8,12 +8,13 @@ import (
 )
 
 // fixedDevice is the C++ pool's device arena: one cudaMalloc of its whole
-// size at New.
+// size at New. The managed arena is one too, but for its allocation.
 type fixedDevice struct {
 	rt     cudart.Runtime
 	dev    int
 	base   cudart.DevicePtr
 	size   uint64
+	kind   string // the arena's name in an error: "device" or "managed"
 	closed bool
 }
 
@@ -22,7 +23,7 @@ func reserveFixedDevice(rt cudart.Runtime, dev int, n uint64) (*fixedDevice, err
 	if err != nil {
 		return nil, fmt.Errorf("pool: reserve %s device arena on device %d: %w", bytesize.Format(n), dev, err)
 	}
-	return &fixedDevice{rt: rt, dev: dev, base: ptr, size: n}, nil
+	return &fixedDevice{rt: rt, dev: dev, base: ptr, size: n, kind: "device"}, nil
 }
 
 func (a *fixedDevice) capacity() uint64              { return a.size }
@@ -44,7 +45,7 @@ func (a *fixedDevice) close() error {
 		return nil
 	}
 	if err := a.rt.Free(a.dev, a.base); err != nil {
-		return fmt.Errorf("pool: free %s device arena: %w", bytesize.Format(a.size), err)
+		return fmt.Errorf("pool: free %s %s arena: %w", bytesize.Format(a.size), a.kind, err)
 	}
 	a.closed = true
 	return nil

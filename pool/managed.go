@@ -21,14 +21,11 @@ func (p *Pool) WantManaged(size uint64, opts ...WantOption) (*Buffer, error) {
 	return p.want(Managed, size, opts)
 }
 
-// managedArena is unified memory from one cudaMallocManaged.
+// managedArena is unified memory from one cudaMallocManaged, freed as the
+// fixed device arena is.
 type managedArena struct {
-	rt     cudart.Runtime
-	m      cudart.Managed
-	dev    int
-	base   cudart.DevicePtr
-	size   uint64
-	closed bool
+	fixedDevice
+	m cudart.Managed
 }
 
 func reserveManaged(rt cudart.Runtime, dev int, n uint64) (*managedArena, error) {
@@ -48,46 +45,17 @@ func reserveManaged(rt cudart.Runtime, dev int, n uint64) (*managedArena, error)
 	if err != nil {
 		return nil, fmt.Errorf("pool: reserve %s managed arena on device %d: %w", bytesize.Format(n), dev, err)
 	}
-	return &managedArena{rt: rt, m: m, dev: dev, base: ptr, size: n}, nil
-}
-
-func (a *managedArena) capacity() uint64              { return a.size }
-func (a *managedArena) back(uint64) error             { return nil }
-func (a *managedArena) device() cudart.DevicePtr      { return a.base }
-func (a *managedArena) host() []byte                  { return nil }
-func (a *managedArena) release() error                { return nil }
-func (a *managedArena) stats(s ArenaStats) ArenaStats { return s }
-
-func (a *managedArena) annotatable() bool { return true }
-
-func (a *managedArena) forget() error {
-	a.closed = true
-	return nil
-}
-
-func (a *managedArena) close() error {
-	if a.closed {
-		return nil
-	}
-	if err := a.rt.Free(a.dev, a.base); err != nil {
-		return fmt.Errorf("pool: free %s managed arena: %w", bytesize.Format(a.size), err)
-	}
-	a.closed = true
-	return nil
+	return &managedArena{fixedDevice{rt: rt, dev: dev, base: ptr, size: n, kind: "managed"}, m}, nil
 }
 
 // Prefetch migrates a managed buffer to device dst, or to host memory with
 // cudart.CPUDevice, on the default stream: the copy is asynchronous, and a
 // later synchronisation (or the next use on the same stream) waits for it.
 func (b *Buffer) Prefetch(dst int) error {
-	if err := b.invalid(); err != nil {
+	if err := b.lock(); err != nil {
 		return err
 	}
-	b.p.mu.Lock()
 	defer b.p.mu.Unlock()
-	if err := b.usable(); err != nil {
-		return err
-	}
 	a, ok := b.p.arenas[b.arena].mem.(*managedArena)
 	if !ok {
 		return fmt.Errorf("%w: %s is not in the managed arena; only managed memory migrates", ErrWrongArena, b.label())

@@ -33,14 +33,10 @@ func (subAllocatedOption) applyWant(r request) (request, error) {
 // SubAllocated, or a region outside it), ErrNotPlaced, ErrReleased or
 // ErrClosed, or is the tool's refusal.
 func (b *Buffer) Annotate(regions []cudart.MemRegion) error {
-	if err := b.invalid(); err != nil {
+	if err := b.lock(); err != nil {
 		return err
 	}
-	b.p.mu.Lock()
 	defer b.p.mu.Unlock()
-	if err := b.usable(); err != nil {
-		return err
-	}
 	if !b.sub {
 		return fmt.Errorf("%w: Annotate: %s was not requested with SubAllocated", ErrInvalidRequest, b.label())
 	}
