@@ -178,7 +178,7 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 	modes := cmd.String("modes", "replicas,tp", "replicas, tp or both, comma-separated")
 	batches := cmd.String("batches", "1,32", "batch sizes, comma-separated")
 	cmd.IntVar(&c.requests, "requests", 2000, "timed requests a run, a run being one configuration at one batch size (8 on the fake unless given)")
-	cmd.IntVar(&c.clients, "clients", 8, "concurrent clients, in one process; a process per GPU has -tp-slots")
+	cmd.IntVar(&c.clients, "clients", 0, "concurrent clients, in one process; 0: one a slot, so that every slot can be busy (replicas: -slots a GPU served; tensor parallel: -tp-slots); a process per GPU has -tp-slots")
 	cmd.IntVar(&c.slots, "slots", 8, "replicas: slots a GPU")
 	cmd.IntVar(&c.tpSlots, "tp-slots", 2, "tensor parallel: groups (a slot and a communicator on every GPU) serving at once")
 	cmd.StringVar(&c.launch, "launch", launchGraph, "tensor parallel: graph (one CUDA graph a GPU, the all-reduce inside), split (two graphs around an eager all-reduce) or eager (split on the fake unless given)")
@@ -215,8 +215,8 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 		return cmd.Fail(2, err)
 	case c.launch != launchGraph && c.launch != launchSplit && c.launch != launchEager:
 		return cmd.Fail(2, fmt.Errorf("-launch %q: want graph, split or eager", c.launch))
-	case c.requests < 1 || c.clients < 1 || c.clients > 1024 || c.slots < 1 || c.tpSlots < 1 || c.tpSlots > 64 || c.soak < 0:
-		return cmd.Fail(2, "-requests must be at least 1, -clients 1 to 1024, -slots at least 1, -tp-slots 1 to 64, -soak 0 or more")
+	case c.requests < 1 || c.clients < 0 || c.clients > 1024 || c.slots < 1 || c.tpSlots < 1 || c.tpSlots > 64 || c.soak < 0:
+		return cmd.Fail(2, "-requests must be at least 1, -clients 0 to 1024, -slots at least 1, -tp-slots 1 to 64, -soak 0 or more")
 	case c.scale < 1 || c.scale > 16 || c.scale&(c.scale-1) != 0:
 		return cmd.Fail(2, fmt.Errorf("-scale %d: want a power of 2, 1 to 16", c.scale))
 	case c.timeout <= 0 || c.rvTimeout <= 0:

@@ -27,7 +27,9 @@ func TestDefaultRunOnTheFake(t *testing.T) {
 	for _, want := range []string{
 		"model 64 -> 256 -> 256 -> 64, FP32", "NCCL's transport: NCCL's choice",
 		"layer 3 whole on every GPU",
-		"replicas, 1 GPU, 8 slots a GPU", "replicas, 2 GPUs", "replicas, 4 GPUs",
+		// -clients 0: a client a slot, so that 4 GPUs are not measured with
+		// a quarter of their slots busy.
+		"replicas, 1 GPU, 8 slots a GPU, 8 clients", "replicas, 2 GPUs, 8 slots a GPU, 16 clients", "replicas, 4 GPUs, 8 slots a GPU, 32 clients",
 		"tensor parallel, 2 GPUs, 2 groups, split", "tensor parallel, 4 GPUs, 2 groups, split",
 		"batch 1:", "batch 32:", "requests/s  vs 1 GPU  wait p50  service p50  outside pool  memory nodes",
 		"NCCL's communicators, 2 GPUs: 2 sets of 2, at init:", "(fake runtime: not a GPU timing)", "the run took",

@@ -190,9 +190,10 @@ func (s *session) serveReplicas(devices []int) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, closeAll()) }()
-	name := fmt.Sprintf("replicas, %s, %d slots a GPU", gpusOf(len(devices)), s.c.slots)
+	clients := s.clientsFor(s.c.slots * len(devices))
+	name := fmt.Sprintf("replicas, %s, %d slots a GPU, %d clients", gpusOf(len(devices)), s.c.slots, clients)
 	for _, rows := range s.c.batches {
-		if err := s.measure(name, len(devices), rows, s.c.clients, func() (*backend, error) {
+		if err := s.measure(name, len(devices), rows, clients, func() (*backend, error) {
 			return newBackend(name, shards, devices, s.c.slots, rows, s.blas, s.lib, nil, launchGraph, false, s.c.timeout, s.rt.CUDA, nil)
 		}, nil); err != nil {
 			return err
@@ -223,7 +224,18 @@ func (s *session) serveTP(devices []int, soak bool) (err error) {
 	}
 	s.notes = append(s.notes, fmt.Sprintf("NCCL's communicators, %s: %d sets of %d, at init: %s in all, %s a GPU (cudaMemGetInfo, outside every pool)",
 		gpusOf(len(devices)), s.c.tpSlots, len(devices), signedBytes(free0-free1), signedBytes((free0-free1)/int64(len(devices)))))
-	return s.serveGroups(devices, devices, comms, s.c.clients, false, soak)
+	return s.serveGroups(devices, devices, comms, s.clientsFor(s.c.tpSlots), false, soak)
+}
+
+// clientsFor is -clients, or where it is 0 one client a slot: a closed
+// loop of fewer clients than slots leaves slots idle, and then measures
+// the clients, not the GPUs (8 clients over 4 GPUs of 8 slots kept at most
+// a quarter of the slots busy).
+func (s *session) clientsFor(slots int) int {
+	if s.c.clients > 0 {
+		return s.c.clients
+	}
+	return slots
 }
 
 // serveGroups measures tensor parallel at every batch size on this
