@@ -85,6 +85,7 @@ quickstart:
 gpu:
 	mkdir -p $(GPU_DIR)/testdata/plan
 	cp scripts/gpu-run.sh $(GPU_DIR)/run.sh
+	cp scripts/kill-rank.sh $(GPU_DIR)/kill-rank.sh
 	rm -rf $(GPU_DIR)/testdata/plan/traces && cp -r plan/testdata/traces $(GPU_DIR)/testdata/plan/
 	$(GO) list -deps ./cudart/cudarttest > $(GPU_DIR)/testdata/cudarttest.deps
 	$(foreach t,$(GPU_TESTS),$(GPU_ENV) $(GO) test -c $(GPU_LDFLAGS) -o $(GPU_DIR)/$(word 1,$(subst :, ,$(t))).test $(word 2,$(subst :, ,$(t))) &&) true

@@ -1,0 +1,45 @@
+#!/bin/bash
+# kill-rank.sh: examples/tp's killed-peer test. Two ranks of a process-a-GPU
+# tensor-parallel soak start; after SECONDS one is killed with SIGKILL; the
+# script prints how long the other took to exit, which issue 33 bounds at
+# 10 s. Runs alternate which rank dies. Needs two GPUs and the tp binary
+# that `make gpu` put beside it.
+#
+#   .gpu/kill-rank.sh [RUNS] [SECONDS] [LOGDIR]     e.g. .gpu/kill-rank.sh 12 9 "$OUT"
+set -u
+dir=$(cd "$(dirname "$0")" && pwd)
+runs=${1:-4}
+wait_s=${2:-9}
+logs=${3:-$dir/logs}
+rc=0
+for i in $(seq 1 "$runs"); do
+	victim=$((i % 2))
+	port=$((29600 + i))
+	out=$logs/kill-rank-$i
+	mkdir -p "$out"
+	pids=()
+	for r in 0 1; do
+		WORLD_SIZE=2 RANK=$r LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+			timeout -s QUIT 60 "$dir/tp" -batches 1 -requests 100 -modes tp -soak 100000000 \
+			>"$out/rank$r.out" 2>"$out/rank$r.err" &
+		pids[r]=$!
+	done
+	sleep "$wait_s"
+	# timeout's child is the rank: kill the rank itself, not timeout.
+	victim_pid=$(pgrep -P "${pids[victim]}")
+	survivor=${pids[1 - victim]}
+	kill -9 "$victim_pid"
+	t0=$(date +%s%N)
+	wait "$survivor"
+	code=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	wait
+	verdict=ok
+	# 124 or 131: timeout's QUIT ended a rank that did not end itself.
+	if [ "$ms" -gt 10000 ] || [ "$code" -eq 0 ] || [ "$code" -eq 124 ] || [ "$code" -eq 131 ]; then
+		verdict=FAIL
+		rc=1
+	fi
+	echo "run $i: rank $victim killed after ${wait_s}s; rank $((1 - victim)) exited $code after $ms ms: $verdict"
+done
+exit $rc
