@@ -34,22 +34,10 @@ var defaultDriverNames = []string{"libcuda.so.1"}
 
 // Option configures Open. Options are values made by the With functions of
 // this package; a nil one is refused with an error wrapping ErrInvalidOption.
-type Option interface {
-	apply(*config) error
-}
+type Option interface{ opt.Option[config] }
 
-// option is an Option made from a function of this package.
-type option func(*config) error
-
-func (o option) apply(c *config) error { return o(c) }
-
-// set is an Option that cannot fail.
-func set(f func(*config)) Option {
-	return option(func(c *config) error {
-		f(c)
-		return nil
-	})
-}
+// set makes the package's options, none of which can fail.
+var set = opt.Set[config]
 
 type config struct {
 	runtimePath string
@@ -89,7 +77,7 @@ func WithDriverLibraryPath(path string) Option {
 // says why.
 func Open(opts ...Option) (Library, error) {
 	var c config
-	if err := opt.Apply(opts, ErrInvalidOption, func(o Option) error { return o.apply(&c) }); err != nil {
+	if err := opt.Configure(&c, opts, ErrInvalidOption); err != nil {
 		return nil, err
 	}
 	l, err := load(dl.Candidates(c.runtimePath, os.Getenv(envRuntimeLibrary), defaultRuntimeNames...), dl.Candidates(c.driverPath, os.Getenv(envDriverLibrary), defaultDriverNames...))

@@ -11,22 +11,12 @@ import (
 // Option configures a Fake. Options are values made by the With functions of
 // this package; a nil one, or one no GPU could have, is refused with an error
 // wrapping ErrInvalidOption.
-type Option interface {
-	apply(*config) error
-}
+type Option interface{ opt.Option[config] }
 
-// option is an Option made from a function of this package.
-type option func(*config) error
+// option is an Option that may refuse its value, set one that cannot.
+type option = opt.Func[config]
 
-func (o option) apply(c *config) error { return o(c) }
-
-// set is an Option that cannot fail.
-func set(f func(*config)) Option {
-	return option(func(c *config) error {
-		f(c)
-		return nil
-	})
-}
+var set = opt.Set[config]
 
 type config struct {
 	devices     int
@@ -68,7 +58,7 @@ func CheckOptions(opts ...Option) error {
 // configure applies opts to the defaults and checks what they make together.
 func configure(opts []Option) (config, error) {
 	c := defaults()
-	if err := opt.Apply(opts, ErrInvalidOption, func(o Option) error { return o.apply(&c) }); err != nil {
+	if err := opt.Configure(&c, opts, ErrInvalidOption); err != nil {
 		return config{}, err
 	}
 	return c, c.validate()

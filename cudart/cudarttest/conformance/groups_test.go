@@ -7,6 +7,7 @@ import (
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/internal/check/assert"
 	"github.com/cudapool/cudapool/internal/check/require"
+	"github.com/cudapool/cudapool/internal/opt"
 )
 
 // A library's groups run after the suite's own and before Reset, in the
@@ -31,7 +32,7 @@ func TestGroupsRunBeforeReset(t *testing.T) {
 func TestWithGroupsRefusesAnIncompleteGroup(t *testing.T) {
 	run := func(*testing.T, cudart.Runtime, int) {}
 	for _, g := range []Group{{Run: run}, {Name: "NoRun"}} {
-		err := WithGroups(Group{Name: "Fine", Run: run}, g).apply(&config{})
+		err := opt.Configure(&config{}, []Option{WithGroups(Group{Name: "Fine", Run: run}, g)}, ErrInvalidOption)
 		require.ErrorIs(t, err, ErrInvalidOption, "%+v", g)
 		t.Log(err)
 	}

@@ -16,14 +16,10 @@ import (
 // Option configures TestRuntime. Options are values made by the functions
 // of this package; a nil one fails the test with an error wrapping
 // ErrInvalidOption.
-type Option interface {
-	apply(*config) error
-}
+type Option interface{ opt.Option[config] }
 
 // option is an Option made from a function of this package.
-type option func(*config) error
-
-func (o option) apply(c *config) error { return o(c) }
+type option = opt.Func[config]
 
 type config struct {
 	dev    int
@@ -95,7 +91,7 @@ type suite struct {
 // everything it allocates, even when an assertion fails.
 func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...Option) {
 	var c config
-	if err := opt.Apply(opts, ErrInvalidOption, func(o Option) error { return o.apply(&c) }); err != nil {
+	if err := opt.Configure(&c, opts, ErrInvalidOption); err != nil {
 		t.Fatal(err)
 	}
 	s := &suite{rt: rt, dev: c.dev}
