@@ -190,10 +190,20 @@ func wrapSites(f *ast.File, helpers map[string]bool, found func(ast.Expr)) {
 
 // errorHelpers returns, as "pkg.F", the functions that wrap or return one of
 // their error parameters (plan's failf, which puts its sentinel in a typed
-// error; internal/opt's Apply), so that a sentinel passed to them counts as
-// wrapped.
+// error; internal/opt's Apply), or pass it to such a function (opt's
+// Configure), so that a sentinel passed to them counts as wrapped.
 func errorHelpers(byPkg map[string][]*ast.File) map[string]bool {
 	helpers := map[string]bool{}
+	for found := -1; found != len(helpers); {
+		found = len(helpers)
+		addErrorHelpers(byPkg, helpers)
+	}
+	return helpers
+}
+
+// addErrorHelpers adds to helpers the functions that wrap or return one of
+// their error parameters, or pass it to one of helpers.
+func addErrorHelpers(byPkg map[string][]*ast.File, helpers map[string]bool) {
 	for _, f := range slices.Concat(slices.Collect(maps.Values(byPkg))...) {
 		for _, d := range f.Decls {
 			fd, ok := d.(*ast.FuncDecl)
@@ -208,14 +218,13 @@ func errorHelpers(byPkg map[string][]*ast.File) map[string]bool {
 					}
 				}
 			}
-			wrapSites(&ast.File{Name: f.Name, Decls: []ast.Decl{fd}}, nil, func(e ast.Expr) {
+			wrapSites(&ast.File{Name: f.Name, Decls: []ast.Decl{fd}}, helpers, func(e ast.Expr) {
 				if id, ok := e.(*ast.Ident); ok && params[id.Name] {
 					helpers[f.Name.Name+"."+fd.Name.Name] = true
 				}
 			})
 		}
 	}
-	return helpers
 }
 
 // wrappedSentinels returns, for each package, the sentinels its sources wrap
@@ -354,6 +363,11 @@ func F(err error) error { return errors.Join(err, ErrA) }`, nil},
 // F returns ErrA.
 func F() { _ = fail(ErrA, "f") }
 func fail(sentinel error, what string) error { return &failure{sentinel, what} }`, nil},
+		{"through a helper's helper", `package p
+// F returns ErrA.
+func F() { _ = configure(nil, ErrA) }
+func configure(opts []int, invalid error) error { return apply(opts, invalid) }
+func apply(opts []int, invalid error) error { return fmt.Errorf("%w: nil", invalid) }`, nil},
 		{"through a typed error", `package p
 // E wraps ErrA.
 type E struct{}
