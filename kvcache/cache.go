@@ -55,6 +55,7 @@ type Cache struct {
 	seqs     []seqState
 	freeSeqs []int32
 	scratch  []int32 // Append's prefix hits and SwapIn's pages, kept to spare an allocation a call
+	copied   []int   // SwapIn's pages copied back, likewise
 
 	// The swap space (swap.go): host pages in the pool's pinned arena, a
 	// stack of the free ones, and the token ids of each.
@@ -66,7 +67,7 @@ type Cache struct {
 	filled                          uint64 // tokens in held pages, each page once
 	hits, misses, copies, evictions uint64
 	swapped                         int // host pages holding swapped-out sequences
-	swapOuts, swapIns               uint64
+	swapOuts, swapIns, swapHits     uint64
 
 	pub published // for Var's readers
 

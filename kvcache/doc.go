@@ -45,9 +45,11 @@
 // A sequence preempted when the pages run out is swapped out (SwapOut):
 // its pages are copied on the cache's stream to host pages of a swap space
 // in the pool's pinned host arena (WithSwap) and are free on the device
-// until SwapIn takes pages again and copies them back; a refusal for want
-// of pages, on either side, is a *NoPagesError. Stats counts the pages
-// swapped each way.
+// until SwapIn takes pages again and copies them back, but for full pages
+// whose prefix the device still holds (another sequence's, or cached),
+// which it holds again: a shared prompt stays stored once. A refusal for
+// want of pages, on either side, is a *NoPagesError. Stats counts the
+// pages swapped each way and those found.
 //
 // Admit tells a scheduler whether a new prompt and n tokens after it fit,
 // keeping a watermark of pages free for the running sequences; a refusal

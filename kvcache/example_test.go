@@ -130,9 +130,11 @@ func ExampleSeq_SwapOut() {
 		fmt.Println(err)
 		return
 	}
+	// Its two full pages were still cached on the device: only the last
+	// one is copied back.
 	st = c.Stats()
-	fmt.Printf("swapped in: %d tokens in %d pages; %d pages out, %d in\n", a.Len(), st.Used, st.SwapOuts, st.SwapIns)
+	fmt.Printf("swapped in: %d tokens in %d pages; %d pages out, %d in, %d found on the device\n", a.Len(), st.Used, st.SwapOuts, st.SwapIns, st.SwapHits)
 	// Output:
 	// swapped out: 3 pages on the host, 0 in use on the device
-	// swapped in: 40 tokens in 3 pages; 3 pages out, 3 in
+	// swapped in: 40 tokens in 3 pages; 3 pages out, 1 in, 2 found on the device
 }

@@ -176,12 +176,12 @@ func (c *Cache) lookup(st *seqState, tokens []int32) (hits []int32, chain uint64
 	return hits, chain
 }
 
-// unheld counts the pages of ids no sequence holds: reusing them takes them
-// off the LRU list, out of what is available.
+// unheld counts the pages of ids (none aside) no sequence holds: reusing
+// them takes them off the LRU list, out of what is available.
 func (c *Cache) unheld(ids []int32) int {
 	k := 0
 	for _, id := range ids {
-		if c.ref[id] == 0 {
+		if id != none && c.ref[id] == 0 {
 			k++
 		}
 	}

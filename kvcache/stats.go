@@ -32,6 +32,7 @@ type Stats struct {
 	Swapped   int    // of them, those holding swapped-out sequences' pages
 	SwapOuts  uint64 // pages copied to the swap space
 	SwapIns   uint64 // pages copied back from it
+	SwapHits  uint64 // pages SwapIn found on the device by prefix and held again instead of copying back
 }
 
 // Stats returns a snapshot. Like every method of the Cache, it must be
@@ -45,17 +46,17 @@ func (c *Cache) counts() [numCounts]uint64 {
 	return [numCounts]uint64{
 		uint64(c.held), uint64(c.lruLen), uint64(len(c.free)), uint64(len(c.seqs) - len(c.freeSeqs)),
 		c.filled, c.hits, c.misses, c.copies, c.evictions,
-		uint64(c.swapped), c.swapOuts, c.swapIns,
+		uint64(c.swapped), c.swapOuts, c.swapIns, c.swapHits,
 	}
 }
 
-const numCounts = 12
+const numCounts = 13
 
 func (c *Cache) statsOf(k [numCounts]uint64) Stats {
 	s := Stats{
 		Pages: int(c.n), Used: int(k[0]), Cached: int(k[1]), Free: int(k[2]), Seqs: int(k[3]),
 		Tokens: k[4], Hits: k[5], Misses: k[6], Copies: k[7], Evictions: k[8],
-		SwapPages: c.cfg.swap, Swapped: int(k[9]), SwapOuts: k[10], SwapIns: k[11],
+		SwapPages: c.cfg.swap, Swapped: int(k[9]), SwapOuts: k[10], SwapIns: k[11], SwapHits: k[12],
 		Reserved: uint64(c.n) * c.stride,
 	}
 	s.TokenBytes = s.Tokens * c.tokenBytes

@@ -2,6 +2,7 @@ package kvcache
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cudapool/cudapool/cudart"
 )
@@ -67,9 +68,12 @@ func (s Seq) SwapOut() error {
 
 // SwapIn takes device pages for a sequence SwapOut moved to the host and
 // queues the copies of its host pages into them on the cache's stream:
-// kernels queued after on that stream read the sequence as it was. Its
-// full pages are cached for prefix reuse again, unless a page with the
-// same prefix is.
+// kernels queued after on that stream read the sequence as it was. A full
+// page whose prefix a device page still holds (another sequence's, or one
+// cached since) is not copied: the sequence holds that page again, as
+// Append would reuse it, so that a prompt shared by many sequences stays
+// stored once through their swaps. Its other full pages are cached for
+// prefix reuse again, unless a page with the same prefix is.
 //
 // An error wraps ErrFreed or ErrInvalidSeq, or ErrSwapped for a sequence
 // not swapped out; or is a *NoPagesError (Op "SwapIn") when fewer pages
@@ -83,16 +87,26 @@ func (s Seq) SwapIn() error {
 	if !st.swapped {
 		return fmt.Errorf("%w: SwapIn of %v, which is not swapped out", ErrSwapped, s)
 	}
-	c, k := s.c, len(st.pages)
-	if avail := c.available(); k > avail {
-		return &NoPagesError{Op: "SwapIn", Seq: s.ID(), Needed: k, Free: avail}
+	c := s.c
+	ids, hits := c.resident(st)
+	if need, avail := len(ids)-hits, c.available()-c.unheld(ids); need > avail {
+		return &NoPagesError{Op: "SwapIn", Seq: s.ID(), Needed: need, Free: avail}
 	}
-	ids := c.scratch[:0]
-	for range k {
-		id, _ := c.take()
-		ids = append(ids, id)
+	// The pages found are held first: taking the others must not evict
+	// one of them.
+	for _, id := range ids {
+		if id != none {
+			c.hold(id)
+		}
 	}
-	c.scratch = ids
+	copied := c.copied[:0]
+	for i, id := range ids {
+		if id == none {
+			ids[i], _ = c.take()
+			copied = append(copied, i)
+		}
+	}
+	c.copied = copied
 	giveBack := func(err error) error {
 		for _, id := range ids {
 			c.put(id)
@@ -103,36 +117,66 @@ func (s Seq) SwapIn() error {
 	if err := c.annotate(ids...); err != nil {
 		return giveBack(err)
 	}
-	for i, slot := range st.pages {
-		err := c.streams.MemcpyAsync(c.dev, cudart.DeviceMem(c.PagePtr(ids[i]), c.pageBytes), cudart.HostMem(c.swapMem(slot)), cudart.HostToDevice, c.cfg.stream)
+	for _, i := range copied {
+		err := c.streams.MemcpyAsync(c.dev, cudart.DeviceMem(c.PagePtr(ids[i]), c.pageBytes), cudart.HostMem(c.swapMem(st.pages[i])), cudart.HostToDevice, c.cfg.stream)
 		if err != nil {
 			return giveBack(fmt.Errorf("kvcache: swap in page %d of %v: %w", i, s, err))
 		}
 	}
 	pt := c.layout.PageTokens
-	chain := rootHash
+	chain, next := rootHash, 0
 	for i, slot := range st.pages {
 		id := ids[i]
-		copy(c.pageTokens(id), c.swapToks[int(slot)*pt:(int(slot)+1)*pt])
-		c.fill[id] = int32(min(pt, st.n-i*pt))
-		c.filled += uint64(c.fill[id])
-		if c.fill[id] == int32(pt) {
-			h := pageHash(chain, c.pageTokens(id))
-			if _, dup := c.index[h]; !dup {
-				c.index[h] = id
-				c.hashed[id], c.hash[id], c.parent[id] = true, h, chain
+		if next == len(copied) || copied[next] != i {
+			chain = c.hash[id] // found by it
+		} else {
+			next++
+			copy(c.pageTokens(id), c.swapToks[int(slot)*pt:(int(slot)+1)*pt])
+			c.fill[id] = int32(min(pt, st.n-i*pt))
+			c.filled += uint64(c.fill[id])
+			if c.fill[id] == int32(pt) {
+				h := pageHash(chain, c.pageTokens(id))
+				if _, dup := c.index[h]; !dup {
+					c.index[h] = id
+					c.hashed[id], c.hash[id], c.parent[id] = true, h, chain
+				}
+				chain = h
 			}
-			chain = h
 		}
 		c.swapFree = append(c.swapFree, slot)
 		st.pages[i] = id
 	}
 	st.swapped = false
 	st.epoch++
-	c.swapped -= k
-	c.swapIns += uint64(k)
+	c.swapped -= len(ids)
+	c.swapIns += uint64(len(copied))
+	c.swapHits += uint64(len(ids) - len(copied))
 	c.publish()
 	return c.annotate()
+}
+
+// resident is, for each page of swapped-out st, the device page that holds
+// the same prefix (full pages only), or none, and how many were found. It
+// changes nothing.
+func (c *Cache) resident(st *seqState) (ids []int32, found int) {
+	pt := c.layout.PageTokens
+	ids = c.scratch[:0]
+	chain := rootHash
+	for i, slot := range st.pages {
+		id := none
+		if st.n-i*pt >= pt {
+			page := c.swapToks[int(slot)*pt : (int(slot)+1)*pt]
+			h := pageHash(chain, page)
+			if r, ok := c.index[h]; ok && c.parent[r] == chain && slices.Equal(c.pageTokens(r), page) {
+				id = r
+				found++
+			}
+			chain = h
+		}
+		ids = append(ids, id)
+	}
+	c.scratch = ids
+	return ids, found
 }
 
 // Swapped reports whether the sequence is swapped out: SwapOut has moved

@@ -81,8 +81,9 @@ func TestSwapRestoresContentsExactly(t *testing.T) {
 }
 
 // TestSwapOfASharedPage: a page a fork shares stays on the device for the
-// fork when one of the two is swapped out, and the one swapped in gets a
-// copy of its own.
+// fork when one of the two is swapped out; swapped in, the other holds the
+// fork's full page again and gets a copy of its own of the partial one,
+// which the fork has written since.
 func TestSwapOfASharedPage(t *testing.T) {
 	c, rt, _ := newCache(t, WithPages(8), WithSwap(4))
 	a := c.Create()
@@ -98,15 +99,59 @@ func TestSwapOfASharedPage(t *testing.T) {
 	assert.Zero(t, c.Stats().Copies)
 	require.NoError(t, a.SwapIn())
 	require.NoError(t, rt.DeviceSynchronize(0))
-	pa := pagesOf(t, a)
+	pa, pf := pagesOf(t, a), pagesOf(t, f)
 	for i, id := range pa {
 		assert.True(t, bytes.Equal(want[i], readPage(t, c, rt, id, len(want[i]))), "page %d of a", i)
 	}
+	assert.Equal(t, pf[0], pa[0], "the full page is shared again")
+	assert.NotEqual(t, pf[1], pa[1])
+	st := c.Stats()
+	assert.Equal(t, uint64(1), st.SwapIns)
+	assert.Equal(t, uint64(1), st.SwapHits)
+	assert.Equal(t, 3, st.Used)
 	d := c.Create()
 	cached, err := d.Append(toks(0, 4))
 	require.NoError(t, err)
 	assert.Equal(t, 4, cached)
 	checkInvariants(t, c, []Seq{a, f, d})
+}
+
+// TestSwapKeepsASharedPromptStoredOnce: sequences that share a prompt's
+// pages by prefix, swapped out and in in turn while the others run, hold
+// those pages again, not copies: the prompt stays stored once. Of each
+// sequence's own pages, the full one is still cached and found too: only
+// the partial one is copied back.
+func TestSwapKeepsASharedPromptStoredOnce(t *testing.T) {
+	c, rt, _ := newCache(t, WithPages(16), WithSwap(16))
+	prompt := toks(0, 3*small.PageTokens)
+	seqs := make([]Seq, 3)
+	for i := range seqs {
+		seqs[i] = c.Create()
+		cached, err := seqs[i].Append(append(append([]int32(nil), prompt...), toks(100*(i+1), 6)...))
+		require.NoError(t, err)
+		if i > 0 {
+			assert.Equal(t, len(prompt), cached)
+		}
+	}
+	shared := pagesOf(t, seqs[0])[:3]
+	for _, s := range seqs {
+		want := randomPages(t, c, rt, s, uint64(s.ID())+10)[3:] // its own pages; the prompt's are the last sequence's bytes
+		require.NoError(t, s.SwapOut())
+		assert.Equal(t, 3+2*2, c.Stats().Used, "the prompt's pages stay held by the others")
+		require.NoError(t, s.SwapIn())
+		require.NoError(t, rt.DeviceSynchronize(0))
+		got := pagesOf(t, s)
+		assert.Equal(t, shared, got[:3], "%v holds the prompt's pages again", s)
+		for i, id := range got[3:] {
+			assert.True(t, bytes.Equal(want[i], readPage(t, c, rt, id, len(want[i]))), "own page %d of %v", i, s)
+		}
+		assert.Equal(t, 3+3*2, c.Stats().Used, "the prompt once, and two pages a sequence")
+		checkInvariants(t, c, seqs)
+	}
+	st := c.Stats()
+	assert.Equal(t, uint64(3*5), st.SwapOuts)
+	assert.Equal(t, uint64(3), st.SwapIns)
+	assert.Equal(t, uint64(3*4), st.SwapHits)
 }
 
 func TestSwapRefusals(t *testing.T) {
@@ -171,12 +216,14 @@ func TestSwapCopyRefusedChangesNothing(t *testing.T) {
 
 	require.NoError(t, a.SwapOut())
 	before = c.Stats()
-	require.NoError(t, rt.FailCallNth("cudaMemcpyAsync", 2, cudart.ErrInvalidValue.Code))
+	// Its full page is still cached: only the partial one is copied back.
+	require.NoError(t, rt.FailCallNth("cudaMemcpyAsync", 1, cudart.ErrInvalidValue.Code))
 	err = a.SwapIn()
 	require.ErrorIs(t, err, cudart.ErrInvalidValue)
 	assert.True(t, a.Swapped())
 	after := c.Stats()
 	assert.Equal(t, before.Used, after.Used)
+	assert.Equal(t, before.Cached, after.Cached, "the page found is cached again")
 	assert.Equal(t, before.Swapped, after.Swapped)
 	checkInvariants(t, c, []Seq{a})
 	require.NoError(t, a.SwapIn())
