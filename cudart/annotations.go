@@ -70,19 +70,17 @@ func (l *library) heapCurrent(fn string, t *nvtxTool, h MemHeap) error {
 	return l.current(fn, dev)
 }
 
-// converted is regions as reg takes them, in a.regions until release.
-func (a *annotations) converted(regions []MemRegion) []memregions.Region {
+// withRegions is do, reg's Add or Name, of regions in heap h, converted as
+// reg takes them into a.regions, which is emptied after: reg has copied the
+// names, which a must not keep reachable.
+func (a *annotations) withRegions(h MemHeap, regions []MemRegion, do func(heap uint64, regions []memregions.Region) error) error {
 	for _, r := range regions {
 		a.regions = append(a.regions, memregions.Region{Addr: uint64(r.Addr), Size: r.Size, Name: r.Name})
 	}
-	return a.regions
-}
-
-// release empties a.regions, whose names reg has copied and a must not
-// keep reachable.
-func (a *annotations) release() {
+	err := do(uint64(h), a.regions)
 	clear(a.regions)
 	a.regions = a.regions[:0]
+	return err
 }
 
 // annotationClosed is the error of annotation function fn on a nil or
@@ -92,6 +90,31 @@ func annotationClosed(fn string) error { return fmt.Errorf("%w: %s", ErrClosed, 
 // misuse is the error of annotation function fn refused by the registry.
 func misuse(fn string, err error) error {
 	return fmt.Errorf("%w: %v", NewError(fn, ErrInvalidValue.Code), err)
+}
+
+// onHeap is annotation function fn about heap h: reg, the registry's part,
+// then tell, the tool's, when a tool listens and the registry took the
+// change; with the OS thread locked, the registry's lock held and, when a
+// tool listens, h's device current. An error of reg is a misuse.
+func (l *library) onHeap(fn string, h MemHeap, reg func(a *annotations) error, tell func(t *nvtxTool, a *annotations)) error {
+	if l.unusable() {
+		return annotationClosed(fn)
+	}
+	t, a := l.nvtx(), &l.ann
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := l.heapCurrent(fn, t, h); err != nil {
+		return err
+	}
+	if err := reg(a); err != nil {
+		return misuse(fn, err)
+	}
+	if t != nil {
+		tell(t, a)
+	}
+	return nil
 }
 
 // AnnotationsEnabled reports whether an NVTX tool attached and took the
@@ -143,132 +166,68 @@ func (l *library) MemHeapRegister(device int, base DevicePtr, size uint64, name 
 
 // MemHeapUnregister is nvtxMemHeapUnregister.
 func (l *library) MemHeapUnregister(h MemHeap) error {
-	const fn = "nvtxMemHeapUnregister"
-	if l.unusable() {
-		return annotationClosed(fn)
-	}
-	t, a := l.nvtx(), &l.ann
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := l.heapCurrent(fn, t, h); err != nil {
-		return err
-	}
-	if err := a.reg.RemoveHeap(uint64(h)); err != nil {
-		return misuse(fn, err)
-	}
-	delete(a.devices, uint64(h))
-	if t != nil {
+	return l.onHeap("nvtxMemHeapUnregister", h, func(a *annotations) error {
+		if err := a.reg.RemoveHeap(uint64(h)); err != nil {
+			return err
+		}
+		delete(a.devices, uint64(h))
+		return nil
+	}, func(t *nvtxTool, a *annotations) {
 		t.heapUnregister(a.heaps[uint64(h)])
 		delete(a.heaps, uint64(h))
-	}
-	return nil
+	})
 }
 
 // MemHeapReset is nvtxMemHeapReset. A tool without it is not told.
 func (l *library) MemHeapReset(h MemHeap) error {
-	const fn = "nvtxMemHeapReset"
-	if l.unusable() {
-		return annotationClosed(fn)
-	}
-	t, a := l.nvtx(), &l.ann
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := l.heapCurrent(fn, t, h); err != nil {
-		return err
-	}
-	if err := a.reg.ResetHeap(uint64(h)); err != nil {
-		return misuse(fn, err)
-	}
-	if t != nil {
+	return l.onHeap("nvtxMemHeapReset", h, func(a *annotations) error {
+		return a.reg.ResetHeap(uint64(h))
+	}, func(t *nvtxTool, a *annotations) {
 		t.heapReset(a.heaps[uint64(h)])
-	}
-	return nil
+	})
 }
 
 // MemRegionsRegister is nvtxMemRegionsRegister of regions in one batch,
 // then nvtxMemRegionsName of the named ones in another.
 func (l *library) MemRegionsRegister(h MemHeap, regions []MemRegion) error {
-	const fn = "nvtxMemRegionsRegister"
-	if l.unusable() {
-		return annotationClosed(fn)
-	}
-	t, a := l.nvtx(), &l.ann
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := l.heapCurrent(fn, t, h); err != nil {
-		return err
-	}
-	err := a.reg.Add(uint64(h), a.converted(regions))
-	a.release()
-	if err != nil {
-		return misuse(fn, err)
-	}
-	if t != nil && len(regions) > 0 {
+	return l.onHeap("nvtxMemRegionsRegister", h, func(a *annotations) error {
+		return a.withRegions(h, regions, a.reg.Add)
+	}, func(t *nvtxTool, a *annotations) {
+		if len(regions) == 0 {
+			return
+		}
 		t.regionsRegister(a.heaps[uint64(h)], regions)
 		if named := slices.DeleteFunc(slices.Clone(regions), func(r MemRegion) bool { return r.Name == "" }); len(named) > 0 {
 			t.regionsName(named)
 		}
-	}
-	return nil
+	})
 }
 
 // MemRegionsUnregister is nvtxMemRegionsUnregister of the regions that
 // start at addrs, in one batch referring to them by address.
 func (l *library) MemRegionsUnregister(h MemHeap, addrs []DevicePtr) error {
-	const fn = "nvtxMemRegionsUnregister"
-	if l.unusable() {
-		return annotationClosed(fn)
-	}
-	t, a := l.nvtx(), &l.ann
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := l.heapCurrent(fn, t, h); err != nil {
+	return l.onHeap("nvtxMemRegionsUnregister", h, func(a *annotations) error {
+		for _, p := range addrs {
+			a.addrs = append(a.addrs, uint64(p))
+		}
+		err := a.reg.Remove(uint64(h), a.addrs)
+		a.addrs = a.addrs[:0]
 		return err
-	}
-	for _, p := range addrs {
-		a.addrs = append(a.addrs, uint64(p))
-	}
-	err := a.reg.Remove(uint64(h), a.addrs)
-	a.addrs = a.addrs[:0]
-	if err != nil {
-		return misuse(fn, err)
-	}
-	if t != nil && len(addrs) > 0 {
-		t.regionsUnregister(addrs)
-	}
-	return nil
+	}, func(t *nvtxTool, _ *annotations) {
+		if len(addrs) > 0 {
+			t.regionsUnregister(addrs)
+		}
+	})
 }
 
 // MemRegionsName is nvtxMemRegionsName of regions in one batch, each found
 // by its address. A tool without it is not told.
 func (l *library) MemRegionsName(h MemHeap, regions []MemRegion) error {
-	const fn = "nvtxMemRegionsName"
-	if l.unusable() {
-		return annotationClosed(fn)
-	}
-	t, a := l.nvtx(), &l.ann
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := l.heapCurrent(fn, t, h); err != nil {
-		return err
-	}
-	err := a.reg.Name(uint64(h), a.converted(regions))
-	a.release()
-	if err != nil {
-		return misuse(fn, err)
-	}
-	if t != nil && len(regions) > 0 {
-		t.regionsName(regions)
-	}
-	return nil
+	return l.onHeap("nvtxMemRegionsName", h, func(a *annotations) error {
+		return a.withRegions(h, regions, a.reg.Name)
+	}, func(t *nvtxTool, _ *annotations) {
+		if len(regions) > 0 {
+			t.regionsName(regions)
+		}
+	})
 }
