@@ -16,11 +16,7 @@ import (
 // on every runtime, whether or not a tool listens: heaps over device and
 // pinned host memory, regions inside them that may overlap but not share a
 // start, and every misuse an ErrInvalidValue that changes nothing.
-func (s *suite) testAnnotations(t *testing.T) {
-	a, ok := s.rt.(cudart.Annotations)
-	if !ok {
-		t.Skip("runtime has no annotations")
-	}
+func (s *suite) testAnnotations(t *testing.T, a cudart.Annotations) {
 	t.Run("FreshThread", func(t *testing.T) { s.testAnnotationsOnAFreshThread(t, a) })
 	const size = 64 << 10
 	dev, err := s.rt.Malloc(s.dev, size)

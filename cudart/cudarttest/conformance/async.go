@@ -11,11 +11,7 @@ import (
 	"github.com/cudapool/cudapool/internal/check/require"
 )
 
-func (s *suite) testAsync(t *testing.T) {
-	a, ok := s.rt.(cudart.AsyncAllocator)
-	if !ok {
-		t.Skip("runtime does not implement cudart.AsyncAllocator")
-	}
+func (s *suite) testAsync(t *testing.T, a cudart.AsyncAllocator) {
 	t.Run("ReleaseThreshold", func(t *testing.T) {
 		old, err := a.MemPoolReleaseThreshold(s.dev)
 		require.NoError(t, err)

@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"bytes"
-	"errors"
 	"testing"
 
 	"github.com/cudapool/cudapool/cudart"
@@ -10,11 +9,7 @@ import (
 	"github.com/cudapool/cudapool/internal/check/require"
 )
 
-func (s *suite) testDevice(t *testing.T) {
-	d, ok := s.rt.(cudart.Device)
-	if !ok {
-		t.Skip("runtime does not implement cudart.Device")
-	}
+func (s *suite) testDevice(t *testing.T, d cudart.Device) {
 	t.Run("SetDevice", func(t *testing.T) {
 		assert.NoError(t, d.SetDevice(s.dev))
 		count, err := s.rt.DeviceCount()
@@ -63,8 +58,7 @@ func (s *suite) testDevice(t *testing.T) {
 // documents as fatal leaves the device unusable for the rest of the
 // process, which would spoil the rest of the suite: the module's root
 // recovery test shows that in a child process.
-func (s *suite) testReset(t *testing.T) {
-	d := need[cudart.Device](t, s.rt, "Device")
+func (s *suite) testReset(t *testing.T, d cudart.Device) {
 	// reset resets the device, checks the count and returns the free memory
 	// before and after.
 	reset := func(t *testing.T) (during, after uint64) {
@@ -98,7 +92,7 @@ func (s *suite) testReset(t *testing.T) {
 		s.pinned(t, mib)
 	})
 	t.Run("Registered", func(t *testing.T) {
-		hr := need[cudart.HostRegisterer](t, s.rt, "HostRegisterer")
+		hr := need[cudart.HostRegisterer](t, s.rt)
 		b := make([]byte, mib)
 		require.NoError(t, hr.HostRegister(s.dev, b, 0), "a registration the reset undoes")
 		reset(t)
@@ -107,12 +101,8 @@ func (s *suite) testReset(t *testing.T) {
 		require.NoError(t, hr.HostUnregister(s.dev, b))
 	})
 	t.Run("VirtualMemory", func(t *testing.T) {
-		vm := need[cudart.VirtualMemory](t, s.rt, "VirtualMemory")
-		g, err := vm.MemGetAllocationGranularity(s.dev, false)
-		if errors.Is(err, cudart.ErrNoDriverLibrary) || errors.Is(err, cudart.ErrNotSupported) {
-			t.Skipf("virtual memory unavailable: %v", err)
-		}
-		require.NoError(t, err)
+		v := s.virtualMemory(t)
+		vm, g := v.vm, v.g
 		size := max(g, 64*mib/g*g)
 		before, _, err := s.rt.MemGetInfo(s.dev)
 		require.NoError(t, err)

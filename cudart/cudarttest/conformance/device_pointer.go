@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"errors"
 	"reflect"
 	"testing"
 
@@ -22,8 +21,7 @@ import (
 // documents is asserted: not the device address of host memory that was
 // not mapped (CUDA maps all of it on a 64-bit host; the fake only what was
 // asked to be), nor the host address of device memory.
-func (s *suite) testPointerAttributes(t *testing.T) {
-	d := need[cudart.Device](t, s.rt, "Device")
+func (s *suite) testPointerAttributes(t *testing.T, d cudart.Device) {
 	attrs := func(t *testing.T, p cudart.DevicePtr) cudart.PointerAttributes {
 		t.Helper()
 		at, err := d.PointerAttributes(s.dev, p)
@@ -49,22 +47,22 @@ func (s *suite) testPointerAttributes(t *testing.T) {
 		}
 	})
 	t.Run("HostAllocMapped", func(t *testing.T) {
-		ha := need[cudart.HostAllocator](t, s.rt, "HostAllocator")
+		ha := need[cudart.HostAllocator](t, s.rt)
 		b, err := ha.HostAlloc(s.dev, 64*kib, cudart.HostAllocMapped)
 		require.NoError(t, err)
 		once(t, calls.FreeHost, func() error { return s.rt.FreeHost(b) })
 		s.checkHostAliases(t, d, ha, b)
 	})
 	t.Run("HostRegisterMapped", func(t *testing.T) {
-		hr := need[cudart.HostRegisterer](t, s.rt, "HostRegisterer")
-		ha := need[cudart.HostAllocator](t, s.rt, "HostAllocator")
+		hr := need[cudart.HostRegisterer](t, s.rt)
+		ha := need[cudart.HostAllocator](t, s.rt)
 		b := make([]byte, 64*kib)
 		require.NoError(t, hr.HostRegister(s.dev, b, cudart.HostRegisterMapped))
 		once(t, calls.HostUnregister, func() error { return hr.HostUnregister(s.dev, b) })
 		s.checkHostAliases(t, d, ha, b)
 	})
 	t.Run("Managed", func(t *testing.T) {
-		m := need[cudart.Managed](t, s.rt, "Managed")
+		m := need[cudart.Managed](t, s.rt)
 		p, err := m.MallocManaged(s.dev, mib, cudart.MemAttachGlobal)
 		require.NoError(t, err)
 		once(t, calls.Free, func() error { return s.rt.Free(s.dev, p) })
@@ -74,16 +72,10 @@ func (s *suite) testPointerAttributes(t *testing.T) {
 		assert.Equal(t, uintptr(p), at.HostPointer, "so does the host")
 	})
 	t.Run("VirtualMemory", func(t *testing.T) {
-		vm := need[cudart.VirtualMemory](t, s.rt, "VirtualMemory")
-		g, err := vm.MemGetAllocationGranularity(s.dev, false)
-		if errors.Is(err, cudart.ErrNoDriverLibrary) || errors.Is(err, cudart.ErrNotSupported) {
-			t.Skipf("virtual memory unavailable: %v", err)
-		}
-		require.NoError(t, err)
-		v := &vmm{suite: s, vm: vm, g: g}
-		h, _ := v.create(t, g)
-		va := v.reserve(t, g, 0)
-		v.mapAt(t, va, g, h)
+		v := s.virtualMemory(t)
+		h, _ := v.create(t, v.g)
+		va := v.reserve(t, v.g, 0)
+		v.mapAt(t, va, v.g, h)
 		at := attrs(t, va)
 		assert.Equal(t, cudart.MemoryDevice, at.Type, "memory of cuMemCreate mapped with cuMemMap")
 		assert.Equal(t, s.dev, at.Device)

@@ -23,8 +23,7 @@ func (s *suite) event(t *testing.T, ev cudart.Events) cudart.Event {
 // testEvents: an event recorded on one stream orders the work of another
 // after it (StreamWaitEvent), and times the work between two events; a
 // record on a destroyed stream is refused.
-func (s *suite) testEvents(t *testing.T) {
-	ev := need[cudart.Events](t, s.rt, "Events")
+func (s *suite) testEvents(t *testing.T, ev cudart.Events) {
 	ks := s.loadKernels(t)
 	_, s1 := s.stream(t)
 	_, s2 := s.stream(t)
@@ -62,7 +61,7 @@ func (s *suite) testEvents(t *testing.T) {
 	_, err = ev.EventElapsedTime(s.dev, start, fresh)
 	assert.ErrorIs(t, err, cudart.ErrInvalidResourceHandle, "an event never recorded has no time")
 
-	st := need[cudart.Streams](t, s.rt, "Streams")
+	st := need[cudart.Streams](t, s.rt)
 	dead, err := st.StreamCreate(s.dev)
 	require.NoError(t, err)
 	require.NoError(t, st.StreamDestroy(s.dev, dead))

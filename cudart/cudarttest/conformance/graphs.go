@@ -14,8 +14,7 @@ import (
 // testGraphs: a chain of copies and kernels captured on a stream replays
 // from a graph, and a call CUDA forbids during capture is refused, ends the
 // capture invalid, and leaves the stream usable.
-func (s *suite) testGraphs(t *testing.T) {
-	g := need[cudart.Graphs](t, s.rt, "Graphs")
+func (s *suite) testGraphs(t *testing.T, g cudart.Graphs) {
 	ks := s.loadKernels(t)
 	st, stream := s.stream(t)
 	// A global capture must end on the OS thread that began it.
@@ -86,9 +85,8 @@ func (s *suite) testGraphs(t *testing.T) {
 // recorded in a capture. CUDA 13.0 on an H100 answers the query with
 // cudaErrorCapturedEvent and the wait with cudaErrorInvalidValue, and the
 // capture ends invalidated.
-func (s *suite) testCapturedEvent(t *testing.T) {
-	g := need[cudart.Graphs](t, s.rt, "Graphs")
-	ev := need[cudart.Events](t, s.rt, "Events")
+func (s *suite) testCapturedEvent(t *testing.T, g cudart.Graphs) {
+	ev := need[cudart.Events](t, s.rt)
 	st, stream := s.stream(t)
 	e := s.event(t, ev)
 	runtime.LockOSThread()

@@ -25,8 +25,7 @@ const perThreadStream cudart.Stream = 2
 // cudaErrorStreamCaptureUnsupported for the others, and the capture ends
 // with cudaErrorStreamCaptureInvalidated. cudaFree and cudaFreeHost, which
 // synchronise, are refused as well, and cudaMalloc in a global capture.
-func (s *suite) testCaptureImplicit(t *testing.T) {
-	g := need[cudart.Graphs](t, s.rt, "Graphs")
+func (s *suite) testCaptureImplicit(t *testing.T, g cudart.Graphs) {
 	ks := s.loadKernels(t)
 	st, created := s.stream(t)
 	const n = 1024

@@ -15,9 +15,8 @@ import (
 // cudaGraphGetNodes and cudaGraphNodeGetType, are one per piece of captured
 // work of a kind that makes a node. Each case logs its whole count, so that
 // a run on a GPU shows what CUDA recorded where an assertion fails.
-func (s *suite) testGraphNodes(t *testing.T) {
-	g := need[cudart.Graphs](t, s.rt, "Graphs")
-	ev := need[cudart.Events](t, s.rt, "Events")
+func (s *suite) testGraphNodes(t *testing.T, g cudart.Graphs) {
+	ev := need[cudart.Events](t, s.rt)
 	ks := s.loadKernels(t)
 	st, stream := s.stream(t)
 	runtime.LockOSThread()
@@ -87,7 +86,7 @@ func (s *suite) testGraphNodes(t *testing.T) {
 	// node and a memory free node, and each launch of the graph allocates
 	// and frees the memory again.
 	t.Run("MallocAsyncAndFreeAsync", func(t *testing.T) {
-		aa := need[cudart.AsyncAllocator](t, s.rt, "AsyncAllocator")
+		aa := need[cudart.AsyncAllocator](t, s.rt)
 		graph, counts := capture(t, func(t *testing.T) {
 			p, err := aa.MallocAsync(s.dev, 4*n, stream)
 			require.NoError(t, err)

@@ -35,11 +35,7 @@ func (s *suite) testPinnedHost(t *testing.T) {
 // flags.
 const scheduleMask cudart.DeviceFlags = 0x07
 
-func (s *suite) testHostAlloc(t *testing.T) {
-	ha, ok := s.rt.(cudart.HostAllocator)
-	if !ok {
-		t.Skip("runtime does not implement cudart.HostAllocator")
-	}
+func (s *suite) testHostAlloc(t *testing.T, ha cudart.HostAllocator) {
 	t.Run("DeviceFlags", func(t *testing.T) {
 		flags, err := ha.GetDeviceFlags(s.dev)
 		require.NoError(t, err)
@@ -88,11 +84,7 @@ func (s *suite) checkMappedAliases(t *testing.T, ha cudart.HostAllocator, b []by
 	assert.Equal(t, -1, filled(b, 0x5a), "a memset through the device pointer shows in the host slice")
 }
 
-func (s *suite) testHostRegister(t *testing.T) {
-	hr, ok := s.rt.(cudart.HostRegisterer)
-	if !ok {
-		t.Skip("runtime does not implement cudart.HostRegisterer")
-	}
+func (s *suite) testHostRegister(t *testing.T, hr cudart.HostRegisterer) {
 	const n = 64 * kib
 	// Ordinary Go memory: CUDA 4.1 and later register any range, pinning
 	// the pages that cover it.
@@ -120,10 +112,7 @@ func (s *suite) testHostRegister(t *testing.T) {
 		assert.ErrorIs(t, err, cudart.ErrHostMemoryNotRegistered)
 	})
 	t.Run("Mapped", func(t *testing.T) {
-		ha, ok := s.rt.(cudart.HostAllocator)
-		if !ok {
-			t.Skip("runtime does not implement cudart.HostAllocator (HostGetDevicePointer)")
-		}
+		ha := need[cudart.HostAllocator](t, s.rt)
 		require.NoError(t, hr.HostRegister(s.dev, b, cudart.HostRegisterMapped))
 		once(t, calls.HostUnregister, func() error { return hr.HostUnregister(s.dev, b) })
 		copy(b, pattern(41, n))

@@ -3,6 +3,7 @@ package conformance
 import (
 	"encoding/binary"
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/cudapool/cudapool/cudart"
@@ -11,12 +12,12 @@ import (
 	"github.com/cudapool/cudapool/internal/check/require"
 )
 
-// need is rt as the capability T, named name, or skips t when rt lacks it.
-func need[T any](t *testing.T, rt cudart.Runtime, name string) T {
+// need is rt as the capability T, or skips t when rt lacks it.
+func need[T any](t *testing.T, rt cudart.Runtime) T {
 	t.Helper()
 	c, ok := rt.(T)
 	if !ok {
-		t.Skipf("runtime does not implement cudart.%s", name)
+		t.Skipf("runtime does not implement %s", reflect.TypeFor[T]())
 	}
 	return c
 }
@@ -31,7 +32,7 @@ type kernels struct {
 // cannot launch kernels.
 func (s *suite) loadKernels(t *testing.T) *kernels {
 	t.Helper()
-	k := need[cudart.Kernels](t, s.rt, "Kernels")
+	k := need[cudart.Kernels](t, s.rt)
 	registerSuiteKernels(s.rt)
 	m := s.loadModule(t, k, suitePTX)
 	ks := &kernels{k: k}
@@ -57,7 +58,7 @@ func (s *suite) loadModule(t *testing.T, k cudart.Kernels, ptx string) cudart.Mo
 // stream creates a stream destroyed at cleanup.
 func (s *suite) stream(t *testing.T) (cudart.Streams, cudart.Stream) {
 	t.Helper()
-	st := need[cudart.Streams](t, s.rt, "Streams")
+	st := need[cudart.Streams](t, s.rt)
 	stream, err := st.StreamCreate(s.dev)
 	require.NoError(t, err)
 	once(t, calls.StreamDestroy, func() error { return st.StreamDestroy(s.dev, stream) })
@@ -149,7 +150,7 @@ func (s *suite) testKernels(t *testing.T) {
 		assert.ErrorIs(t, err, cudart.ErrNotFound, "an unknown kernel")
 		assert.ErrorContains(t, err, "fil")
 
-		st := need[cudart.Streams](t, s.rt, "Streams")
+		st := need[cudart.Streams](t, s.rt)
 		dead, err := st.StreamCreate(s.dev)
 		require.NoError(t, err)
 		require.NoError(t, st.StreamDestroy(s.dev, dead))
@@ -173,9 +174,8 @@ func (s *suite) testKernels(t *testing.T) {
 // cudaFree's to free: CUDA 13.0 on an H200 refuses it with
 // cudaErrorInvalidValue, and the heap has the bytes back only once a
 // kernel frees them.
-func (s *suite) testMallocHeap(t *testing.T) {
-	k := need[cudart.Kernels](t, s.rt, "Kernels")
-	d := need[cudart.Device](t, s.rt, "Device")
+func (s *suite) testMallocHeap(t *testing.T, k cudart.Kernels) {
+	d := need[cudart.Device](t, s.rt)
 	registerSuiteKernels(s.rt)
 	const heap = 64 * mib
 	require.NoError(t, d.DeviceSetLimit(s.dev, cudart.LimitMallocHeapSize, heap), "before any kernel calls malloc")

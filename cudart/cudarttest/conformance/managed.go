@@ -11,11 +11,7 @@ import (
 	"github.com/cudapool/cudapool/internal/check/require"
 )
 
-func (s *suite) testManaged(t *testing.T) {
-	m, ok := s.rt.(cudart.Managed)
-	if !ok {
-		t.Skip("runtime does not implement cudart.Managed")
-	}
+func (s *suite) testManaged(t *testing.T, m cudart.Managed) {
 	const n = mib
 	free, _, err := s.rt.MemGetInfo(s.dev)
 	require.NoError(t, err)

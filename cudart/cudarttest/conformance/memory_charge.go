@@ -67,12 +67,8 @@ func (s *suite) testMallocCharge(t *testing.T) {
 // 32 MiB segments instead of 2 MiB chunks, for allocations of up to 32 MiB,
 // under a release threshold of 0 (a segment goes back at the
 // synchronisation after its last allocation's free).
-func (s *suite) testMallocAsyncCharge(t *testing.T) {
-	a, ok := s.rt.(cudart.AsyncAllocator)
-	st, ok2 := s.rt.(cudart.Streams)
-	if !ok || !ok2 {
-		t.Skip("runtime has no stream-ordered allocator")
-	}
+func (s *suite) testMallocAsyncCharge(t *testing.T, a cudart.AsyncAllocator) {
+	st := need[cudart.Streams](t, s.rt)
 	old, err := a.MemPoolReleaseThreshold(s.dev)
 	if err != nil {
 		t.Fatal(err)

@@ -10,11 +10,7 @@ import (
 	"github.com/cudapool/cudapool/internal/check/require"
 )
 
-func (s *suite) testStreams(t *testing.T) {
-	st, ok := s.rt.(cudart.Streams)
-	if !ok {
-		t.Skip("runtime does not implement cudart.Streams")
-	}
+func (s *suite) testStreams(t *testing.T, st cudart.Streams) {
 	const n = 128*kib + 9
 	in, out := s.pinned(t, n), s.pinned(t, n)
 	d := s.malloc(t, n)

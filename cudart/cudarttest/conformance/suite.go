@@ -102,32 +102,38 @@ func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...Option) {
 	t.Run("DeviceInfo", s.testDeviceInfo)
 	t.Run("MallocGranularity", s.testMallocGranularity)
 	t.Run("MallocCharge", s.testMallocCharge)
-	t.Run("MallocAsyncCharge", s.testMallocAsyncCharge)
+	t.Run("MallocAsyncCharge", with(s, s.testMallocAsyncCharge))
 	t.Run("MallocFree", s.testMallocFree)
 	t.Run("Memcpy", s.testMemcpy)
 	t.Run("Memset", s.testMemset)
 	t.Run("Errors", s.testErrors)
 	t.Run("PinnedHost", s.testPinnedHost)
-	t.Run("HostAlloc", s.testHostAlloc)
-	t.Run("HostRegister", s.testHostRegister)
-	t.Run("Streams", s.testStreams)
-	t.Run("Managed", s.testManaged)
-	t.Run("Async", s.testAsync)
-	t.Run("Device", s.testDevice)
-	t.Run("PointerAttributes", s.testPointerAttributes)
+	t.Run("HostAlloc", with(s, s.testHostAlloc))
+	t.Run("HostRegister", with(s, s.testHostRegister))
+	t.Run("Streams", with(s, s.testStreams))
+	t.Run("Managed", with(s, s.testManaged))
+	t.Run("Async", with(s, s.testAsync))
+	t.Run("Device", with(s, s.testDevice))
+	t.Run("PointerAttributes", with(s, s.testPointerAttributes))
 	t.Run("VirtualMemory", s.testVirtualMemory)
 	t.Run("Kernels", s.testKernels)
-	t.Run("Events", s.testEvents)
-	t.Run("Graphs", s.testGraphs)
-	t.Run("CapturedEvent", s.testCapturedEvent)
-	t.Run("CaptureImplicit", s.testCaptureImplicit)
-	t.Run("GraphNodes", s.testGraphNodes)
-	t.Run("MallocHeap", s.testMallocHeap)
-	t.Run("Annotations", s.testAnnotations)
+	t.Run("Events", with(s, s.testEvents))
+	t.Run("Graphs", with(s, s.testGraphs))
+	t.Run("CapturedEvent", with(s, s.testCapturedEvent))
+	t.Run("CaptureImplicit", with(s, s.testCaptureImplicit))
+	t.Run("GraphNodes", with(s, s.testGraphNodes))
+	t.Run("MallocHeap", with(s, s.testMallocHeap))
+	t.Run("Annotations", with(s, s.testAnnotations))
 	for _, g := range c.groups {
 		t.Run(g.Name, func(t *testing.T) { g.Run(t, rt, s.dev) })
 	}
-	t.Run("Reset", s.testReset)
+	t.Run("Reset", with(s, s.testReset))
+}
+
+// with is test, a group of the suite about rt's capability T, as a subtest
+// that skips where rt lacks T.
+func with[T any](s *suite, test func(*testing.T, T)) func(*testing.T) {
+	return func(t *testing.T) { test(t, need[T](t, s.rt)) }
 }
 
 // once runs free, which makes call c, at cleanup unless the returned function

@@ -17,24 +17,28 @@ import (
 type vmm struct {
 	*suite
 	vm cudart.VirtualMemory
-	g  uint64
+	g  uint64 // the minimum allocation granularity
 }
 
-func (s *suite) testVirtualMemory(t *testing.T) {
-	vm, ok := s.rt.(cudart.VirtualMemory)
-	if !ok {
-		t.Skip("runtime does not implement cudart.VirtualMemory")
-	}
-	gmin, err := vm.MemGetAllocationGranularity(s.dev, false)
+// virtualMemory is the suite's virtual memory, or skips t where the
+// runtime has none or the driver cannot give it.
+func (s *suite) virtualMemory(t *testing.T) *vmm {
+	t.Helper()
+	vm := need[cudart.VirtualMemory](t, s.rt)
+	g, err := vm.MemGetAllocationGranularity(s.dev, false)
 	if errors.Is(err, cudart.ErrNoDriverLibrary) || errors.Is(err, cudart.ErrNotSupported) {
 		t.Skipf("virtual memory unavailable: %v", err)
 	}
 	require.NoError(t, err)
-	grec, err := vm.MemGetAllocationGranularity(s.dev, true)
+	return &vmm{suite: s, vm: vm, g: g}
+}
+
+func (s *suite) testVirtualMemory(t *testing.T) {
+	v := s.virtualMemory(t)
+	grec, err := v.vm.MemGetAllocationGranularity(s.dev, true)
 	require.NoError(t, err)
-	require.True(t, align.IsPowerOfTwo(gmin), "minimum granularity %d is a power of two", gmin)
+	require.True(t, align.IsPowerOfTwo(v.g), "minimum granularity %d is a power of two", v.g)
 	assert.True(t, align.IsPowerOfTwo(grec), "recommended granularity %d is a power of two", grec)
-	v := &vmm{suite: s, vm: vm, g: gmin}
 	t.Run("MapWriteReadAlias", v.testMapAlias)
 	t.Run("ReleaseWhileMapped", v.testReleaseWhileMapped)
 	t.Run("CopyAcrossMappings", v.testCopyAcrossMappings)
