@@ -1,6 +1,8 @@
 package cublas_test
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"testing"
 
@@ -137,4 +139,87 @@ func TestAFaultingGemmWritesNothing(t *testing.T) {
 	for i, b := range host {
 		require.Equal(t, byte(0x7f), b, "byte %d of batch 0's C was written", i)
 	}
+}
+
+// A GEMM whose B runs past its pool buffer fails when it runs, naming the
+// buffer, as a copy past it does.
+func TestAGemmPastItsBufferNamesTheBuffer(t *testing.T) {
+	rt := cudarttest.NewFakeT(t)
+	p, err := pool.New(rt, pool.WithDeviceBytes(64<<20), pool.WithHostBytes(0))
+	require.NoError(t, err)
+	a, err := p.WantDevice(16*16*4, pool.Name("a"))
+	require.NoError(t, err)
+	b, err := p.WantDevice(16*15*4, pool.Name("b: one column short"))
+	require.NoError(t, err)
+	c, err := p.WantDevice(16*16*4, pool.Name("c"))
+	require.NoError(t, err)
+	ws, err := p.WantDevice(cublas.MinWorkspace, pool.Name("workspace"))
+	require.NoError(t, err)
+	require.NoError(t, p.Commit())
+	blas, err := cublas.Open(rt)
+	require.NoError(t, err)
+	h, err := blas.NewHandle(0, 0)
+	require.NoError(t, err)
+	require.NoError(t, h.SetWorkspace(ws))
+	pa, _ := a.Ptr()
+	pb, _ := b.Ptr()
+	pc, _ := c.Ptr()
+	require.NoError(t, h.Gemm(cublas.Gemm{M: 16, N: 16, K: 16, Alpha: 1, A: f32(pa, 16), B: f32(pb, 16), C: f32(pc, 16)}), "the GEMM is queued")
+	err = rt.DeviceSynchronize(0)
+	require.ErrorIs(t, err, cudart.ErrIllegalAddress)
+	assert.Contains(t, err.Error(), `"b: one column short" (960 B)`)
+	assert.Contains(t, err.Error(), "cublasGemmEx")
+	t.Log(err)
+	// The fault is sticky: a reset destroys the pool's memory and the handle.
+	require.NoError(t, rt.DeviceReset(0))
+	require.ErrorIs(t, p.Close(), pool.ErrDeviceReset)
+	require.Zero(t, rt.Live().LibraryHandles, "the reset destroyed the handle")
+	require.ErrorIs(t, h.Gemm(cublas.Gemm{}), cublas.ErrDeviceReset)
+	require.ErrorIs(t, h.Close(), cublas.ErrDeviceReset)
+	require.NoError(t, h.Close(), "the second Close")
+}
+
+// A GEMM in a slot whose A is one column short reads into the slot's next
+// buffer: the strict fake sees each of a held slot's buffers as a region of
+// its own, so the GEMM faults naming the operand and the buffer "A", where
+// the whole slot had been one region and the read went unnoticed.
+func TestASlotsGemmPastItsBufferNamesTheBuffer(t *testing.T) {
+	const n = 16
+	rt := cudarttest.NewFakeT(t)
+	lib, err := cublas.Open(rt)
+	require.NoError(t, err)
+	pr := pool.NewProfile("gemm")
+	var refs [3]pool.Ref
+	for i, b := range []struct {
+		name string
+		cols uint64
+	}{{"A", n - 1}, {"B", n}, {"C", n}} {
+		refs[i], err = pr.Device(4*n*b.cols, pool.Name(b.name))
+		require.NoError(t, err)
+	}
+	s, err := pool.NewSlots(rt, 2, pool.SlotLayout{Profiles: []*pool.Profile{pr}, Attach: []pool.Attachment{lib.ForSlots(0)}})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		// The fault is sticky: a reset ends it and takes the slots' memory,
+		// streams and handles with it.
+		require.NoError(t, rt.DeviceReset(0))
+		require.ErrorIs(t, s.Close(), pool.ErrDeviceReset)
+	})
+	sl, err := s.Acquire(context.Background(), "gemm")
+	require.NoError(t, err)
+	var p [3]cudart.DevicePtr
+	for i, r := range refs {
+		p[i], err = sl.Ptr(r)
+		require.NoError(t, err)
+	}
+	h, err := pool.Attached[cublas.Lent](sl)
+	require.NoError(t, err)
+	require.NoError(t, h.Gemm(cublas.Gemm{M: n, N: n, K: n, Alpha: 1, A: f32(p[0], n), B: f32(p[1], n), C: f32(p[2], n)}), "cuBLAS queues it")
+	st, err := sl.Stream()
+	require.NoError(t, err)
+	err = rt.StreamSynchronize(0, st)
+	require.ErrorIs(t, err, cudart.ErrIllegalAddress)
+	t.Log(err)
+	assert.Contains(t, err.Error(), "A (N, 16×16 stored, ld 16, CUDA_R_32F)")
+	assert.Contains(t, err.Error(), fmt.Sprintf(`past the end of "A (slot %d)" (960 B), the buffer A starts in`, sl.Index()))
 }
