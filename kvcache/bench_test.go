@@ -65,10 +65,7 @@ func BenchmarkEvictAndReturnPage(b *testing.B) {
 // freed and started again when the cache fills.
 func BenchmarkDecodeStep(b *testing.B) {
 	c := newBenchCache(b, 4096)
-	seqs := make([]Seq, 64)
-	for i := range seqs {
-		seqs[i] = c.Create()
-	}
+	seqs := newSeqs(b, c, 64, nil)
 	tok := []int32{7}
 	b.ReportAllocs()
 	for b.Loop() {

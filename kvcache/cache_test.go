@@ -140,6 +140,21 @@ func toks(from, n int) []int32 {
 	return out
 }
 
+// newSeqs creates n sequences in c, the i-th holding tokens(i), or none
+// where tokens is nil.
+func newSeqs(tb testing.TB, c *Cache, n int, tokens func(i int) []int32) []Seq {
+	tb.Helper()
+	seqs := make([]Seq, n)
+	for i := range seqs {
+		seqs[i] = c.Create()
+		if tokens != nil {
+			_, err := seqs[i].Append(tokens(i))
+			require.NoError(tb, err)
+		}
+	}
+	return seqs
+}
+
 func pagesOf(t *testing.T, s Seq) []int32 {
 	t.Helper()
 	ids, err := s.Pages(nil)

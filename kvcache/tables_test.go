@@ -111,12 +111,7 @@ func TestTablesFollowTheSequences(t *testing.T) {
 func TestTablesCopyOnlyWhatChanged(t *testing.T) {
 	rt := cudarttest.Open(t)
 	c, tb := newTables(t, rt, 64, 8, 16)
-	batch := make([]Seq, 8)
-	for i := range batch {
-		batch[i] = c.Create()
-		_, err := batch[i].Append(toks(1000*i, 5)) // 2 pages, room for 3 more tokens
-		require.NoError(t, err)
-	}
+	batch := newSeqs(t, c, 8, func(i int) []int32 { return toks(1000*i, 5) }) // 2 pages, room for 3 more tokens
 	_, err := tb.Sync(batch)
 	require.NoError(t, err)
 	assert.Equal(t, TableStats{Syncs: 1, Copies: 8 + 1, Bytes: 8*2*4 + 8*4}, tb.Stats())
@@ -162,12 +157,7 @@ func TestTablesCopyOnlyWhatChanged(t *testing.T) {
 func TestTablesStagingIsNotOverwrittenBeforeItIsCopied(t *testing.T) {
 	rt := cudarttest.Open(t)
 	c, tb := newTables(t, rt, 64, 4, 4)
-	seqs := make([]Seq, 4)
-	for i := range seqs {
-		seqs[i] = c.Create()
-		_, err := seqs[i].Append(toks(100*i, 4*small.PageTokens))
-		require.NoError(t, err)
-	}
+	seqs := newSeqs(t, c, 4, func(i int) []int32 { return toks(100*i, 4*small.PageTokens) })
 	const steps = 3 * stagingEvents
 	tableBytes := uint64(4 * 4 * 4)
 	snaps, err := rt.Malloc(0, steps*tableBytes)
@@ -245,10 +235,7 @@ func BenchmarkTablesDecodeStep(b *testing.B) {
 	tb, err := c.NewTables(64, 64)
 	require.NoError(b, err)
 	b.Cleanup(func() { require.NoError(b, tb.Close()) })
-	seqs := make([]Seq, 64)
-	for i := range seqs {
-		seqs[i] = c.Create()
-	}
+	seqs := newSeqs(b, c, 64, nil)
 	tok := []int32{7}
 	b.ReportAllocs()
 	for b.Loop() {
