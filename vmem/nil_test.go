@@ -21,17 +21,17 @@ func TestNilRuntimeOptionsAndHandlesAreRefused(t *testing.T) {
 	assert.ErrorContains(t, err, "option 2 of 2 is nil")
 
 	var a *vmem.Arena
-	assert.ErrorIs(t, a.Ensure(1), vmem.ErrClosed)
-	assert.ErrorIs(t, a.Trim(0), vmem.ErrClosed)
-	assert.ErrorIs(t, a.Close(), vmem.ErrClosed)
-	assert.Zero(t, a.Base())
-	assert.Zero(t, a.Max())
-	assert.Zero(t, a.Mapped())
 	var v *vmem.Vector
-	assert.ErrorIs(t, v.Grow(1), vmem.ErrClosed)
-	assert.ErrorIs(t, v.Reserve(1), vmem.ErrClosed)
-	assert.ErrorIs(t, v.Close(), vmem.ErrClosed)
-	assert.Zero(t, v.Ptr())
-	assert.Zero(t, v.Size())
-	assert.Zero(t, v.Reserved())
+	for name, err := range map[string]error{
+		"Arena.Ensure": a.Ensure(1), "Arena.Trim": a.Trim(0), "Arena.Close": a.Close(),
+		"Vector.Grow": v.Grow(1), "Vector.Reserve": v.Reserve(1), "Vector.Close": v.Close(),
+	} {
+		assert.ErrorIs(t, err, vmem.ErrClosed, name)
+	}
+	for name, got := range map[string]any{
+		"Arena.Base": a.Base(), "Arena.Max": a.Max(), "Arena.Mapped": a.Mapped(),
+		"Vector.Ptr": v.Ptr(), "Vector.Size": v.Size(), "Vector.Reserved": v.Reserved(),
+	} {
+		assert.Zero(t, got, name)
+	}
 }
