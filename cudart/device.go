@@ -2,7 +2,6 @@ package cudart
 
 import (
 	"bytes"
-	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -141,15 +140,7 @@ func (l *library) DeviceCanAccessPeer(device, peer int) (bool, error) {
 }
 
 func limitName(lim Limit) string {
-	switch lim {
-	case LimitStackSize:
-		return "cudaLimitStackSize"
-	case LimitPrintfFifoSize:
-		return "cudaLimitPrintfFifoSize"
-	case LimitMallocHeapSize:
-		return "cudaLimitMallocHeapSize"
-	}
-	return fmt.Sprintf("cudaLimit(%d)", int(lim))
+	return enumName(lim, "cudaLimit", "cudaLimit", "StackSize", "PrintfFifoSize", "MallocHeapSize")
 }
 
 // pointerAttributes is struct cudaPointerAttributes as CUDA 11 and later lay

@@ -1,7 +1,5 @@
 package cudart
 
-import "fmt"
-
 // MemoryType is cudaMemoryType: what kind of memory an address is in, as
 // cudaPointerGetAttributes tells it.
 type MemoryType int32
@@ -24,17 +22,7 @@ const (
 
 // String is the CUDA name of t, e.g. "cudaMemoryTypeDevice".
 func (t MemoryType) String() string {
-	switch t {
-	case MemoryUnregistered:
-		return "cudaMemoryTypeUnregistered"
-	case MemoryHost:
-		return "cudaMemoryTypeHost"
-	case MemoryDevice:
-		return "cudaMemoryTypeDevice"
-	case MemoryManaged:
-		return "cudaMemoryTypeManaged"
-	}
-	return fmt.Sprintf("cudaMemoryType(%d)", int32(t))
+	return enumName(t, "cudaMemoryType", "cudaMemoryType", "Unregistered", "Host", "Device", "Managed")
 }
 
 // PointerAttributes is cudaPointerAttributes: what CUDA knows of an address.

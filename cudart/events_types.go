@@ -30,15 +30,7 @@ const (
 	CaptureModeRelaxed CaptureMode = 2
 )
 
-// String returns the CUDA name of m.
+// String returns the CUDA name of m, e.g. "cudaStreamCaptureModeGlobal".
 func (m CaptureMode) String() string {
-	switch m {
-	case CaptureModeGlobal:
-		return "cudaStreamCaptureModeGlobal"
-	case CaptureModeThreadLocal:
-		return "cudaStreamCaptureModeThreadLocal"
-	case CaptureModeRelaxed:
-		return "cudaStreamCaptureModeRelaxed"
-	}
-	return "cudaStreamCaptureMode(?)"
+	return enumName(m, "cudaStreamCaptureMode", "cudaStreamCaptureMode", "Global", "ThreadLocal", "Relaxed")
 }

@@ -1,6 +1,9 @@
 package cudart
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // MemcpyKind is cudaMemcpyKind: the direction of a copy.
 type MemcpyKind int
@@ -16,21 +19,9 @@ const (
 	Default MemcpyKind = 4
 )
 
-// String returns the CUDA name of k.
+// String returns the CUDA name of k, e.g. "cudaMemcpyHostToDevice".
 func (k MemcpyKind) String() string {
-	switch k {
-	case HostToHost:
-		return "cudaMemcpyHostToHost"
-	case HostToDevice:
-		return "cudaMemcpyHostToDevice"
-	case DeviceToHost:
-		return "cudaMemcpyDeviceToHost"
-	case DeviceToDevice:
-		return "cudaMemcpyDeviceToDevice"
-	case Default:
-		return "cudaMemcpyDefault"
-	}
-	return "cudaMemcpyKind(?)"
+	return enumName(k, "cudaMemcpyKind", "cudaMemcpy", "HostToHost", "HostToDevice", "DeviceToHost", "DeviceToDevice", "Default")
 }
 
 // HostAllocFlags are the flags of cudaHostAlloc. They are orthogonal and
@@ -105,6 +96,15 @@ const (
 
 // CPUDevice is cudaCpuDeviceId: the destination of a prefetch to host memory.
 const CPUDevice = -1
+
+// enumName is the CUDA name of v, a value of the C enum typ: prefix and
+// names[v]; typ and the number for a value with no name.
+func enumName[T ~int | ~int32](v T, typ, prefix string, names ...string) string {
+	if v >= 0 && int(v) < len(names) && names[v] != "" {
+		return prefix + names[v]
+	}
+	return fmt.Sprintf("%s(%d)", typ, int(v))
+}
 
 func flagString(v uint32, zero string, names []string) string {
 	if v == 0 {

@@ -33,17 +33,10 @@ const (
 	GraphNodeConditional        GraphNodeType = 13
 )
 
-var graphNodeTypeNames = [...]string{
-	"Kernel", "Memcpy", "Memset", "Host", "Graph", "Empty", "WaitEvent", "EventRecord",
-	"ExtSemaphoreSignal", "ExtSemaphoreWait", "MemAlloc", "MemFree", "", "Conditional",
-}
-
 // String returns the CUDA name of t, e.g. "cudaGraphNodeTypeKernel".
 func (t GraphNodeType) String() string {
-	if t >= 0 && int(t) < len(graphNodeTypeNames) && graphNodeTypeNames[t] != "" {
-		return "cudaGraphNodeType" + graphNodeTypeNames[t]
-	}
-	return fmt.Sprintf("cudaGraphNodeType(%d)", int(t))
+	return enumName(t, "cudaGraphNodeType", "cudaGraphNodeType", "Kernel", "Memcpy", "Memset", "Host", "Graph", "Empty",
+		"WaitEvent", "EventRecord", "ExtSemaphoreSignal", "ExtSemaphoreWait", "MemAlloc", "MemFree", "", "Conditional")
 }
 
 // GraphNodeCounts are a graph's nodes counted by type; a type with no node

@@ -175,5 +175,5 @@ func TestKernelArgs(t *testing.T) {
 	assert.Equal(t, "argKind(9)", argKind(9).String())
 	assert.Equal(t, "(3,1,1)", Dim1(3).String())
 	assert.Equal(t, "cudaStreamCaptureModeRelaxed", CaptureModeRelaxed.String())
-	assert.Equal(t, "cudaStreamCaptureMode(?)", CaptureMode(7).String())
+	assert.Equal(t, "cudaStreamCaptureMode(7)", CaptureMode(7).String())
 }
