@@ -9,9 +9,6 @@ import (
 
 // MallocAsync is cudaMallocAsync on device and stream s.
 func (l *library) MallocAsync(device int, size uint64, s Stream) (DevicePtr, error) {
-	if l.unusable() {
-		return 0, closedError(calls.MallocAsync)
-	}
 	r := l.call(calls.MallocAsync, device, uintptr(size), uintptr(s))
 	if r.code != 0 {
 		return 0, l.fail(calls.MallocAsync, r, "(%s, stream 0x%x) on device %d", bytesize.Format(size), uintptr(s), device)
@@ -21,9 +18,6 @@ func (l *library) MallocAsync(device int, size uint64, s Stream) (DevicePtr, err
 
 // FreeAsync is cudaFreeAsync on device and stream s.
 func (l *library) FreeAsync(device int, p DevicePtr, s Stream) error {
-	if l.unusable() {
-		return closedError(calls.FreeAsync)
-	}
 	if r := l.call(calls.FreeAsync, device, uintptr(p), uintptr(s)); r.code != 0 {
 		return l.fail(calls.FreeAsync, r, "(%s, stream 0x%x) on device %d", p, uintptr(s), device)
 	}

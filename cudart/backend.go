@@ -15,6 +15,10 @@ type ret struct {
 	failed calls.Call
 }
 
+// codeClosed is the code of a call not made, the library being nil or
+// closed; no CUDA code is negative.
+const codeClosed Code = -1
+
 // backend makes the calls of the table: *dlBackend through internal/dl, a recorder
 // in tests. It selects dev first, on the same OS thread, for the calls the
 // table marks as depending on the current device.

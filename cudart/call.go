@@ -88,7 +88,9 @@ func (l *library) callLaunch(c calls.Call, dev int, args []KernelArg, in ...uint
 }
 
 // run fills f's arguments for c from in and f.keep, makes the call and
-// returns f to the pool.
+// returns f to the pool. On a nil or closed library it makes no call and
+// answers codeClosed, which fail turns into the method's ErrClosed: a method
+// whose first act is its call needs no check of its own.
 func (l *library) run(c calls.Call, dev int, f *frame, in []uintptr) ret {
 	var nIn, nMem, nOut int
 	for i, k := range c.Args() {
@@ -118,7 +120,10 @@ func (l *library) run(c calls.Call, dev int, f *frame, in []uintptr) ret {
 			nIn++
 		}
 	}
-	r := l.be.invoke(c, dev, f)
+	r := ret{code: codeClosed, failed: c}
+	if !l.unusable() {
+		r = l.be.invoke(c, dev, f)
+	}
 	r.a, r.b = f.outs[0], f.outs[1]
 	f.keep = [2]Mem{} // the pool must not keep the caller's memory alive
 	if cap(f.params) > maxPooledParams {

@@ -13,9 +13,6 @@ import (
 // may leave at any time: it is for code that calls CUDA itself after locking
 // its thread (runtime.LockOSThread). Every other method selects its device.
 func (l *library) SetDevice(device int) error {
-	if l.unusable() {
-		return closedError(calls.SetDevice)
-	}
 	if r := l.call(calls.SetDevice, device, cint(device)); r.code != 0 {
 		return l.fail(calls.SetDevice, r, "(%d)", device)
 	}
@@ -24,9 +21,6 @@ func (l *library) SetDevice(device int) error {
 
 // DeviceGetLimit is cudaDeviceGetLimit on device.
 func (l *library) DeviceGetLimit(device int, lim Limit) (uint64, error) {
-	if l.unusable() {
-		return 0, closedError(calls.DeviceGetLimit)
-	}
 	r := l.call(calls.DeviceGetLimit, device, cint(lim))
 	if r.code != 0 {
 		return 0, l.fail(calls.DeviceGetLimit, r, "(%s) on device %d", limitName(lim), device)
@@ -36,9 +30,6 @@ func (l *library) DeviceGetLimit(device int, lim Limit) (uint64, error) {
 
 // DeviceSetLimit is cudaDeviceSetLimit on device.
 func (l *library) DeviceSetLimit(device int, lim Limit, value uint64) error {
-	if l.unusable() {
-		return closedError(calls.DeviceSetLimit)
-	}
 	if r := l.call(calls.DeviceSetLimit, device, cint(lim), uintptr(value)); r.code != 0 {
 		return l.fail(calls.DeviceSetLimit, r, "(%s, %s) on device %d", limitName(lim), bytesize.Format(value), device)
 	}
@@ -47,9 +38,6 @@ func (l *library) DeviceSetLimit(device int, lim Limit, value uint64) error {
 
 // RuntimeVersion is cudaRuntimeGetVersion: 1000*major + 10*minor, e.g. 13000.
 func (l *library) RuntimeVersion() (int, error) {
-	if l.unusable() {
-		return 0, closedError(calls.RuntimeGetVersion)
-	}
 	r := l.call(calls.RuntimeGetVersion, -1)
 	if r.code != 0 {
 		return 0, l.fail(calls.RuntimeGetVersion, r, "()")
@@ -60,9 +48,6 @@ func (l *library) RuntimeVersion() (int, error) {
 // DriverVersion is cudaDriverGetVersion: the newest CUDA version the driver
 // supports, 0 when no driver is installed.
 func (l *library) DriverVersion() (int, error) {
-	if l.unusable() {
-		return 0, closedError(calls.DriverGetVersion)
-	}
 	r := l.call(calls.DriverGetVersion, -1)
 	if r.code != 0 {
 		return 0, l.fail(calls.DriverGetVersion, r, "()")
@@ -95,9 +80,6 @@ func (l *library) DeviceName(device int) (string, error) {
 // setting of the device in this process is destroyed, and a sticky error
 // cleared. Memory from before is invalid after.
 func (l *library) DeviceReset(device int) error {
-	if l.unusable() {
-		return closedError(calls.DeviceReset)
-	}
 	if r := l.call(calls.DeviceReset, device); r.code != 0 {
 		return l.fail(calls.DeviceReset, r, "() on device %d", device)
 	}
@@ -129,9 +111,6 @@ func (l *library) DeviceResets(device int) uint64 {
 // DeviceCanAccessPeer is cudaDeviceCanAccessPeer: whether device can access
 // memory on peer.
 func (l *library) DeviceCanAccessPeer(device, peer int) (bool, error) {
-	if l.unusable() {
-		return false, closedError(calls.DeviceCanAccessPeer)
-	}
 	r := l.call(calls.DeviceCanAccessPeer, -1, cint(device), cint(peer))
 	if r.code != 0 {
 		return false, l.fail(calls.DeviceCanAccessPeer, r, "(%d, %d)", device, peer)

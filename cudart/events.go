@@ -9,9 +9,6 @@ import (
 
 // EventCreate is cudaEventCreate on device: an event with timing enabled.
 func (l *library) EventCreate(device int) (Event, error) {
-	if l.unusable() {
-		return 0, closedError(calls.EventCreate)
-	}
 	r := l.call(calls.EventCreate, device)
 	if r.code != 0 {
 		return 0, l.fail(calls.EventCreate, r, "() on device %d", device)
@@ -52,9 +49,6 @@ func (l *library) StreamWaitEvent(device int, s Stream, e Event) error {
 // EventSynchronize is cudaEventSynchronize: the host waits until e, as last
 // recorded, completes; at once for an event never recorded.
 func (l *library) EventSynchronize(device int, e Event) error {
-	if l.unusable() {
-		return closedError(calls.EventSynchronize)
-	}
 	if r := l.call(calls.EventSynchronize, device, uintptr(e)); r.code != 0 {
 		return l.fail(calls.EventSynchronize, r, "(event 0x%x) on device %d", uintptr(e), device)
 	}
@@ -72,9 +66,6 @@ func (l *library) EventQuery(device int, e Event) (bool, error) {
 // events, which CUDA measures in milliseconds with a resolution of about
 // half a microsecond.
 func (l *library) EventElapsedTime(device int, start, end Event) (time.Duration, error) {
-	if l.unusable() {
-		return 0, closedError(calls.EventElapsedTime)
-	}
 	r := l.call(calls.EventElapsedTime, device, uintptr(start), uintptr(end))
 	if r.code != 0 {
 		return 0, l.fail(calls.EventElapsedTime, r, "(event 0x%x, event 0x%x) on device %d", uintptr(start), uintptr(end), device)
@@ -85,9 +76,6 @@ func (l *library) EventElapsedTime(device int, start, end Event) (time.Duration,
 
 // EventDestroy is cudaEventDestroy.
 func (l *library) EventDestroy(device int, e Event) error {
-	if l.unusable() {
-		return closedError(calls.EventDestroy)
-	}
 	if r := l.call(calls.EventDestroy, device, uintptr(e)); r.code != 0 {
 		return l.fail(calls.EventDestroy, r, "(event 0x%x) on device %d", uintptr(e), device)
 	}

@@ -31,9 +31,6 @@ func (l *library) StreamBeginCapture(device int, s Stream, mode CaptureMode) err
 // StreamEndCapture is cudaStreamEndCapture: the graph of the work s
 // recorded since StreamBeginCapture. Destroy it with GraphDestroy.
 func (l *library) StreamEndCapture(device int, s Stream) (Graph, error) {
-	if l.unusable() {
-		return 0, closedError(calls.StreamEndCapture)
-	}
 	r := l.call(calls.StreamEndCapture, device, uintptr(s))
 	if r.code != 0 {
 		return 0, l.fail(calls.StreamEndCapture, r, "(stream 0x%x) on device %d", uintptr(s), device)
@@ -44,9 +41,6 @@ func (l *library) StreamEndCapture(device int, s Stream) (Graph, error) {
 // GraphInstantiate is cudaGraphInstantiate of g with no flags. The graph
 // may be destroyed after; the GraphExec keeps its own copy of the work.
 func (l *library) GraphInstantiate(device int, g Graph) (GraphExec, error) {
-	if l.unusable() {
-		return 0, closedError(calls.GraphInstantiate)
-	}
 	r := l.call(calls.GraphInstantiate, device, uintptr(g), 0)
 	if r.code != 0 {
 		return 0, l.fail(calls.GraphInstantiate, r, "(graph 0x%x) on device %d", uintptr(g), device)
@@ -71,9 +65,6 @@ func (l *library) GraphLaunch(device int, x GraphExec, s Stream) error {
 
 // GraphExecDestroy is cudaGraphExecDestroy.
 func (l *library) GraphExecDestroy(device int, x GraphExec) error {
-	if l.unusable() {
-		return closedError(calls.GraphExecDestroy)
-	}
 	if r := l.call(calls.GraphExecDestroy, device, uintptr(x)); r.code != 0 {
 		return l.fail(calls.GraphExecDestroy, r, "(graph exec 0x%x) on device %d", uintptr(x), device)
 	}
@@ -82,9 +73,6 @@ func (l *library) GraphExecDestroy(device int, x GraphExec) error {
 
 // GraphDestroy is cudaGraphDestroy.
 func (l *library) GraphDestroy(device int, g Graph) error {
-	if l.unusable() {
-		return closedError(calls.GraphDestroy)
-	}
 	if r := l.call(calls.GraphDestroy, device, uintptr(g)); r.code != 0 {
 		return l.fail(calls.GraphDestroy, r, "(graph 0x%x) on device %d", uintptr(g), device)
 	}
@@ -115,9 +103,6 @@ func (l *library) GraphNodes(device int, g Graph) ([]GraphNode, error) {
 
 // GraphNodeType is cudaGraphNodeGetType of n.
 func (l *library) GraphNodeType(device int, n GraphNode) (GraphNodeType, error) {
-	if l.unusable() {
-		return 0, closedError(calls.GraphNodeGetType)
-	}
 	r := l.call(calls.GraphNodeGetType, device, uintptr(n))
 	if r.code != 0 {
 		return 0, l.fail(calls.GraphNodeGetType, r, "(node 0x%x) on device %d", uintptr(n), device)

@@ -8,9 +8,6 @@ import (
 // HostAlloc is cudaHostAlloc with device current: size bytes of pinned host
 // memory, valid until FreeHost. Size 0 returns nil.
 func (l *library) HostAlloc(device int, size uint64, flags HostAllocFlags) ([]byte, error) {
-	if l.unusable() {
-		return nil, closedError(calls.HostAlloc)
-	}
 	r := l.call(calls.HostAlloc, device, uintptr(size), uintptr(flags))
 	if r.code != 0 {
 		return nil, l.fail(calls.HostAlloc, r, "(%s, %s) on device %d", bytesize.Format(size), flags, device)
@@ -36,9 +33,6 @@ func (l *library) HostGetDevicePointer(device int, b []byte) (DevicePtr, error) 
 
 // GetDeviceFlags is cudaGetDeviceFlags on device.
 func (l *library) GetDeviceFlags(device int) (DeviceFlags, error) {
-	if l.unusable() {
-		return 0, closedError(calls.GetDeviceFlags)
-	}
 	r := l.call(calls.GetDeviceFlags, device)
 	if r.code != 0 {
 		return 0, l.fail(calls.GetDeviceFlags, r, "() on device %d", device)
@@ -48,9 +42,6 @@ func (l *library) GetDeviceFlags(device int) (DeviceFlags, error) {
 
 // SetDeviceFlags is cudaSetDeviceFlags on device.
 func (l *library) SetDeviceFlags(device int, flags DeviceFlags) error {
-	if l.unusable() {
-		return closedError(calls.SetDeviceFlags)
-	}
 	if r := l.call(calls.SetDeviceFlags, device, uintptr(flags)); r.code != 0 {
 		return l.fail(calls.SetDeviceFlags, r, "(0x%x) on device %d", uint32(flags), device)
 	}

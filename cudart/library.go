@@ -99,6 +99,9 @@ func (l *library) Close() error {
 // of whichever call failed (the device selection, for one). It is called only
 // on failure, so the hot path formats nothing.
 func (l *library) fail(c calls.Call, r ret, format string, args ...any) error {
+	if r.code == codeClosed {
+		return closedError(c)
+	}
 	name, msg := l.be.text(r.code, r.failed.Library())
 	if name == "" {
 		e := NewError("", r.code)

@@ -9,9 +9,6 @@ import (
 
 // MallocManaged is cudaMallocManaged with device current.
 func (l *library) MallocManaged(device int, size uint64, flags MemAttachFlags) (DevicePtr, error) {
-	if l.unusable() {
-		return 0, closedError(calls.MallocManaged)
-	}
 	r := l.call(calls.MallocManaged, device, uintptr(size), uintptr(flags))
 	if r.code != 0 {
 		return 0, l.fail(calls.MallocManaged, r, "(%s, %s) on device %d", bytesize.Format(size), attachName(flags), device)

@@ -9,9 +9,6 @@ import (
 
 // DeviceCount is cudaGetDeviceCount.
 func (l *library) DeviceCount() (int, error) {
-	if l.unusable() {
-		return 0, closedError(calls.GetDeviceCount)
-	}
 	r := l.call(calls.GetDeviceCount, -1)
 	if r.code != 0 {
 		return 0, l.fail(calls.GetDeviceCount, r, "()")
@@ -21,9 +18,6 @@ func (l *library) DeviceCount() (int, error) {
 
 // MemGetInfo is cudaMemGetInfo on device.
 func (l *library) MemGetInfo(device int) (free, total uint64, err error) {
-	if l.unusable() {
-		return 0, 0, closedError(calls.MemGetInfo)
-	}
 	r := l.call(calls.MemGetInfo, device)
 	if r.code != 0 {
 		return 0, 0, l.fail(calls.MemGetInfo, r, "() on device %d", device)
@@ -33,9 +27,6 @@ func (l *library) MemGetInfo(device int) (free, total uint64, err error) {
 
 // Malloc is cudaMalloc on device.
 func (l *library) Malloc(device int, size uint64) (DevicePtr, error) {
-	if l.unusable() {
-		return 0, closedError(calls.Malloc)
-	}
 	r := l.call(calls.Malloc, device, uintptr(size))
 	if r.code != 0 {
 		return 0, l.fail(calls.Malloc, r, "(%s) on device %d", bytesize.Format(size), device)
@@ -45,9 +36,6 @@ func (l *library) Malloc(device int, size uint64) (DevicePtr, error) {
 
 // Free is cudaFree on device.
 func (l *library) Free(device int, p DevicePtr) error {
-	if l.unusable() {
-		return closedError(calls.Free)
-	}
 	if r := l.call(calls.Free, device, uintptr(p)); r.code != 0 {
 		return l.fail(calls.Free, r, "(%s) on device %d", p, device)
 	}
@@ -57,9 +45,6 @@ func (l *library) Free(device int, p DevicePtr) error {
 // MallocHost is cudaMallocHost with device current: size bytes of pinned host
 // memory, valid until FreeHost. Size 0 returns nil.
 func (l *library) MallocHost(device int, size uint64) ([]byte, error) {
-	if l.unusable() {
-		return nil, closedError(calls.MallocHost)
-	}
 	r := l.call(calls.MallocHost, device, uintptr(size))
 	if r.code != 0 {
 		return nil, l.fail(calls.MallocHost, r, "(%s) on device %d", bytesize.Format(size), device)
@@ -100,9 +85,6 @@ func (l *library) Memcpy(device int, dst, src Mem, kind MemcpyKind) error {
 
 // Memset is cudaMemset on device: n bytes at p set to value.
 func (l *library) Memset(device int, p DevicePtr, value byte, n uint64) error {
-	if l.unusable() {
-		return closedError(calls.Memset)
-	}
 	if r := l.call(calls.Memset, device, uintptr(p), uintptr(value), uintptr(n)); r.code != 0 {
 		return l.fail(calls.Memset, r, "(%s, %d, %s) on device %d", p, value, bytesize.Exact(n), device)
 	}
@@ -111,9 +93,6 @@ func (l *library) Memset(device int, p DevicePtr, value byte, n uint64) error {
 
 // DeviceSynchronize is cudaDeviceSynchronize on device.
 func (l *library) DeviceSynchronize(device int) error {
-	if l.unusable() {
-		return closedError(calls.DeviceSynchronize)
-	}
 	if r := l.call(calls.DeviceSynchronize, device); r.code != 0 {
 		return l.fail(calls.DeviceSynchronize, r, "() on device %d", device)
 	}

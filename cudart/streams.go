@@ -7,9 +7,6 @@ import (
 
 // StreamCreate is cudaStreamCreate on device.
 func (l *library) StreamCreate(device int) (Stream, error) {
-	if l.unusable() {
-		return 0, closedError(calls.StreamCreate)
-	}
 	r := l.call(calls.StreamCreate, device)
 	if r.code != 0 {
 		return 0, l.fail(calls.StreamCreate, r, "() on device %d", device)
@@ -20,9 +17,6 @@ func (l *library) StreamCreate(device int) (Stream, error) {
 
 // StreamSynchronize is cudaStreamSynchronize on device.
 func (l *library) StreamSynchronize(device int, s Stream) error {
-	if l.unusable() {
-		return closedError(calls.StreamSynchronize)
-	}
 	if r := l.call(calls.StreamSynchronize, device, uintptr(s)); r.code != 0 {
 		return l.fail(calls.StreamSynchronize, r, "(stream 0x%x) on device %d", uintptr(s), device)
 	}
