@@ -13,6 +13,9 @@ type ret struct {
 	a, b   uint64
 	code   Code
 	failed calls.Call
+	// refused, when not nil, is why the call was refused before CUDA, code
+	// being the code CUDA would have returned.
+	refused *refusal
 }
 
 // codeClosed is the code of a call not made, the library being nil or

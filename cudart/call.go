@@ -63,6 +63,17 @@ func (l *library) call(c calls.Call, dev int, in ...uintptr) ret {
 	return l.callMem(c, dev, [2]Mem{}, in...)
 }
 
+// callOn is call for a call on stream s, refused before CUDA where
+// StreamDestroy destroyed s.
+func (l *library) callOn(s Stream, c calls.Call, dev int, in ...uintptr) ret {
+	if !l.unusable() {
+		if x := l.registry.staleStream(s); x != nil {
+			return ret{code: x.as.Code, failed: c, refused: x}
+		}
+	}
+	return l.call(c, dev, in...)
+}
+
 // callMem is call for the functions that take memory by address: the
 // table's argMem parameters take m[0] then m[1], host memory as its Go
 // pointer and device memory as its address.

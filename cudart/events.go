@@ -19,13 +19,7 @@ func (l *library) EventCreate(device int) (Event, error) {
 // EventRecord is cudaEventRecord of e on stream s: e completes when the
 // work issued to s before it has.
 func (l *library) EventRecord(device int, e Event, s Stream) error {
-	if l.unusable() {
-		return closedError(calls.EventRecord)
-	}
-	if x := l.registry.staleStream(s); x != nil {
-		return x.err(calls.EventRecord, "(event 0x%x, stream 0x%x) on device %d", uintptr(e), uintptr(s), device)
-	}
-	if r := l.call(calls.EventRecord, device, uintptr(e), uintptr(s)); r.code != 0 {
+	if r := l.callOn(s, calls.EventRecord, device, uintptr(e), uintptr(s)); r.code != 0 {
 		return l.fail(calls.EventRecord, r, "(event 0x%x, stream 0x%x) on device %d", uintptr(e), uintptr(s), device)
 	}
 	return nil
@@ -34,13 +28,7 @@ func (l *library) EventRecord(device int, e Event, s Stream) error {
 // StreamWaitEvent is cudaStreamWaitEvent: work issued to s after it waits
 // until e, as last recorded, completes. The host does not wait.
 func (l *library) StreamWaitEvent(device int, s Stream, e Event) error {
-	if l.unusable() {
-		return closedError(calls.StreamWaitEvent)
-	}
-	if x := l.registry.staleStream(s); x != nil {
-		return x.err(calls.StreamWaitEvent, "(stream 0x%x, event 0x%x) on device %d", uintptr(s), uintptr(e), device)
-	}
-	if r := l.call(calls.StreamWaitEvent, device, uintptr(s), uintptr(e), 0); r.code != 0 {
+	if r := l.callOn(s, calls.StreamWaitEvent, device, uintptr(s), uintptr(e), 0); r.code != 0 {
 		return l.fail(calls.StreamWaitEvent, r, "(stream 0x%x, event 0x%x) on device %d", uintptr(s), uintptr(e), device)
 	}
 	return nil

@@ -16,13 +16,7 @@ import "github.com/cudapool/cudapool/cudart/internal/calls"
 // cudaErrorStreamCaptureInvalidated, returns no graph and ends the capture,
 // and s runs work again as before.
 func (l *library) StreamBeginCapture(device int, s Stream, mode CaptureMode) error {
-	if l.unusable() {
-		return closedError(calls.StreamBeginCapture)
-	}
-	if x := l.registry.staleStream(s); x != nil {
-		return x.err(calls.StreamBeginCapture, "(stream 0x%x, %s) on device %d", uintptr(s), mode, device)
-	}
-	if r := l.call(calls.StreamBeginCapture, device, uintptr(s), cint(mode)); r.code != 0 {
+	if r := l.callOn(s, calls.StreamBeginCapture, device, uintptr(s), cint(mode)); r.code != 0 {
 		return l.fail(calls.StreamBeginCapture, r, "(stream 0x%x, %s) on device %d", uintptr(s), mode, device)
 	}
 	return nil
@@ -51,13 +45,7 @@ func (l *library) GraphInstantiate(device int, g Graph) (GraphExec, error) {
 // GraphLaunch is cudaGraphLaunch of x on stream s: the recorded work runs
 // again, in its order, on s.
 func (l *library) GraphLaunch(device int, x GraphExec, s Stream) error {
-	if l.unusable() {
-		return closedError(calls.GraphLaunch)
-	}
-	if y := l.registry.staleStream(s); y != nil {
-		return y.err(calls.GraphLaunch, "(graph exec 0x%x, stream 0x%x) on device %d", uintptr(x), uintptr(s), device)
-	}
-	if r := l.call(calls.GraphLaunch, device, uintptr(x), uintptr(s)); r.code != 0 {
+	if r := l.callOn(s, calls.GraphLaunch, device, uintptr(x), uintptr(s)); r.code != 0 {
 		return l.fail(calls.GraphLaunch, r, "(graph exec 0x%x, stream 0x%x) on device %d", uintptr(x), uintptr(s), device)
 	}
 	return nil

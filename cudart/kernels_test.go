@@ -121,6 +121,8 @@ func TestDestroyedStreamIsRefused(t *testing.T) {
 		"cudaStreamBeginCapture": func() error { return l.StreamBeginCapture(0, s, CaptureModeGlobal) },
 		"cudaGraphLaunch":        func() error { return l.GraphLaunch(0, 0x5000, s) },
 		"cudaStreamDestroy":      func() error { return l.StreamDestroy(0, s) },
+		"cudaMemsetAsync":        func() error { return l.MemsetAsync(0, 0x1000, 0, 64, s) },
+		"cudaStreamGetDevice":    func() error { _, err := l.StreamDevice(0, s); return err },
 	}
 	for name, call := range calls {
 		err := call()

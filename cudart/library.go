@@ -96,11 +96,15 @@ func (l *library) Close() error {
 
 // fail is the *Error of the method that made call c and got r: its Call is
 // c's name followed by format and args, its text the library's for the code
-// of whichever call failed (the device selection, for one). It is called only
-// on failure, so the hot path formats nothing.
+// of whichever call failed (the device selection, for one); for a call not
+// made, the library's being closed (codeClosed) or the refusal it met. It is
+// called only on failure, so the hot path formats nothing.
 func (l *library) fail(c calls.Call, r ret, format string, args ...any) error {
 	if r.code == codeClosed {
 		return closedError(c)
+	}
+	if r.refused != nil {
+		return r.refused.err(c, format, args...)
 	}
 	name, msg := l.be.text(r.code, r.failed.Library())
 	if name == "" {

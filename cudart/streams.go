@@ -52,13 +52,7 @@ func (l *library) query(c calls.Call, device int, handle uintptr, what string) (
 
 // StreamDestroy is cudaStreamDestroy on device.
 func (l *library) StreamDestroy(device int, s Stream) error {
-	if l.unusable() {
-		return closedError(calls.StreamDestroy)
-	}
-	if x := l.registry.staleStream(s); x != nil {
-		return x.err(calls.StreamDestroy, "(stream 0x%x) on device %d", uintptr(s), device)
-	}
-	if r := l.call(calls.StreamDestroy, device, uintptr(s)); r.code != 0 {
+	if r := l.callOn(s, calls.StreamDestroy, device, uintptr(s)); r.code != 0 {
 		return l.fail(calls.StreamDestroy, r, "(stream 0x%x) on device %d", uintptr(s), device)
 	}
 	l.registry.streamDestroyed(s)
@@ -123,13 +117,7 @@ func (l *library) MemcpyAsync(device int, dst, src Mem, kind MemcpyKind, s Strea
 // MemsetAsync is cudaMemsetAsync: n bytes at p set to value, in order on
 // stream s of device.
 func (l *library) MemsetAsync(device int, p DevicePtr, value byte, n uint64, s Stream) error {
-	if l.unusable() {
-		return closedError(calls.MemsetAsync)
-	}
-	if x := l.registry.staleStream(s); x != nil {
-		return x.err(calls.MemsetAsync, "(%s, %d, %s, stream 0x%x) on device %d", p, value, bytesize.Exact(n), uintptr(s), device)
-	}
-	if r := l.call(calls.MemsetAsync, device, uintptr(p), uintptr(value), uintptr(n), uintptr(s)); r.code != 0 {
+	if r := l.callOn(s, calls.MemsetAsync, device, uintptr(p), uintptr(value), uintptr(n), uintptr(s)); r.code != 0 {
 		return l.fail(calls.MemsetAsync, r, "(%s, %d, %s, stream 0x%x) on device %d", p, value, bytesize.Exact(n), uintptr(s), device)
 	}
 	return nil
