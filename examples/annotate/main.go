@@ -28,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -76,9 +75,7 @@ DONE:
 
 var orders = []string{"pool-first", "module-first", "thread"}
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 // about is what -h prints before the flags.
 const about = `annotate makes a pool's memory annotations in the order -order names, then
@@ -88,7 +85,7 @@ buffers.`
 
 func run(args []string, stdout, stderr io.Writer) int {
 	cmd := cli.New("annotate", about, stderr)
-	which := cmd.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
+	which := cmd.Runtime()
 	order := cmd.String("order", "pool-first", "order of the calls: pool-first, module-first or thread")
 	overflow := cmd.Bool("overflow", false, "write one byte past the end of the last buffer")
 	if code, exit := cmd.ParseArgs(args); exit {

@@ -30,9 +30,7 @@ import (
 	"github.com/cudapool/cudapool/examples/cli"
 )
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 // config is the parsed command line.
 type config struct {
@@ -63,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func parse(args []string, stderr io.Writer) (config, error) {
 	cmd := cli.New("bandwidth", about, stderr)
 	var c config
-	cmd.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+choose.Modes)
+	cmd.RuntimeVar(&c.runtime)
 	cmd.Func("size", "bytes per copy, e.g. 1GiB, 8MiB (default 1GiB on CUDA, 32MiB on the fake)", bytesFlag(&c.size))
 	cmd.Func("pin-size", "bytes pinned and freed to time pinning, e.g. 4GiB (default 4GiB on CUDA, 64MiB on the fake)", bytesFlag(&c.pinSize))
 	cmd.IntVar(&c.reps, "reps", 5, "repetitions of each measurement; the median is reported")

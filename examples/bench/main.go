@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -28,13 +27,11 @@ import (
 	"github.com/cudapool/cudapool/pool"
 )
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	cmd := cli.New("bench", about, stderr)
-	which := cmd.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
+	which := cmd.Runtime()
 	n := cmd.Int("n", 10000, "buffers per round")
 	reps := cmd.Int("reps", 5, "rounds per method; the median is reported")
 	if code, exit := cmd.ParseArgs(args); exit {

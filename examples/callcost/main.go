@@ -13,7 +13,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"runtime/debug"
 	"slices"
 	"text/tabwriter"
@@ -24,13 +23,11 @@ import (
 	"github.com/cudapool/cudapool/examples/cli"
 )
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	cmd := cli.New("callcost", about, stderr)
-	which := cmd.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
+	which := cmd.Runtime()
 	rounds := cmd.Int("rounds", 10, "timed rounds per call; the median, fastest and slowest are reported")
 	calls := cmd.Int("calls", 10000, "calls per round")
 	if code, exit := cmd.ParseArgs(args); exit {

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"text/tabwriter"
 
@@ -53,9 +52,7 @@ var rows = []row{
 	{20, 2 * mib}, {20, 2*mib + 1}, {20, 3 * mib},
 }
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 // about is what -h prints before the flags.
 const about = `charge measures what cudaMalloc takes from free memory (cudaMemGetInfo) for
@@ -64,7 +61,7 @@ gives back.`
 
 func run(args []string, stdout, stderr io.Writer) int {
 	cmd := cli.New("charge", about, stderr)
-	which := cmd.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
+	which := cmd.Runtime()
 	async := cmd.Bool("async", false, "measure cudaMallocAsync and cudaFreeAsync instead")
 	if code, exit := cmd.ParseArgs(args); exit {
 		return code

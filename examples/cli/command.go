@@ -5,7 +5,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+
+	"github.com/cudapool/cudapool/choose"
 )
+
+// Main runs an example: run with the program's arguments and standard
+// streams, exiting with the status it returns.
+func Main(run func(args []string, stdout, stderr io.Writer) int) {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 // Command is an example program's command line: a flag.FlagSet that prints
 // about before its flags and writes to the program's stderr.
@@ -36,6 +45,16 @@ func (c *Command) ParseArgs(args []string) (code int, exit bool) {
 	return 0, false
 }
 
+// runtimeUsage is the -runtime flag's help.
+const runtimeUsage = "CUDA runtime to use: " + choose.Modes
+
+// Runtime defines the -runtime flag every example takes, the argument of
+// choose.Open.
+func (c *Command) Runtime() *string { return c.String("runtime", "", runtimeUsage) }
+
+// RuntimeVar is Runtime into p.
+func (c *Command) RuntimeVar(p *string) { c.StringVar(p, "runtime", "", runtimeUsage) }
+
 // Given says whether the command line set the flag called name: the
 // examples run smaller on the fake runtime than on CUDA unless told.
 func (c *Command) Given(name string) bool {
@@ -50,4 +69,12 @@ func (c *Command) Fail(code int, a ...any) int {
 	fmt.Fprint(c.stderr, c.Name()+": ")
 	fmt.Fprintln(c.stderr, a...)
 	return code
+}
+
+// Default sets *p to v unless the command line gave the flag called name:
+// how an example runs smaller on the fake runtime than on CUDA unless told.
+func Default[T any](c *Command, name string, p *T, v T) {
+	if !c.Given(name) {
+		*p = v
+	}
 }

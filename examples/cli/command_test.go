@@ -87,3 +87,34 @@ func TestPositives(t *testing.T) {
 		assert.Equal(t, tc.want, got, tc.s)
 	}
 }
+
+func TestRuntimeAndDefault(t *testing.T) {
+	var stderr bytes.Buffer
+	c := New("demo", "about", &stderr)
+	which := c.Runtime()
+	n := c.Int("n", 1, "")
+	m := c.Int("m", 1, "")
+	_, exit := c.ParseArgs([]string{"-runtime", "fake", "-n", "1"})
+	assert.False(t, exit)
+	assert.Equal(t, "fake", *which)
+	Default(c, "n", n, 7)
+	Default(c, "m", m, 7)
+	assert.Equal(t, 1, *n, "given, even at its default: kept")
+	assert.Equal(t, 7, *m, "not given: the default")
+
+	var runtime string
+	c = New("demo", "about", &stderr)
+	c.RuntimeVar(&runtime)
+	c.Usage()
+	assert.Contains(t, stderr.String(), "-runtime string\n    \tCUDA runtime to use: ")
+}
+
+func TestLaunches(t *testing.T) {
+	for s, want := range map[string][]bool{"graph": {true}, "calls": {false}, "both": {true, false}} {
+		got, err := Launches(s, "calls")
+		assert.NoError(t, err, s)
+		assert.Equal(t, want, got, s)
+	}
+	_, err := Launches("kernels", "calls")
+	assert.EqualError(t, err, `-launch "kernels": want graph, calls or both`)
+}

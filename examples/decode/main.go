@@ -89,7 +89,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/examples/cli"
@@ -107,9 +106,7 @@ taken outside the pool, and checks logits and tokens against a CPU
 recomputation (a difference exits 1). Defaults: the issue's model on a GPU,
 a small one on the fake. Progress goes to stderr, the report to stdout.`
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 // config is what the flags ask for.
 type config struct {
@@ -134,7 +131,7 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 	fs := cli.New("decode", about, stderr)
 	var c config
 	m := &c.model
-	fs.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+choose.Modes)
+	fs.RuntimeVar(&c.runtime)
 	fs.IntVar(&m.layers, "layers", fullShape.layers, "transformer blocks (2 on the fake unless given)")
 	fs.IntVar(&m.width, "width", fullShape.width, "model width: -heads × 64 (128 on the fake unless given)")
 	fs.IntVar(&m.heads, "heads", fullShape.heads, "query heads of 64 (2 on the fake unless given)")

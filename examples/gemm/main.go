@@ -68,16 +68,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/examples/cli"
 )
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 // about is what -h prints before the flags.
 const about = `gemm times cuBLAS GEMMs through package cublas on pool memory, with a
@@ -100,7 +97,7 @@ type config struct {
 func run(args []string, stdout, stderr io.Writer) int {
 	cmd := cli.New("gemm", about, stderr)
 	var c config
-	cmd.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+choose.Modes)
+	cmd.RuntimeVar(&c.runtime)
 	cmd.IntVar(&c.reps, "reps", 50, "GEMMs a trial, between its two events (2 on the fake unless given)")
 	cmd.IntVar(&c.trials, "trials", 7, "timed trials a shape; the median and the fastest are reported (3 on the fake unless given)")
 	cmd.IntVar(&c.warmup, "warmup", 10, "untimed GEMMs a shape before its trials (1 on the fake unless given)")
@@ -121,15 +118,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer rt.Close()
 	if !rt.CUDA {
-		for _, d := range []struct {
-			name string
-			v    *int
-			fake int
-		}{{"reps", &c.reps, 2}, {"trials", &c.trials, 3}, {"warmup", &c.warmup, 1}, {"scale", &c.scale, 32}} {
-			if !cmd.Given(d.name) {
-				*d.v = d.fake
-			}
-		}
+		cli.Default(cmd, "reps", &c.reps, 2)
+		cli.Default(cmd, "trials", &c.trials, 3)
+		cli.Default(cmd, "warmup", &c.warmup, 1)
+		cli.Default(cmd, "scale", &c.scale, 32)
 	}
 	fmt.Fprintf(stdout, "runtime: %s\n", rt.Description)
 	if err := measure(rt, c, stdout, stderr); err != nil {

@@ -33,7 +33,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -43,15 +42,13 @@ import (
 	"github.com/cudapool/cudapool/examples/cli"
 )
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 var detectors = []string{"guards", "memcheck", "none"}
 
 func run(args []string, stdout, stderr io.Writer) int {
 	cmd := cli.New("memcheck", about, stderr)
-	which := cmd.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
+	which := cmd.Runtime()
 	detector := cmd.String("detector", "all", "what catches the bugs: all, "+strings.Join(detectors, ", "))
 	only := cmd.String("bug", "all", "the bug to make: all, "+strings.Join(bugNames(), ", "))
 	if code, exit := cmd.ParseArgs(args); exit {

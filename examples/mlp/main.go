@@ -78,7 +78,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/examples/cli"
@@ -100,9 +99,7 @@ read rate against the device's copy bandwidth, and the worst deviation of
 the outputs, all compared with the CPU's outside the timed requests.
 Progress goes to stderr, the tables to stdout.`
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 // config is what the flags ask for.
 type config struct {
@@ -127,7 +124,7 @@ func run(args []string, stdout, stderr io.Writer) int { return runWith(args, std
 func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 	cmd := cli.New("mlp", about, stderr)
 	var c config
-	cmd.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+choose.Modes)
+	cmd.RuntimeVar(&c.runtime)
 	cmd.IntVar(&c.requests, "requests", 10000, "timed requests a run, a run being one configuration at one batch size in one launch mode, once for each -repeat where paired (12 on the fake unless given)")
 	cmd.IntVar(&c.repeat, "repeat", 3, "times each slot count and cudaMallocAsync with as many clients are measured, one after the other, at each batch size (1 on the fake unless given)")
 	cmd.IntVar(&c.clients, "clients", 8, "concurrent clients of the slots, the mutex pool and the reference cudaMallocAsync")
@@ -146,18 +143,12 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 	if err == nil {
 		c.batches, err = cli.Positives(*batches, 4096, true)
 	}
-	if *launch == "graph" || *launch == "both" {
-		c.launches = append(c.launches, true)
-	}
-	if *launch == "calls" || *launch == "both" {
-		c.launches = append(c.launches, false)
+	if err == nil {
+		c.launches, err = cli.Launches(*launch, "calls")
 	}
 	switch {
 	case err != nil:
 		return cmd.Fail(2, err)
-	case len(c.launches) == 0:
-		fmt.Fprintf(stderr, "mlp: -launch %q: want graph, calls or both\n", *launch)
-		return 2
 	case c.requests < 1 || c.clients < 1 || c.clients > 1024 || c.repeat < 1 || c.repeat > 100:
 		return cmd.Fail(2, "-requests must be at least 1, -clients 1 to 1024, -repeat 1 to 100")
 	case c.scale < 1 || c.scale > 16 || c.scale&(c.scale-1) != 0:
@@ -177,18 +168,10 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 	}
 	defer rt.Close()
 	if !rt.CUDA {
-		if !cmd.Given("requests") {
-			c.requests = 12
-		}
-		if !cmd.Given("repeat") {
-			c.repeat = 1
-		}
-		if !cmd.Given("scale") {
-			c.scale = 16
-		}
-		if !cmd.Given("copy") {
-			c.copyBytes = 16 << 20
-		}
+		cli.Default(cmd, "requests", &c.requests, 12)
+		cli.Default(cmd, "repeat", &c.repeat, 1)
+		cli.Default(cmd, "scale", &c.scale, 16)
+		cli.Default(cmd, "copy", &c.copyBytes, 16<<20)
 	}
 	fmt.Fprintf(stdout, "runtime: %s\n", rt.Description)
 	if err := measure(rt, c, stdout, stderr); err != nil {

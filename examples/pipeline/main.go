@@ -16,19 +16,16 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/examples/cli"
 )
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	cmd := cli.New("pipeline", about, stderr)
-	which := cmd.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
+	which := cmd.Runtime()
 	n := cmd.Uint("n", 1<<20, "float32 elements in each buffer")
 	replays := cmd.Int("replays", 0, "graph launches timed in each of 5 rounds for the replay figure (default 50 on CUDA, 5 on the fake)")
 	if code, exit := cmd.ParseArgs(args); exit {

@@ -47,9 +47,7 @@ import (
 	"github.com/cudapool/cudapool/examples/cli"
 )
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 // Exit codes besides 0.
 const (

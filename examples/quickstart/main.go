@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/dustin/go-humanize"
 
@@ -26,13 +25,11 @@ import (
 	"github.com/cudapool/cudapool/pool"
 )
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	cmd := cli.New("quickstart", about, stderr)
-	which := cmd.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
+	which := cmd.Runtime()
 	if code, exit := cmd.ParseArgs(args); exit {
 		return code
 	}

@@ -26,7 +26,6 @@ import (
 	"expvar"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,9 +52,7 @@ with the CPU's in untimed passes; timed requests stage and check samples.
 Then it times the hand-off alone (Acquire + Release by 8 goroutines, no
 work) against a buffered channel used as a semaphore. It stops by itself; progress goes to stderr, the tables to stdout.`
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 // config is what the flags ask for.
 type config struct {
@@ -73,7 +70,7 @@ type config struct {
 func run(args []string, stdout, stderr io.Writer) int {
 	cmd := cli.New("serve", about, stderr)
 	var c config
-	cmd.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+choose.Modes)
+	cmd.RuntimeVar(&c.runtime)
 	cmd.IntVar(&c.requests, "requests", 20000, "timed requests a configuration (100 on the fake unless given)")
 	cmd.IntVar(&c.clients, "clients", 8, "concurrent clients of the load generator")
 	n := cmd.Uint("n", 65536, "float32 elements a batch row (4096 on the fake unless given)")
@@ -92,21 +89,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		c.slots, err = cli.Positives(*slots, 1024, false)
 	}
 	c.inProcess, c.httpd = *via == "inproc" || *via == "both", *via == "http" || *via == "both"
-	if *launch == "graph" || *launch == "both" {
-		c.launches = append(c.launches, true)
-	}
-	if *launch == "kernels" || *launch == "both" {
-		c.launches = append(c.launches, false)
-	}
+	var launchErr error
+	c.launches, launchErr = cli.Launches(*launch, "kernels")
 	switch {
 	case err != nil:
 		return cmd.Fail(2, err)
 	case !c.inProcess && !c.httpd:
 		fmt.Fprintf(stderr, "serve: -via %q: want inproc, http or both\n", *via)
 		return 2
-	case len(c.launches) == 0:
-		fmt.Fprintf(stderr, "serve: -launch %q: want graph, kernels or both\n", *launch)
-		return 2
+	case launchErr != nil:
+		return cmd.Fail(2, launchErr)
 	case c.handoffs < 0:
 		return cmd.Fail(2, "-handoffs must be 0 or more")
 	case c.requests < 1 || c.clients < 1 || c.clients > 1024 || c.layers < 1 || c.layers > 1024 || *n == 0 || *n > 1<<24:
@@ -119,15 +111,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer rt.Close()
 	if !rt.CUDA {
-		if !cmd.Given("requests") {
-			c.requests = 100
-		}
-		if !cmd.Given("n") {
-			c.n = 4096
-		}
-		if !cmd.Given("handoffs") {
-			c.handoffs = 10000
-		}
+		cli.Default(cmd, "requests", &c.requests, 100)
+		cli.Default(cmd, "n", &c.n, 4096)
+		cli.Default(cmd, "handoffs", &c.handoffs, 10000)
 	}
 	fmt.Fprintf(stdout, "runtime: %s\n", rt.Description)
 	if err := measure(rt, c, stdout, stderr); err != nil {

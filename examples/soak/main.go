@@ -20,7 +20,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/dustin/go-humanize"
 
@@ -29,9 +28,7 @@ import (
 	"github.com/cudapool/cudapool/examples/cli"
 )
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 // config is the command line.
 type config struct {
@@ -45,7 +42,7 @@ type config struct {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	cmd := cli.New("soak", about, stderr)
-	which := cmd.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
+	which := cmd.Runtime()
 	var c config
 	cmd.IntVar(&c.cycles, "cycles", 0, "ReleaseAll/Satisfy cycles (default 100000 on CUDA, 20000 on the fake)")
 	cmd.IntVar(&c.buffers, "buffers", 64, "requests per cycle, of mixed sizes, a quarter of them host buffers")

@@ -135,9 +135,7 @@ cref/allreduce.c prints from C. NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1
 force NCCL's socket transport. Progress goes to stderr, the tables to
 stdout.`
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 // config is what the flags and the environment ask for.
 type config struct {
@@ -173,7 +171,7 @@ func run(args []string, stdout, stderr io.Writer) int { return runWith(args, std
 func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 	cmd := cli.New("tp", about, stderr)
 	c := config{env: os.Getenv, corruptRank: -1}
-	cmd.StringVar(&c.runtime, "runtime", "", "CUDA runtime to use: "+choose.Modes)
+	cmd.RuntimeVar(&c.runtime)
 	gpus := cmd.String("gpus", "1,2,4", "GPU counts to serve on, comma-separated; counts over the visible GPUs are skipped, saying so")
 	modes := cmd.String("modes", "replicas,tp", "replicas, tp or both, comma-separated")
 	batches := cmd.String("batches", "1,32", "batch sizes, comma-separated")
@@ -250,18 +248,10 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 		}()
 	}
 	if !rt.CUDA {
-		if !cmd.Given("requests") {
-			c.requests = 8
-		}
-		if !cmd.Given("scale") {
-			c.scale = 16
-		}
-		if !cmd.Given("launch") {
-			c.launch = launchSplit
-		}
-		if !cmd.Given("bench-max") {
-			c.benchMax = 4 << 20
-		}
+		cli.Default(cmd, "requests", &c.requests, 8)
+		cli.Default(cmd, "scale", &c.scale, 16)
+		cli.Default(cmd, "launch", &c.launch, launchSplit)
+		cli.Default(cmd, "bench-max", &c.benchMax, 4<<20)
 	}
 	fmt.Fprintf(stdout, "runtime: %s\n", rt.Description)
 	if c.bench {

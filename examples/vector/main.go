@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -38,9 +37,7 @@ import (
 	"github.com/cudapool/cudapool/examples/cli"
 )
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 // config is the flags, parsed.
 type config struct {
@@ -66,7 +63,7 @@ var doublings = map[string]func(*counting, uint64, uint64) (growth, error){
 
 func run(args []string, stdout, stderr io.Writer) int {
 	cmd := cli.New("vector", about, stderr)
-	which := cmd.String("runtime", "", "CUDA runtime to use: "+choose.Modes)
+	which := cmd.Runtime()
 	c := config{from: 2 << 20, max: 32 << 30, step: 1 << 30, margin: 64 << 20}
 	cmd.Var((*sizeFlag)(&c.from), "from", "size the doubling starts from")
 	cmd.Var((*sizeFlag)(&c.max), "max", "size the doubling grows to, at most (clamped to what is free)")
