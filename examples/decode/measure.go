@@ -72,7 +72,7 @@ func measure(rt *choose.Runtime, c config, stdout, stderr io.Writer) (err error)
 	fmt.Fprintf(stdout, "workload: %d requests from seed %d, all waiting at the start; user prompt and output lengths log-normal, medians %d and %d tokens, sigma %.2g, at most %d and %d; system prompt %d tokens\n",
 		c.work.requests, c.seed, c.work.promptMedian, c.work.outputMedian, c.work.sigma, maxPrompt, maxOutput, c.work.system)
 	fmt.Fprintf(stdout, "setup: pool of %s device (weights, activations, both KV arenas, page tables, cuBLAS workspace); device memory taken beside it (the cuBLAS handle, the module): %s\n",
-		mib(pooled), signedBytes(int64(free0)-int64(free1)-int64(pooled)))
+		mib(pooled), loadgen.SignedBytes(int64(free0)-int64(free1)-int64(pooled)))
 
 	fmt.Fprintln(stderr, "decode: warming up...")
 	// Requests of their own, whose pages the runs' prompts cannot find

@@ -29,7 +29,7 @@ func report(out io.Writer, e *engine, results []*runResult, checks map[string]*c
 		if r.system > 0 {
 			fmt.Fprintf(out, "  bytes holding tokens over the unshared tokens' plus one system prompt's: average %.3fx, most %.3fx\n", mean(r.sharedRatio), maxOf(r.sharedRatio))
 		}
-		fmt.Fprintf(out, "  device memory taken outside the pool during the run (cudaMemGetInfo): %s\n", signedBytes(r.outside))
+		fmt.Fprintf(out, "  device memory taken outside the pool during the run (cudaMemGetInfo): %s\n", loadgen.SignedBytes(r.outside))
 	}
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -37,7 +37,7 @@ func report(out io.Writer, e *engine, results []*runResult, checks map[string]*c
 	for _, r := range results {
 		tpot := pct(r.tpot)
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.1f%%\t%d\t%v\t%v\t%d\t%d\t%s\t\n", r.variant, r.store, r.steps, float64(r.generated)/r.elapsed.Seconds(),
-			100*mean(r.util), r.mostRunning, tpot.P50, tpot.P99, r.hitTokens, r.swapOuts, signedBytes(r.outside))
+			100*mean(r.util), r.mostRunning, tpot.P50, tpot.P99, r.hitTokens, r.swapOuts, loadgen.SignedBytes(r.outside))
 	}
 	tw.Flush()
 	fmt.Fprintln(out, "\ntargets (the issue's, on a GPU):")
@@ -95,16 +95,3 @@ func pct(d []time.Duration) loadgen.Percentiles {
 }
 
 func mib(n uint64) string { return humanize.IBytes(n) }
-
-// signedBytes formats a difference of device memory: exact bytes, and in
-// binary units past 1 KiB.
-func signedBytes(n int64) string {
-	sign, abs := "", uint64(n)
-	if n < 0 {
-		sign, abs = "-", uint64(-n)
-	}
-	if abs < 1024 {
-		return fmt.Sprintf("%s%d B", sign, abs)
-	}
-	return fmt.Sprintf("%s%s (%s%d B)", sign, humanize.IBytes(abs), sign, abs)
-}

@@ -145,3 +145,15 @@ func TestRunFixedSendsEachClientsRequestsInOrder(t *testing.T) {
 	require.ErrorIs(t, err, errBad)
 	assert.EqualError(t, err, "client 1, request 7: bad answer")
 }
+
+func TestSignedBytes(t *testing.T) {
+	for n, want := range map[int64]string{
+		0:        "0 B",
+		1023:     "1023 B",
+		-1023:    "-1023 B",
+		1024:     "1.0 KiB (1024 B)",
+		-3 << 20: "-3.0 MiB (-3145728 B)",
+	} {
+		assert.Equal(t, want, SignedBytes(n), "SignedBytes(%d)", n)
+	}
+}

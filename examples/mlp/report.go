@@ -61,7 +61,7 @@ func (s *session) report(out io.Writer, bw float64, launchBound []measured) {
 	if len(s.setups) > 0 {
 		fmt.Fprintln(out, "\ndevice memory each configuration's setup took beside its pool's arena (cudaMemGetInfo: the cuBLAS handles' fixed charge, what the graphs' instantiation and first launch took, and for cudaMallocAsync the parameters' cudaMalloc):")
 		for _, st := range s.setups {
-			fmt.Fprintf(out, "  %-*s  cuBLAS handles %d: %s\n", width, st.name, st.handles, signedBytes(st.outside))
+			fmt.Fprintf(out, "  %-*s  cuBLAS handles %d: %s\n", width, st.name, st.handles, loadgen.SignedBytes(st.outside))
 		}
 	}
 	fmt.Fprintf(out, "\noutputs against the CPU reference, outside the timed requests (tolerance %g relative or %g absolute): %v\n", mlpmodel.RelTol, mlpmodel.AbsTol, &s.worst)
@@ -170,7 +170,7 @@ func (s *session) printTargets(out io.Writer, bw float64, graph, async *loadgen.
 			}
 		}
 	}
-	fmt.Fprintf(out, "  device memory outside the pool during %d timed requests after warm-up, slots: %s at most, either way, in any run (target 0 B)\n", s.c.requests, signedBytes(outside))
+	fmt.Fprintf(out, "  device memory outside the pool during %d timed requests after warm-up, slots: %s at most, either way, in any run (target 0 B)\n", s.c.requests, loadgen.SignedBytes(outside))
 	if least != nil {
 		fmt.Fprintf(out, "  slots=N over cudaMallocAsync with as many requests in flight, same launch mode (%s): %v at least, at %s (target at least 1.00x)\n", s.pairsOf(), least, leastAt)
 	}
@@ -216,7 +216,7 @@ func printTable(out io.Writer, rows []measured, params, bw float64) {
 			vs = fmt.Sprintf("%.1f%%", 100*r.PerSecond*params/bw)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%s\t%s\t%s\t%v\t%v\t%s/s\t%s\t%s\t\n", r.Name, r.clients, runs, r.PerSecond, spread, wait50, wait99, loadgen.Round(r.Service.P50), loadgen.Round(r.Service.P99),
-			humanize.IBytes(uint64(r.PerSecond*params)), vs, signedBytes(r.outside))
+			humanize.IBytes(uint64(r.PerSecond*params)), vs, loadgen.SignedBytes(r.outside))
 	}
 	tw.Flush()
 }
@@ -233,16 +233,3 @@ func find(rows []measured, name string) *loadgen.Result {
 
 // mib formats a size in binary units.
 func mib(n uint64) string { return humanize.IBytes(n) }
-
-// signedBytes formats a difference of device memory: exact bytes, and in
-// binary units past 1 KiB.
-func signedBytes(n int64) string {
-	sign, abs := "", uint64(n)
-	if n < 0 {
-		sign, abs = "-", uint64(-n)
-	}
-	if abs < 1024 {
-		return fmt.Sprintf("%s%d B", sign, abs)
-	}
-	return strings.TrimSpace(fmt.Sprintf("%s%s (%s%d B)", sign, humanize.IBytes(abs), sign, abs))
-}
