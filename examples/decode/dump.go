@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
+	"github.com/cudapool/cudapool/examples/dumpdir"
 	"github.com/cudapool/cudapool/examples/floats"
 )
 
@@ -91,10 +88,6 @@ const dumpComputation = `For a sequence of tokens t_0..t_n (a request's prompt, 
 // run generated, the logits of the steps dumpSteps names, and the
 // manifest, into c.dump.
 func dump(c config, w *weights, variants []variant, results []*runResult) error {
-	dir := c.dump
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("-dump: %w", err)
-	}
 	s := w.s
 	mf := manifest{
 		Format: "little-endian, no header: weights FP16 (.f16), tokens int32 (.i32), logits float32 (.f32)",
@@ -141,20 +134,5 @@ func dump(c config, w *weights, variants []variant, results []*runResult) error 
 		}
 		mf.Variants = append(mf.Variants, vf)
 	}
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			return fmt.Errorf("-dump: %w", err)
-		}
-	}
-	var j bytes.Buffer
-	enc := json.NewEncoder(&j)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(mf); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), j.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("-dump: %w", err)
-	}
-	return nil
+	return dumpdir.Write(c.dump, files, mf)
 }

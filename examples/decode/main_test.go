@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/examples/dumpdir"
 )
 
 func TestDefaultRunOnTheFake(t *testing.T) {
@@ -128,10 +128,8 @@ func TestDumpRoundTrips(t *testing.T) {
 	var out, errOut bytes.Buffer
 	require.Equal(t, 0, run([]string{"-runtime=fake", "-requests", "6", "-system", "32", "-dump", dir}, &out, &errOut), errOut.String())
 	assert.Contains(t, out.String(), "dumped to "+dir)
-	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
-	require.NoError(t, err)
 	var mf manifest
-	require.NoError(t, json.Unmarshal(raw, &mf))
+	require.NoError(t, dumpdir.Read(dir, &mf))
 	require.Len(t, mf.Variants, 2)
 	m := newFileModel(t, dir, mf)
 	compared := 0

@@ -1,12 +1,9 @@
 package mlpmodel
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 
+	"github.com/cudapool/cudapool/examples/dumpdir"
 	"github.com/cudapool/cudapool/examples/floats"
 )
 
@@ -62,9 +59,6 @@ type Batch struct {
 // manifest.json describing them, into dir (made if missing), all as
 // little-endian float32 files.
 func Dump(dir string, p *Params, seed uint64, batches []Batch) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("-dump: %w", err)
-	}
 	mf := Manifest{
 		Format:      "little-endian IEEE 754 float32, no header",
 		Layout:      "column-major",
@@ -74,7 +68,7 @@ func Dump(dir string, p *Params, seed uint64, batches []Batch) error {
 		Seed:        seed,
 		Tolerance:   Tolerance{RelTol, AbsTol},
 	}
-	files := map[string][]float32{}
+	files := map[string][]byte{}
 	for l := range Layers {
 		act := "relu"
 		if l == Layers-1 {
@@ -85,8 +79,8 @@ func Dump(dir string, p *Params, seed uint64, batches []Batch) error {
 			Bias:       Tensor{fmt.Sprintf("layer%d.bias.f32", l+1), []int{p.Dims[l+1]}},
 			Activation: act,
 		}
-		files[lf.Weights.File] = p.W(l)
-		files[lf.Bias.File] = p.B(l)
+		files[lf.Weights.File] = floats.Bytes(p.W(l))
+		files[lf.Bias.File] = floats.Bytes(p.B(l))
 		mf.Layers = append(mf.Layers, lf)
 	}
 	for _, b := range batches {
@@ -95,24 +89,9 @@ func Dump(dir string, p *Params, seed uint64, batches []Batch) error {
 			Input:  Tensor{fmt.Sprintf("batch%d.input.f32", b.Rows), []int{p.Dims[0], b.Rows}},
 			Output: Tensor{fmt.Sprintf("batch%d.output.f32", b.Rows), []int{p.Dims[Layers], b.Rows}},
 		}
-		files[bf.Input.File] = b.Input
-		files[bf.Output.File] = b.Output
+		files[bf.Input.File] = floats.Bytes(b.Input)
+		files[bf.Output.File] = floats.Bytes(b.Output)
 		mf.Batches = append(mf.Batches, bf)
 	}
-	for name, v := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), floats.Bytes(v), 0o644); err != nil {
-			return fmt.Errorf("-dump: %w", err)
-		}
-	}
-	var j bytes.Buffer
-	enc := json.NewEncoder(&j)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(mf); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), j.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("-dump: %w", err)
-	}
-	return nil
+	return dumpdir.Write(dir, files, mf)
 }

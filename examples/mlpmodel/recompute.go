@@ -2,11 +2,12 @@ package mlpmodel
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/cudapool/cudapool/examples/dumpdir"
 )
 
 // CheckDump recomputes every batch of the -dump directory dir from its
@@ -15,13 +16,9 @@ import (
 // within the manifest's tolerance. It returns the manifest, and an error
 // naming the first file or output that does not hold.
 func CheckDump(dir string) (*Manifest, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
-	if err != nil {
-		return nil, err
-	}
 	var mf Manifest
-	if err := json.Unmarshal(raw, &mf); err != nil {
-		return nil, fmt.Errorf("manifest.json: %w", err)
+	if err := dumpdir.Read(dir, &mf); err != nil {
+		return nil, err
 	}
 	read := func(tn Tensor) ([]float64, error) {
 		b, err := os.ReadFile(filepath.Join(dir, tn.File))
