@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"slices"
 	"time"
 
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/capture"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -239,22 +239,15 @@ func (b *bench) launcher(g cublas.Gemm, tm timing) (launcher, error) {
 	if !tm.graph {
 		return launcher{run: calls, close: func() error { return nil }}, nil
 	}
-	graph, err := b.capture(calls)
+	xs, counts, err := capture.Instantiate(b.rt, []capture.Stream{{Device: 0, Stream: b.s}}, calls)
 	if err != nil {
 		return launcher{}, err
 	}
-	nodes, err := cudart.CountGraphNodes(b.rt, 0, graph)
-	if err != nil {
-		return launcher{}, errors.Join(err, b.rt.GraphDestroy(0, graph))
-	}
-	x, err := b.rt.GraphInstantiate(0, graph)
-	if err != nil {
-		return launcher{}, errors.Join(err, b.rt.GraphDestroy(0, graph))
-	}
+	x := xs[0]
 	l := launcher{
-		nodes: nodes,
+		nodes: counts[0],
 		run:   func() error { return b.rt.GraphLaunch(0, x, b.s) },
-		close: func() error { return errors.Join(b.rt.GraphExecDestroy(0, x), b.rt.GraphDestroy(0, graph)) },
+		close: func() error { return b.rt.GraphExecDestroy(0, x) },
 	}
 	if err := l.run(); err != nil {
 		return launcher{}, errors.Join(err, l.close())
@@ -263,26 +256,4 @@ func (b *bench) launcher(g cublas.Gemm, tm timing) (launcher, error) {
 		return launcher{}, errors.Join(err, l.close())
 	}
 	return l, nil
-}
-
-// capture records what calls queues on the stream as a graph, in
-// CaptureModeThreadLocal, on one OS thread as that mode needs.
-func (b *bench) capture(calls func() error) (cudart.Graph, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := b.rt.StreamBeginCapture(0, b.s, cudart.CaptureModeThreadLocal); err != nil {
-		return 0, err
-	}
-	err := calls()
-	graph, endErr := b.rt.StreamEndCapture(0, b.s)
-	if err == nil {
-		err = endErr
-	}
-	if err != nil {
-		if graph != 0 {
-			err = errors.Join(err, b.rt.GraphDestroy(0, graph))
-		}
-		return 0, err
-	}
-	return graph, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/capture"
 )
 
 // asyncBackend is stream-ordered allocation with no pool: a stream, a
@@ -32,7 +33,7 @@ type asyncClient struct {
 	st     cudart.Stream
 	h      *cublas.Handle
 	bufs   buffers
-	graphs map[int]cudart.GraphExec // by rows; nil launching call by call
+	graphs capture.ByRows // nil launching call by call
 }
 
 func newAsyncBackend(m *model, lib *cublas.Library, clients int, batches []int, graphs bool) (_ *asyncBackend, err error) {
@@ -75,14 +76,8 @@ func newAsyncBackend(m *model, lib *cublas.Library, clients int, batches []int, 
 		if !graphs {
 			continue
 		}
-		c.graphs = map[int]cudart.GraphExec{}
-		for _, rows := range batches {
-			g, counts, err := m.capture(c.st, c.h, c.bufs, rows)
-			if err != nil {
-				return nil, err
-			}
-			c.graphs[rows] = g
-			b.note(rows, counts)
+		if c.graphs, err = m.captureEach(c.st, c.h, c.bufs, batches, &b.graphNodes); err != nil {
+			return nil, err
 		}
 	}
 	return b, nil
@@ -90,7 +85,7 @@ func newAsyncBackend(m *model, lib *cublas.Library, clients int, batches []int, 
 
 func (b *asyncBackend) serve(_ context.Context, client, rows int, x exchange) (time.Duration, error) {
 	c := &b.clients[client]
-	g, err := graphFor(c.graphs, rows)
+	g, err := c.graphs.For(rows)
 	if err != nil {
 		return 0, err
 	}
@@ -102,7 +97,7 @@ func (b *asyncBackend) pooled() uint64 { return 0 }
 func (b *asyncBackend) close() error {
 	var errs []error
 	for _, c := range b.clients {
-		errs = append(errs, destroyGraphs(b.m.rt, c.graphs))
+		errs = append(errs, c.graphs.Destroy(b.m.rt, dev))
 		if c.st != 0 {
 			errs = append(errs, b.m.rt.StreamSynchronize(dev, c.st))
 		}

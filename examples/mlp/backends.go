@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/pool"
 )
 
 // backend runs one request of rows batch rows: x fills the staging buffer
@@ -47,22 +44,3 @@ func (g *graphNodes) nodes() map[int]cudart.GraphNodeCounts { return g.counts }
 // workspace is each cuBLAS handle's workspace in the pool: what cuBLAS
 // takes for itself on Hopper.
 const workspace = cublas.DefaultWorkspace
-
-// graphFor is the graph of graphs for rows, or 0 launching call by call
-// (graphs nil).
-func graphFor(graphs map[int]cudart.GraphExec, rows int) (cudart.GraphExec, error) {
-	g, ok := graphs[rows]
-	if graphs != nil && !ok {
-		return 0, fmt.Errorf("%w: no graph for %d rows", pool.ErrUnknownProfile, rows)
-	}
-	return g, nil
-}
-
-// destroyGraphs destroys every graph of graphs.
-func destroyGraphs(rt cudart.Full, graphs map[int]cudart.GraphExec) error {
-	var errs []error
-	for _, g := range graphs {
-		errs = append(errs, rt.GraphExecDestroy(dev, g))
-	}
-	return errors.Join(errs...)
-}

@@ -2,10 +2,10 @@ package main
 
 import (
 	"errors"
-	"runtime"
 
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/capture"
 	"github.com/cudapool/cudapool/examples/floats"
 	"github.com/cudapool/cudapool/examples/mlpmodel"
 )
@@ -137,34 +137,28 @@ func (m *model) run(s cudart.Stream, h gemmer, b buffers, rows int, g cudart.Gra
 }
 
 // capture records enqueue on s into an instantiated graph, counts the
-// graph's nodes and launches it once. The capture is thread-local, so other goroutines' CUDA
-// calls go on meanwhile, and must end on the thread that began it.
+// graph's nodes and launches it once.
 func (m *model) capture(s cudart.Stream, h gemmer, b buffers, rows int) (cudart.GraphExec, cudart.GraphNodeCounts, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := m.rt.StreamBeginCapture(dev, s, cudart.CaptureModeThreadLocal); err != nil {
-		return 0, nil, err
-	}
-	recErr := m.enqueue(s, h, b, rows)
-	g, err := m.rt.StreamEndCapture(dev, s)
-	if recErr != nil || err != nil {
-		if err == nil {
-			err = m.rt.GraphDestroy(dev, g)
-		}
-		return 0, nil, errors.Join(recErr, err)
-	}
-	nodes, err := cudart.CountGraphNodes(m.rt, dev, g)
+	xs, counts, err := capture.Instantiate(m.rt, []capture.Stream{{Device: dev, Stream: s}}, func() error { return m.enqueue(s, h, b, rows) })
 	if err != nil {
-		return 0, nil, errors.Join(err, m.rt.GraphDestroy(dev, g))
-	}
-	x, err := m.rt.GraphInstantiate(dev, g)
-	if err = errors.Join(err, m.rt.GraphDestroy(dev, g)); err != nil {
 		return 0, nil, err
 	}
 	// A first launch uploads the graph, and with memory nodes takes its
 	// memory: done here, it is no request's and no measurement's.
-	if err := errors.Join(m.rt.GraphLaunch(dev, x, s), m.rt.StreamSynchronize(dev, s)); err != nil {
-		return 0, nil, errors.Join(err, m.rt.GraphExecDestroy(dev, x))
+	if err := errors.Join(m.rt.GraphLaunch(dev, xs[0], s), m.rt.StreamSynchronize(dev, s)); err != nil {
+		return 0, nil, errors.Join(err, m.rt.GraphExecDestroy(dev, xs[0]))
 	}
-	return x, nodes, nil
+	return xs[0], counts[0], nil
+}
+
+// captureEach captures a graph on s with h over b for each batch size,
+// noting each one's nodes in g.
+func (m *model) captureEach(s cudart.Stream, h gemmer, b buffers, batches []int, g *graphNodes) (capture.ByRows, error) {
+	return capture.EachBatch(m.rt, dev, batches, func(rows int) (cudart.GraphExec, error) {
+		x, counts, err := m.capture(s, h, b, rows)
+		if err == nil {
+			g.note(rows, counts)
+		}
+		return x, err
+	})
 }

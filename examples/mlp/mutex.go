@@ -9,6 +9,7 @@ import (
 
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/capture"
 	"github.com/cudapool/cudapool/pinned"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -23,7 +24,7 @@ type mutexBackend struct {
 	st     cudart.Stream
 	h      *cublas.Handle
 	bufs   buffers
-	graphs map[int]cudart.GraphExec // by rows; nil launching call by call
+	graphs capture.ByRows // nil launching call by call
 	mu     sync.Mutex
 }
 
@@ -80,21 +81,15 @@ func newMutexBackend(m *model, lib *cublas.Library, batches []int, graphs bool) 
 		return nil, err
 	}
 	if graphs {
-		b.graphs = map[int]cudart.GraphExec{}
-		for _, rows := range batches {
-			g, counts, err := m.capture(b.st, b.h, b.bufs, rows)
-			if err != nil {
-				return nil, err
-			}
-			b.graphs[rows] = g
-			b.note(rows, counts)
+		if b.graphs, err = m.captureEach(b.st, b.h, b.bufs, batches, &b.graphNodes); err != nil {
+			return nil, err
 		}
 	}
 	return b, nil
 }
 
 func (b *mutexBackend) serve(_ context.Context, _, rows int, x exchange) (time.Duration, error) {
-	g, err := graphFor(b.graphs, rows)
+	g, err := b.graphs.For(rows)
 	if err != nil {
 		return 0, err
 	}
@@ -110,7 +105,7 @@ func (b *mutexBackend) pooled() uint64 { return b.p.Stats().Device.Mapped }
 // close gives back what newMutexBackend made, the handle before the pool
 // that holds its workspace.
 func (b *mutexBackend) close() error {
-	errs := []error{destroyGraphs(b.m.rt, b.graphs), b.h.Close()}
+	errs := []error{b.graphs.Destroy(b.m.rt, dev), b.h.Close()}
 	b.graphs = nil
 	if b.p != nil {
 		errs = append(errs, b.p.Close())

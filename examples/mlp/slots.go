@@ -8,6 +8,7 @@ import (
 
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/capture"
 	"github.com/cudapool/cudapool/pinned"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -32,7 +33,7 @@ type slotsBackend struct {
 	params pool.Ref
 	byRows map[int]int // batch rows to index in prof
 	prof   []slotRefs
-	graphs [][]cudart.GraphExec // [slot][profile]; nil launching call by call
+	graphs capture.PerSlot // nil launching call by call
 }
 
 func newSlotsBackend(m *model, lib *cublas.Library, n int, batches []int, graphs bool) (_ *slotsBackend, err error) {
@@ -87,52 +88,35 @@ func newSlotsBackend(m *model, lib *cublas.Library, n int, batches []int, graphs
 		return nil, err
 	}
 	if graphs {
-		return b, b.captureAll(n)
+		return b, b.captureAll()
 	}
 	return b, nil
 }
 
-// captureAll captures every profile's graph on every slot: holding all n
-// slots at once makes Acquire hand out each of them. A graph with a memory
-// node is an error: the slot's handle works in the slot's workspace.
-func (b *slotsBackend) captureAll(n int) error {
-	b.graphs = make([][]cudart.GraphExec, n)
-	for i := range b.graphs {
-		b.graphs[i] = make([]cudart.GraphExec, len(b.prof))
+// captureAll captures every profile's graph on every slot. A graph with a
+// memory node is an error: the slot's handle works in the slot's workspace.
+func (b *slotsBackend) captureAll() (err error) {
+	names := make([]string, len(b.prof))
+	for i, r := range b.prof {
+		names[i] = r.name
 	}
-	for pi, r := range b.prof {
-		held := make([]pool.Slot, 0, n)
-		var err error
-		for range n {
-			var sl pool.Slot
-			if sl, err = b.s.Acquire(context.Background(), r.name); err != nil {
-				break
-			}
-			held = append(held, sl)
-			var bufs buffers
-			var st cudart.Stream
-			var h cublas.Lent
-			if bufs, st, h, err = b.buffers(sl, r); err != nil {
-				break
-			}
-			var counts cudart.GraphNodeCounts
-			if b.graphs[sl.Index()][pi], counts, err = b.m.capture(st, h, bufs, r.rows); err != nil {
-				break
-			}
-			b.note(r.rows, counts)
-			if counts.Memory() != 0 {
-				err = fmt.Errorf("the graph of slot %d, %s, has %d memory nodes (%v), want 0", sl.Index(), r.name, counts.Memory(), counts)
-				break
-			}
-		}
-		for _, sl := range held {
-			err = errors.Join(err, b.s.Release(sl))
-		}
+	b.graphs, err = capture.EachSlot(b.m.rt, dev, b.s, names, func(sl pool.Slot, pi int) (cudart.GraphExec, error) {
+		r := b.prof[pi]
+		bufs, st, h, err := b.buffers(sl, r)
 		if err != nil {
-			return err
+			return 0, err
 		}
-	}
-	return nil
+		x, counts, err := b.m.capture(st, h, bufs, r.rows)
+		if err != nil {
+			return 0, err
+		}
+		b.note(r.rows, counts)
+		if counts.Memory() != 0 {
+			err = fmt.Errorf("the graph of slot %d, %s, has %d memory nodes (%v), want 0", sl.Index(), r.name, counts.Memory(), counts)
+		}
+		return x, err
+	})
+	return err
 }
 
 // buffers are where a request runs in sl.
@@ -175,24 +159,13 @@ func (b *slotsBackend) serve(ctx context.Context, _, rows int, x exchange) (wait
 	if err != nil {
 		return waited, err
 	}
-	var g cudart.GraphExec
-	if b.graphs != nil {
-		g = b.graphs[sl.Index()][pi]
-	}
-	return waited, b.m.run(st, h, bufs, rows, g, x)
+	return waited, b.m.run(st, h, bufs, rows, b.graphs.Of(sl, pi), x)
 }
 
 func (b *slotsBackend) pooled() uint64 { return b.s.Stats().Pool.Device.Mapped }
 
 func (b *slotsBackend) close() error {
-	var errs []error
-	for _, row := range b.graphs {
-		for _, g := range row {
-			if g != 0 {
-				errs = append(errs, b.m.rt.GraphExecDestroy(dev, g))
-			}
-		}
-	}
+	err := b.graphs.Destroy(b.m.rt, dev)
 	b.graphs = nil
-	return errors.Join(append(errs, b.s.Close())...)
+	return errors.Join(err, b.s.Close())
 }

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/examples/capture"
 	"github.com/cudapool/cudapool/examples/floats"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -199,60 +199,18 @@ func (m *model) run(s cudart.Stream, b buffers, rows int, g cudart.GraphExec, x 
 	return x.read(b.out)
 }
 
-// captureEach captures a graph on s over b for each batch size.
-func (m *model) captureEach(s cudart.Stream, b buffers, batches []int) (map[int]cudart.GraphExec, error) {
-	graphs := map[int]cudart.GraphExec{}
-	for _, rows := range batches {
-		if graphs[rows] != 0 {
-			continue
-		}
-		g, err := m.capture(s, b, rows)
-		if err != nil {
-			return nil, errors.Join(err, m.destroyGraphs(graphs))
-		}
-		graphs[rows] = g
-	}
-	return graphs, nil
-}
-
-// graphFor is the graph of graphs for rows, or 0 launching kernel by
-// kernel (graphs nil).
-func graphFor(graphs map[int]cudart.GraphExec, rows int) (cudart.GraphExec, error) {
-	g, ok := graphs[rows]
-	if graphs != nil && !ok {
-		return 0, fmt.Errorf("%w: no graph for %d rows", pool.ErrUnknownProfile, rows)
-	}
-	return g, nil
-}
-
-// destroyGraphs destroys every graph of graphs.
-func (m *model) destroyGraphs(graphs map[int]cudart.GraphExec) error {
-	var errs []error
-	for _, g := range graphs {
-		errs = append(errs, m.rt.GraphExecDestroy(dev, g))
-	}
-	return errors.Join(errs...)
-}
-
-// capture records enqueue on s into an instantiated graph. The capture is
-// thread-local, so other goroutines' CUDA calls go on meanwhile, and must
-// end on the thread that began it.
+// capture records enqueue on s into an instantiated graph.
 func (m *model) capture(s cudart.Stream, b buffers, rows int) (cudart.GraphExec, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := m.rt.StreamBeginCapture(dev, s, cudart.CaptureModeThreadLocal); err != nil {
+	xs, _, err := capture.Instantiate(m.rt, []capture.Stream{{Device: dev, Stream: s}}, func() error { return m.enqueue(s, b, rows) })
+	if err != nil {
 		return 0, err
 	}
-	recErr := m.enqueue(s, b, rows)
-	g, err := m.rt.StreamEndCapture(dev, s)
-	if recErr != nil || err != nil {
-		if err == nil {
-			err = m.rt.GraphDestroy(dev, g)
-		}
-		return 0, errors.Join(recErr, err)
-	}
-	x, err := m.rt.GraphInstantiate(dev, g)
-	return x, errors.Join(err, m.rt.GraphDestroy(dev, g))
+	return xs[0], nil
+}
+
+// captureEach captures a graph on s over b for each batch size.
+func (m *model) captureEach(s cudart.Stream, b buffers, batches []int) (capture.ByRows, error) {
+	return capture.EachBatch(m.rt, dev, batches, func(rows int) (cudart.GraphExec, error) { return m.capture(s, b, rows) })
 }
 
 // layer is the kernel on the CPU: the reference, and the fake's

@@ -11,6 +11,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/capture"
 	"github.com/cudapool/cudapool/pinned"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -22,7 +23,7 @@ type mutexBackend struct {
 	p      *pool.Pool
 	st     cudart.Stream
 	bufs   buffers
-	graphs map[int]cudart.GraphExec // by rows; nil launching kernel by kernel
+	graphs capture.ByRows // nil launching kernel by kernel
 	mu     sync.Mutex
 }
 
@@ -78,7 +79,7 @@ func newMutexBackend(m *model, batches []int, graphs bool) (_ *mutexBackend, err
 }
 
 func (b *mutexBackend) serve(_ context.Context, _, rows int, x exchange) (time.Duration, error) {
-	g, err := graphFor(b.graphs, rows)
+	g, err := b.graphs.For(rows)
 	if err != nil {
 		return 0, err
 	}
@@ -95,7 +96,7 @@ func (b *mutexBackend) memory() string {
 }
 
 func (b *mutexBackend) close() error {
-	errs := []error{b.m.destroyGraphs(b.graphs)}
+	errs := []error{b.graphs.Destroy(b.m.rt, dev)}
 	b.graphs = nil
 	if b.p != nil {
 		errs = append(errs, b.p.Close())

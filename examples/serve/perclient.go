@@ -10,6 +10,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/capture"
 )
 
 // perClientBackend is the upper bound the slots approach: each client has
@@ -26,7 +27,7 @@ type perClientBackend struct {
 type clientState struct {
 	st     cudart.Stream
 	bufs   buffers
-	graphs map[int]cudart.GraphExec // by rows; nil launching kernel by kernel
+	graphs capture.ByRows // nil launching kernel by kernel
 }
 
 func newPerClientBackend(m *model, clients int, batches []int, graphs bool) (*perClientBackend, error) {
@@ -79,7 +80,7 @@ func newClients(m *model, clients int, batches []int, async, graphs bool) (_ *pe
 
 func (b *perClientBackend) serve(_ context.Context, client, rows int, x exchange) (time.Duration, error) {
 	c := &b.clients[client]
-	g, err := graphFor(c.graphs, rows)
+	g, err := c.graphs.For(rows)
 	if err != nil {
 		return 0, err
 	}
@@ -95,7 +96,7 @@ func (b *perClientBackend) memory() string {
 func (b *perClientBackend) close() error {
 	var errs []error
 	for _, c := range b.clients {
-		errs = append(errs, b.m.destroyGraphs(c.graphs))
+		errs = append(errs, c.graphs.Destroy(b.m.rt, dev))
 		if c.st != 0 {
 			errs = append(errs, b.m.rt.StreamSynchronize(dev, c.st), b.m.rt.StreamDestroy(dev, c.st))
 		}

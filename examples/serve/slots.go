@@ -9,6 +9,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/capture"
 	"github.com/cudapool/cudapool/pinned"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -31,7 +32,7 @@ type slotsBackend struct {
 	weights pool.Ref
 	byRows  map[int]int // batch rows to index in prof, so that a request formats no name
 	prof    []slotRefs
-	graphs  [][]cudart.GraphExec // [slot][profile]; nil launching kernel by kernel
+	graphs  capture.PerSlot // nil launching kernel by kernel
 }
 
 func newSlotsBackend(m *model, n int, batches []int, graphs bool) (_ *slotsBackend, err error) {
@@ -97,44 +98,25 @@ func newSlotsBackend(m *model, n int, batches []int, graphs bool) (_ *slotsBacke
 		return nil, err
 	}
 	if graphs {
-		return b, b.captureAll(n)
+		return b, b.captureAll()
 	}
 	return b, nil
 }
 
-// captureAll captures every profile's graph on every slot: holding all n
-// slots at once makes Acquire hand out each of them.
-func (b *slotsBackend) captureAll(n int) error {
-	b.graphs = make([][]cudart.GraphExec, n)
-	for i := range b.graphs {
-		b.graphs[i] = make([]cudart.GraphExec, len(b.prof))
+// captureAll captures every profile's graph on every slot.
+func (b *slotsBackend) captureAll() (err error) {
+	names := make([]string, len(b.prof))
+	for i, r := range b.prof {
+		names[i] = r.name
 	}
-	for pi, r := range b.prof {
-		held := make([]pool.Slot, 0, n)
-		var err error
-		for range n {
-			var sl pool.Slot
-			if sl, err = b.s.Acquire(context.Background(), r.name); err != nil {
-				break
-			}
-			held = append(held, sl)
-			var bufs buffers
-			var st cudart.Stream
-			if bufs, st, err = b.buffers(sl, r); err != nil {
-				break
-			}
-			if b.graphs[sl.Index()][pi], err = b.m.capture(st, bufs, r.rows); err != nil {
-				break
-			}
-		}
-		for _, sl := range held {
-			err = errors.Join(err, b.s.Release(sl))
-		}
+	b.graphs, err = capture.EachSlot(b.m.rt, dev, b.s, names, func(sl pool.Slot, pi int) (cudart.GraphExec, error) {
+		bufs, st, err := b.buffers(sl, b.prof[pi])
 		if err != nil {
-			return err
+			return 0, err
 		}
-	}
-	return nil
+		return b.m.capture(st, bufs, b.prof[pi].rows)
+	})
+	return err
 }
 
 // buffers are where a request runs in sl.
@@ -177,11 +159,7 @@ func (b *slotsBackend) serve(ctx context.Context, _, rows int, x exchange) (wait
 	if err != nil {
 		return waited, err
 	}
-	var g cudart.GraphExec
-	if b.graphs != nil {
-		g = b.graphs[sl.Index()][pi]
-	}
-	return waited, b.m.run(st, bufs, rows, g, x)
+	return waited, b.m.run(st, bufs, rows, b.graphs.Of(sl, pi), x)
 }
 
 func (b *slotsBackend) memory() string {
@@ -192,14 +170,7 @@ func (b *slotsBackend) memory() string {
 }
 
 func (b *slotsBackend) close() error {
-	var errs []error
-	for _, row := range b.graphs {
-		for _, g := range row {
-			if g != 0 {
-				errs = append(errs, b.m.rt.GraphExecDestroy(dev, g))
-			}
-		}
-	}
+	err := b.graphs.Destroy(b.m.rt, dev)
 	b.graphs = nil
-	return errors.Join(append(errs, b.s.Close())...)
+	return errors.Join(err, b.s.Close())
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/capture"
 	"github.com/cudapool/cudapool/nccl"
 	"github.com/cudapool/cudapool/pinned"
 	"github.com/cudapool/cudapool/pool"
@@ -49,8 +50,8 @@ type backend struct {
 	timeout time.Duration            // bound of a request's wait for its devices
 	poll    bool                     // wait by polling (CUDA), or synchronise (the fake)
 
-	// replicas: graphs by device and slot index (launchGraph), or none.
-	graphs map[[2]int]cudart.GraphExec
+	// replicas: graphs by device, then slot (launchGraph), or none.
+	graphs map[int]capture.PerSlot
 
 	// tensor parallel: the slots, all held for the backend's life, in
 	// groups of one a device (group k: slot k of every device), a group's
@@ -118,7 +119,7 @@ func newBackend(name string, shards map[int]*shard, devices []int, n, rows int, 
 		}
 	}
 	if comms == nil {
-		return b, b.captureReplicas(devices, n)
+		return b, b.captureReplicas(devices)
 	}
 	return b, b.holdGroups(devices, n, comms)
 }
@@ -153,40 +154,30 @@ func (b *backend) bufsOf(sl pool.Slot) (*bufs, error) {
 }
 
 // captureReplicas captures a request's graph on every slot of every
-// device: holding all n slots of a device makes its Slots hand out each.
-func (b *backend) captureReplicas(devices []int, n int) error {
+// device.
+func (b *backend) captureReplicas(devices []int) error {
 	if b.launch != launchGraph {
 		return nil
 	}
-	b.graphs = map[[2]int]cudart.GraphExec{}
+	b.graphs = map[int]capture.PerSlot{}
 	for _, d := range devices {
-		var held []pool.Slot
-		var err error
-		for range n {
-			var sl pool.Slot
-			if sl, err = b.ms.On(d).Acquire(context.Background(), b.profile); err != nil {
-				break
-			}
-			held = append(held, sl)
-			var bf *bufs
-			if bf, err = b.bufsOf(sl); err != nil {
-				break
+		g, err := capture.EachSlot(b.shards[d].rt, d, b.ms.On(d), []string{b.profile}, func(sl pool.Slot, _ int) (cudart.GraphExec, error) {
+			bf, err := b.bufsOf(sl)
+			if err != nil {
+				return 0, err
 			}
 			ms := []member{{b.shards[d], bf}}
-			var xs []cudart.GraphExec
-			var counts []cudart.GraphNodeCounts
-			if xs, counts, err = capture(ms, func() error { return enqueue(b.lib, ms) }, b.finish); err != nil {
-				break
+			xs, counts, err := captureMembers(ms, func() error { return enqueue(b.lib, ms) }, b.finish)
+			if err != nil {
+				return 0, err
 			}
-			b.graphs[[2]int{d, sl.Index()}] = xs[0]
 			b.nodes = append(b.nodes, counts...)
-		}
-		for _, sl := range held {
-			err = errors.Join(err, b.ms.Release(sl))
-		}
+			return xs[0], nil
+		})
 		if err != nil {
 			return err
 		}
+		b.graphs[d] = g
 	}
 	return nil
 }
@@ -234,7 +225,7 @@ func (b *backend) holdGroups(devices []int, n int, comms [][]*nccl.Comm) error {
 			}
 		}
 		for _, part := range parts {
-			xs, counts, err := capture(ms, part, b.finish)
+			xs, counts, err := captureMembers(ms, part, b.finish)
 			if err != nil {
 				return err
 			}
@@ -276,7 +267,7 @@ func (b *backend) serve(ctx context.Context, client int, x exchange) (waited tim
 	if err := x.Fill(bf.in); err != nil {
 		return waited, err
 	}
-	if g, ok := b.graphs[[2]int{sl.Device(), sl.Index()}]; ok {
+	if g := b.graphs[sl.Device()].Of(sl, 0); g != 0 {
 		err = launch(ms, []cudart.GraphExec{g})
 	} else {
 		err = enqueue(b.lib, ms)
@@ -399,8 +390,8 @@ func (b *backend) close() error {
 		b.watch = nil
 	}
 	var errs []error
-	for key, g := range b.graphs {
-		errs = append(errs, b.shards[key[0]].rt.GraphExecDestroy(key[0], g))
+	for d, g := range b.graphs {
+		errs = append(errs, g.Destroy(b.shards[d].rt, d))
 	}
 	for k, parts := range b.groupExecs {
 		for _, xs := range parts {

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"time"
 
 	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/capture"
 	"github.com/cudapool/cudapool/nccl"
 )
 
@@ -144,7 +144,11 @@ func benchAllReduce(rt *choose.Runtime, c config, stdout, stderr io.Writer) (err
 		if err != nil {
 			return err
 		}
-		execs, err := captureCalls(rt, ranks, func() error {
+		on := make([]capture.Stream, len(ranks))
+		for i, r := range ranks {
+			on[i] = capture.Stream{Device: r.dev, Stream: r.st}
+		}
+		execs, _, err := capture.Instantiate(rt, on, func() error {
 			for range perGraph {
 				if err := group(size); err != nil {
 					return err
@@ -173,52 +177,6 @@ func benchAllReduce(rt *choose.Runtime, c config, stdout, stderr io.Writer) (err
 		fmt.Fprintf(stdout, "%8d  %8.2f  %8.2f  %11.2f\n", size, us(eager), us(graph), graph.Seconds()/eager.Seconds())
 	}
 	return nil
-}
-
-// captureCalls captures record into a graph a rank, on one locked thread,
-// and instantiates the graphs once every capture has ended: while one of
-// the thread's captures is under way (thread-local mode), CUDA refuses
-// cudaGraphInstantiate (cudaErrorStreamCaptureUnsupported) and invalidates
-// that capture, as 2×H200 showed when device 0's graph was instantiated
-// before device 1's capture ended.
-func captureCalls(rt *choose.Runtime, ranks []benchRank, record func() error) (_ []cudart.GraphExec, err error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	began := 0
-	for _, r := range ranks {
-		if err = rt.StreamBeginCapture(r.dev, r.st, cudart.CaptureModeThreadLocal); err != nil {
-			break
-		}
-		began++
-	}
-	if err == nil {
-		err = record()
-	}
-	graphs := make([]cudart.Graph, began)
-	for i, r := range ranks[:began] {
-		g, e := rt.StreamEndCapture(r.dev, r.st)
-		graphs[i], err = g, errors.Join(err, e)
-	}
-	var execs []cudart.GraphExec
-	for i, r := range ranks[:began] {
-		if err == nil {
-			var x cudart.GraphExec
-			x, err = rt.GraphInstantiate(r.dev, graphs[i])
-			execs = append(execs, x)
-		}
-		if graphs[i] != 0 {
-			err = errors.Join(err, rt.GraphDestroy(r.dev, graphs[i]))
-		}
-	}
-	if err != nil {
-		for i, x := range execs {
-			if x != 0 {
-				err = errors.Join(err, rt.GraphExecDestroy(ranks[i].dev, x))
-			}
-		}
-		return nil, err
-	}
-	return execs, nil
 }
 
 // us is d in microseconds.

@@ -3,10 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"runtime"
 
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/capture"
 	"github.com/cudapool/cudapool/examples/floats"
 	"github.com/cudapool/cudapool/examples/mlpmodel"
 	"github.com/cudapool/cudapool/nccl"
@@ -196,65 +196,26 @@ func eachMember(ms []member, f func(member) error) error {
 	return nil
 }
 
-// capture records what record queues on every member's stream into a graph
-// a member, begun and ended on one locked OS thread (thread-local mode),
-// every capture ended before any graph is instantiated (see the Caveats of
-// package nccl), counts each graph's nodes, and launches them once
-// together (the upload, and a collective's first run, are then no
-// request's), waiting for them with wait (a bounded one where a peer
-// may be gone).
-func capture(ms []member, record func() error, wait func([]member) error) (_ []cudart.GraphExec, counts []cudart.GraphNodeCounts, err error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	began := 0
-	for _, m := range ms {
-		if err = m.s.rt.StreamBeginCapture(m.s.dev, m.b.stream, cudart.CaptureModeThreadLocal); err != nil {
-			break
-		}
-		began++
+// captureMembers records what record queues on every member's stream into
+// a graph a member (package capture: every capture ended before any graph
+// is instantiated, as the Caveats of package nccl ask), counts each graph's
+// nodes, and launches them once together (the upload, and a collective's
+// first run, are then no request's), waiting for them with wait (a bounded
+// one where a peer may be gone).
+func captureMembers(ms []member, record func() error, wait func([]member) error) ([]cudart.GraphExec, []cudart.GraphNodeCounts, error) {
+	rt, on := ms[0].s.rt, make([]capture.Stream, len(ms))
+	for i, m := range ms {
+		on[i] = capture.Stream{Device: m.s.dev, Stream: m.b.stream}
 	}
-	if err == nil {
-		err = record()
-	}
-	graphs := make([]cudart.Graph, began)
-	for i, m := range ms[:began] {
-		g, e := m.s.rt.StreamEndCapture(m.s.dev, m.b.stream)
-		graphs[i], err = g, errors.Join(err, e)
-	}
-	execs := make([]cudart.GraphExec, 0, len(ms))
-	defer func() {
-		for i, g := range graphs {
-			if g != 0 {
-				err = errors.Join(err, ms[i].s.rt.GraphDestroy(ms[i].s.dev, g))
-			}
-		}
-		if err != nil {
-			for i, x := range execs {
-				err = errors.Join(err, ms[i].s.rt.GraphExecDestroy(ms[i].s.dev, x))
-			}
-			execs = nil
-		}
-	}()
+	execs, counts, err := capture.Instantiate(rt, on, record)
 	if err != nil {
 		return nil, nil, err
 	}
-	for i, m := range ms {
-		c, err := cudart.CountGraphNodes(m.s.rt, m.s.dev, graphs[i])
-		if err != nil {
-			return nil, nil, err
-		}
-		counts = append(counts, c)
-		x, err := m.s.rt.GraphInstantiate(m.s.dev, graphs[i])
-		if err != nil {
-			return nil, nil, err
-		}
-		execs = append(execs, x)
+	if err = launch(ms, execs); err == nil {
+		err = wait(ms)
 	}
-	if err := launch(ms, execs); err != nil {
-		return nil, nil, err
-	}
-	if err := wait(ms); err != nil {
-		return nil, nil, err
+	if err != nil {
+		return nil, nil, errors.Join(err, capture.Destroy(rt, on, execs))
 	}
 	return execs, counts, nil
 }
