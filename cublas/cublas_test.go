@@ -41,6 +41,17 @@ func setup(t *testing.T, opts ...cudarttest.Option) (cudart.Full, *pool.Pool, *c
 	return rt, p, h, ws, mats
 }
 
+// newHandle opens cuBLAS on rt and makes a handle on device 0's legacy
+// stream; the caller closes it.
+func newHandle(t *testing.T, rt cudart.Runtime) *cublas.Handle {
+	t.Helper()
+	blas, err := cublas.Open(rt)
+	require.NoError(t, err)
+	h, err := blas.NewHandle(0, 0)
+	require.NoError(t, err)
+	return h
+}
+
 func f32(p cudart.DevicePtr, ld int) cublas.Matrix {
 	return cublas.Matrix{Ptr: p, Type: cublas.Float32, LD: ld}
 }
@@ -80,10 +91,7 @@ func TestWorkspaceOnAnotherDevice(t *testing.T) {
 	ws, err := p.WantDevice(32 << 20)
 	require.NoError(t, err)
 	require.NoError(t, p.Commit())
-	blas, err := cublas.Open(rt)
-	require.NoError(t, err)
-	h, err := blas.NewHandle(0, 0)
-	require.NoError(t, err)
+	h := newHandle(t, rt)
 	t.Cleanup(func() { assert.NoError(t, h.Close()) })
 	err = h.SetWorkspace(ws)
 	require.ErrorIs(t, err, cublas.ErrInvalidWorkspace)
@@ -135,11 +143,8 @@ func TestClosedAndNilHandles(t *testing.T) {
 // A fake that leaks a handle says so.
 func TestALeakedHandleIsALeak(t *testing.T) {
 	rt := cudarttest.NewFake()
-	blas, err := cublas.Open(rt)
-	require.NoError(t, err)
-	h, err := blas.NewHandle(0, 0)
-	require.NoError(t, err)
-	err = rt.CheckLeaks()
+	h := newHandle(t, rt)
+	err := rt.CheckLeaks()
 	require.ErrorIs(t, err, cudarttest.ErrLeaked)
 	assert.Contains(t, err.Error(), "cuBLAS handle")
 	require.NoError(t, h.Close())

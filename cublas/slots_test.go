@@ -234,10 +234,7 @@ func TestASlotsBufferAsAWorkspace(t *testing.T) {
 	s, err := pool.NewSlots(rt, 1, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, s.Close()) })
-	lib, err := cublas.Open(rt)
-	require.NoError(t, err)
-	h, err := lib.NewHandle(0, 0)
-	require.NoError(t, err)
+	h := newHandle(t, rt)
 	t.Cleanup(func() { assert.NoError(t, h.Close()) })
 
 	sl, err := s.Acquire(context.Background(), "request")
