@@ -11,6 +11,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/internal/check/record"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -65,18 +66,6 @@ func TestStrictByDefault(t *testing.T) {
 	}
 }
 
-// tb is a cudarttest.TB that keeps what a fake's cleanup reports.
-type tb struct {
-	cleanups []func()
-	errors   []string
-}
-
-func (r *tb) Helper()                   {}
-func (r *tb) Cleanup(fn func())         { r.cleanups = append(r.cleanups, fn) }
-func (r *tb) Errorf(f string, a ...any) { r.errors = append(r.errors, fmt.Sprintf(f, a...)) }
-func (r *tb) Fatalf(f string, a ...any) { r.Errorf(f, a...) }
-func (r *tb) Logf(string, ...any)       {}
-
 // A pool that is never closed is reported by its arena's name and by the
 // line of the test that made it, whether or not memcheck is on.
 func TestLeakReportNamesTheArenaAndWhereItWasMade(t *testing.T) {
@@ -89,18 +78,17 @@ func TestLeakReportNamesTheArenaAndWhereItWasMade(t *testing.T) {
 		{"without memcheck", []cudarttest.Option{cudarttest.WithoutMemcheck()}, `device memory 0x200000000000 (1.0 MiB) from cudaMalloc (call #%[2]d), made by pool.New called at strict_test.go:%[1]d in github.com/cudapool/cudapool_test.TestLeakReportNamesTheArenaAndWhereItWasMade.func1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := &tb{}
+			rec := &record.TB{}
 			f := cudarttest.NewFakeT(rec, tc.opts...)
 			_, _, line, _ := runtime.Caller(0)
 			_, err := pool.New(f, pool.WithDeviceBytes(1<<20), pool.WithHostBytes(0))
 			require.NoError(t, err)
 			calls := len(f.Calls())
-			for i := len(rec.cleanups) - 1; i >= 0; i-- {
-				rec.cleanups[i]()
-			}
-			require.Len(t, rec.errors, 1)
-			assert.Contains(t, rec.errors[0], fmt.Sprintf(tc.want, line+1, calls))
-			assert.Equal(t, 1, strings.Count(rec.errors[0], "made by"), "one origin a leak")
+			rec.RunCleanups()
+			require.Empty(t, rec.Fatals)
+			require.Len(t, rec.Errors, 1)
+			assert.Contains(t, rec.Errors[0], fmt.Sprintf(tc.want, line+1, calls))
+			assert.Equal(t, 1, strings.Count(rec.Errors[0], "made by"), "one origin a leak")
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/internal/check/record"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -148,34 +149,22 @@ func TestFailCallNamesCUBLASCalls(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// recorder is a testing.TB that keeps what NewFakeT reports at cleanup.
-type recorder struct {
-	testing.TB
-	cleanups []func()
-	errors   []string
-}
-
-func (r *recorder) Helper()                   {}
-func (r *recorder) Cleanup(fn func())         { r.cleanups = append(r.cleanups, fn) }
-func (r *recorder) Errorf(f string, a ...any) { r.errors = append(r.errors, fmt.Sprintf(f, a...)) }
-
 // A leaked handle is reported with the line that made it, as a leaked
 // stream is.
 func TestALeakedHandleNamesItsLine(t *testing.T) {
-	rec := &recorder{TB: t}
+	rec := &record.TB{}
 	rt := cudarttest.NewFakeT(rec)
 	blas, err := cublas.Open(rt)
 	require.NoError(t, err)
 	_, file, line, _ := runtime.Caller(0)
 	h, err := blas.NewHandle(0, 0)
 	require.NoError(t, err)
-	for i := len(rec.cleanups) - 1; i >= 0; i-- {
-		rec.cleanups[i]()
-	}
-	require.Len(t, rec.errors, 1)
-	assert.Contains(t, rec.errors[0], "cuBLAS handle")
-	assert.Contains(t, rec.errors[0], fmt.Sprintf("made by cublas.(*Library).NewHandle called at %s:%d in cublas_test.TestALeakedHandleNamesItsLine", filepath.Base(file), line+1))
-	t.Log(rec.errors[0])
+	rec.RunCleanups()
+	require.Empty(t, rec.Fatals)
+	require.Len(t, rec.Errors, 1)
+	assert.Contains(t, rec.Errors[0], "cuBLAS handle")
+	assert.Contains(t, rec.Errors[0], fmt.Sprintf("made by cublas.(*Library).NewHandle called at %s:%d in cublas_test.TestALeakedHandleNamesItsLine", filepath.Base(file), line+1))
+	t.Log(rec.Errors[0])
 	require.NoError(t, h.Close())
 	require.NoError(t, rt.CheckLeaks())
 }

@@ -8,42 +8,28 @@ import (
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/internal/check/assert"
+	"github.com/cudapool/cudapool/internal/check/record"
 	"github.com/cudapool/cudapool/internal/check/require"
 )
 
-// recorder is a testing.TB that keeps what NewFakeT does with it.
-type recorder struct {
-	testing.TB
-	cleanups []func()
-	errors   []string
-}
-
-func (r *recorder) Helper()                   {}
-func (r *recorder) Cleanup(fn func())         { r.cleanups = append(r.cleanups, fn) }
-func (r *recorder) Errorf(f string, a ...any) { r.errors = append(r.errors, fmt.Sprintf(f, a...)) }
-
-func (r *recorder) runCleanups() {
-	for i := len(r.cleanups) - 1; i >= 0; i-- {
-		r.cleanups[i]()
-	}
-}
-
 func TestNewFakeTFailsTheTestOnLeaks(t *testing.T) {
-	rec := &recorder{TB: t}
+	rec := &record.TB{}
 	f := cudarttest.NewFakeT(rec)
 	p, err := f.Malloc(0, 1536)
 	require.NoError(t, err)
-	rec.runCleanups()
-	require.Len(t, rec.errors, 1)
-	assert.Contains(t, rec.errors[0], "device memory "+p.String()+" (1.5 KiB) from cudaMalloc (call #1)")
+	rec.RunCleanups()
+	assert.Empty(t, rec.Fatals)
+	require.Len(t, rec.Errors, 1)
+	assert.Contains(t, rec.Errors[0], "device memory "+p.String()+" (1.5 KiB) from cudaMalloc (call #1)")
 
-	rec = &recorder{TB: t}
+	rec = &record.TB{}
 	f = cudarttest.NewFakeT(rec)
 	p, err = f.Malloc(0, 1536)
 	require.NoError(t, err)
 	require.NoError(t, f.Free(0, p))
-	rec.runCleanups()
-	assert.Empty(t, rec.errors, "nothing leaked, nothing reported")
+	rec.RunCleanups()
+	assert.Empty(t, rec.Errors, "nothing leaked, nothing reported")
+	assert.Empty(t, rec.Fatals)
 }
 
 func TestCheckLeaksListsEveryKindInCallOrder(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/internal/check/assert"
+	"github.com/cudapool/cudapool/internal/check/record"
 	"github.com/cudapool/cudapool/internal/check/require"
 )
 
@@ -202,7 +203,7 @@ func TestLibraryFaultInjection(t *testing.T) {
 // handle never freed is a leak reported with its line, and the library's
 // upkeep is not.
 func TestLibraryResources(t *testing.T) {
-	rec := &recorder{TB: t}
+	rec := &record.TB{}
 	f := cudarttest.NewFakeT(rec, cudarttest.WithDeviceMemory(1<<30))
 	y := attachToy(f)
 	free := func() uint64 {
@@ -236,8 +237,9 @@ func TestLibraryResources(t *testing.T) {
 	assert.False(t, y.lib.Live(up), "the reset destroyed the upkeep")
 	assert.False(t, y.lib.Free(up))
 	assert.Equal(t, before, free())
-	rec.runCleanups()
-	assert.Empty(t, rec.errors)
+	rec.RunCleanups()
+	assert.Empty(t, rec.Errors)
+	assert.Empty(t, rec.Fatals)
 }
 
 // A capture records a library's work as a kernel node, with an allocation
