@@ -34,20 +34,21 @@ func (l memLocation) word() uintptr {
 }
 
 // allocProp is CUmemAllocationProp (CUDA 10.2 to 13).
-// The binding sets the type and location; the blank fields, zero, are
-// requestedHandleTypes (int), win32HandleMetaData (void *) and allocFlags
+// The binding sets the type, the handle types and the location; the blank
+// fields, zero, are win32HandleMetaData (void *) and allocFlags
 // (compressionType, gpuDirectRDMACapable, usage, reserved[4]).
 type allocProp struct {
-	typ      int32 // CUmemAllocationType
-	_        int32
+	typ      int32  // CUmemAllocationType
+	handles  uint32 // requestedHandleTypes, a CUmemAllocationHandleType
 	location memLocation
 	_        uintptr
 	_        [8]uint8
 }
 
-// pinnedOn is the allocation property of pinned device memory on dev.
-func pinnedOn(dev int) *allocProp {
-	return &allocProp{typ: allocationPinned, location: memLocation{typ: locationDevice, id: int32(cint(dev))}}
+// pinnedOn is the allocation property of pinned device memory on dev whose
+// handle exports as each of types.
+func pinnedOn(dev int, types HandleType) *allocProp {
+	return &allocProp{typ: allocationPinned, handles: uint32(types), location: memLocation{typ: locationDevice, id: int32(cint(dev))}}
 }
 
 // accessDesc is CUmemAccessDesc.

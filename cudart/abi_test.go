@@ -16,6 +16,7 @@ func TestStructLayouts(t *testing.T) {
 
 	var p allocProp
 	assert.Equal(t, uintptr(32), unsafe.Sizeof(p), "CUmemAllocationProp")
+	assert.Equal(t, uintptr(4), unsafe.Offsetof(p.handles), "requestedHandleTypes")
 	assert.Equal(t, uintptr(8), unsafe.Offsetof(p.location))
 
 	var d accessDesc
@@ -25,12 +26,15 @@ func TestStructLayouts(t *testing.T) {
 }
 
 func TestAllocPropIsPinnedOnDevice(t *testing.T) {
-	b := structMem(pinnedOn(3)).Host()
-	want := make([]byte, 32)
-	binary.LittleEndian.PutUint32(want[0:], allocationPinned)
-	binary.LittleEndian.PutUint32(want[8:], locationDevice)
-	binary.LittleEndian.PutUint32(want[12:], 3)
-	assert.Equal(t, want, b)
+	for _, types := range []HandleType{0, HandleTypePOSIXFileDescriptor} {
+		b := structMem(pinnedOn(3, types)).Host()
+		want := make([]byte, 32)
+		binary.LittleEndian.PutUint32(want[0:], allocationPinned)
+		binary.LittleEndian.PutUint32(want[4:], uint32(types))
+		binary.LittleEndian.PutUint32(want[8:], locationDevice)
+		binary.LittleEndian.PutUint32(want[12:], 3)
+		assert.Equal(t, want, b, "handle types %d", types)
+	}
 }
 
 // TestLocationWord: a cudaMemLocation passed by value is its 8 bytes of

@@ -72,6 +72,14 @@ func methods() []method {
 		{"PointerAttributes", true, func(l *library, dev int) error { _, err := l.PointerAttributes(dev, 0x1000); return err }},
 		{"MemGetAllocationGranularity", true, func(l *library, dev int) error { _, err := l.MemGetAllocationGranularity(dev, true); return err }},
 		{"MemCreate", true, func(l *library, dev int) error { _, err := l.MemCreate(dev, 2<<20); return err }},
+		{"MemGetExportableGranularity", true, func(l *library, dev int) error {
+			_, err := l.MemGetExportableGranularity(dev, HandleTypePOSIXFileDescriptor, true)
+			return err
+		}},
+		{"MemCreateExportable", true, func(l *library, dev int) error {
+			_, err := l.MemCreateExportable(dev, 2<<20, HandleTypePOSIXFileDescriptor)
+			return err
+		}},
 		{"MemRelease", false, func(l *library, _ int) error { return l.MemRelease(1) }},
 		{"MemAddressReserve", false, func(l *library, _ int) error { _, err := l.MemAddressReserve(2<<20, 0, 0); return err }},
 		{"MemAddressFree", false, func(l *library, _ int) error { return l.MemAddressFree(0x1000, 2<<20) }},

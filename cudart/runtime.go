@@ -1,6 +1,9 @@
 package cudart
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Runtime is what the pool needs from CUDA: device and pinned host memory,
 // copies, memset and synchronisation. The Library from Open implements it
@@ -148,6 +151,33 @@ type Device interface {
 // PhysHandle is a CUmemGenericAllocationHandle: physical memory from MemCreate.
 type PhysHandle uint64
 
+// HandleType is a set of CUmemAllocationHandleType bits: the kinds of
+// shareable handle physical memory can be exported as
+// (cuMemExportToShareableHandle), to another process or to a library that
+// maps it on other devices, requested when the memory is made
+// (CUmemAllocationProp.requestedHandleTypes). NCCL's windows and its
+// zero-copy paths between processes need memory exportable as a POSIX file
+// descriptor.
+type HandleType uint32
+
+// HandleTypePOSIXFileDescriptor is CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR:
+// memory exportable as a file descriptor, on Linux. The zero HandleType is
+// CU_MEM_HANDLE_TYPE_NONE, memory that cannot be exported, what MemCreate
+// makes.
+const HandleTypePOSIXFileDescriptor HandleType = 1
+
+// String names the types as cuda.h does, e.g.
+// "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR"; other sets of bits in hex.
+func (t HandleType) String() string {
+	switch t {
+	case 0:
+		return "CU_MEM_HANDLE_TYPE_NONE"
+	case HandleTypePOSIXFileDescriptor:
+		return "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR"
+	}
+	return fmt.Sprintf("CUmemAllocationHandleType(0x%x)", uint32(t))
+}
+
 // VirtualMemory is the driver API's virtual memory management: address space
 // and physical memory taken separately, mapped together, and made accessible
 // per device.
@@ -159,6 +189,15 @@ type VirtualMemory interface {
 	MemGetAllocationGranularity(device int, recommended bool) (uint64, error)
 	// MemCreate is cuMemCreate: size bytes of physical memory on device.
 	MemCreate(device int, size uint64) (PhysHandle, error)
+	// MemGetExportableGranularity is MemGetAllocationGranularity for
+	// memory exportable as types (requestedHandleTypes), which may differ
+	// from that of memory that is not: MemCreateExportable's sizes are
+	// multiples of it.
+	MemGetExportableGranularity(device int, types HandleType, recommended bool) (uint64, error)
+	// MemCreateExportable is cuMemCreate of size bytes on device,
+	// exportable as each of types (requestedHandleTypes); CUDA refuses a
+	// type the device or the platform does not support.
+	MemCreateExportable(device int, size uint64, types HandleType) (PhysHandle, error)
 	// MemRelease is cuMemRelease.
 	MemRelease(h PhysHandle) error
 	// MemAddressReserve is cuMemAddressReserve. A non-zero hint asks for that

@@ -10,6 +10,12 @@ import (
 // MemGetAllocationGranularity is cuMemGetAllocationGranularity for pinned
 // memory on device.
 func (l *library) MemGetAllocationGranularity(device int, recommended bool) (uint64, error) {
+	return l.MemGetExportableGranularity(device, 0, recommended)
+}
+
+// MemGetExportableGranularity is cuMemGetAllocationGranularity for pinned
+// memory on device exportable as types.
+func (l *library) MemGetExportableGranularity(device int, types HandleType, recommended bool) (uint64, error) {
 	if err := l.driverReady(calls.CuMemGetAllocationGranularity); err != nil {
 		return 0, err
 	}
@@ -17,9 +23,9 @@ func (l *library) MemGetAllocationGranularity(device int, recommended bool) (uin
 	if recommended {
 		which, option = "recommended", 1
 	}
-	r := l.callMem(calls.CuMemGetAllocationGranularity, device, [2]Mem{structMem(pinnedOn(device))}, option)
+	r := l.callMem(calls.CuMemGetAllocationGranularity, device, [2]Mem{structMem(pinnedOn(device, types))}, option)
 	if r.code != 0 {
-		return 0, l.fail(calls.CuMemGetAllocationGranularity, r, "(pinned on device %d, %s)", device, which)
+		return 0, l.fail(calls.CuMemGetAllocationGranularity, r, "(pinned on device %d%s, %s)", device, exportableAs(types), which)
 	}
 	return r.a, nil
 }
@@ -27,15 +33,31 @@ func (l *library) MemGetAllocationGranularity(device int, recommended bool) (uin
 // MemCreate is cuMemCreate of size bytes of pinned memory on device. Device
 // becomes the one whose context the calls without a device use.
 func (l *library) MemCreate(device int, size uint64) (PhysHandle, error) {
+	return l.MemCreateExportable(device, size, 0)
+}
+
+// MemCreateExportable is cuMemCreate of size bytes of pinned memory on
+// device, exportable as types. Device becomes the one whose context the
+// calls without a device use.
+func (l *library) MemCreateExportable(device int, size uint64, types HandleType) (PhysHandle, error) {
 	if err := l.driverReady(calls.CuMemCreate); err != nil {
 		return 0, err
 	}
-	r := l.callMem(calls.CuMemCreate, device, [2]Mem{structMem(pinnedOn(device))}, uintptr(size), 0)
+	r := l.callMem(calls.CuMemCreate, device, [2]Mem{structMem(pinnedOn(device, types))}, uintptr(size), 0)
 	if r.code != 0 {
-		return 0, l.fail(calls.CuMemCreate, r, "(%s, pinned on device %d)", bytesize.Format(size), device)
+		return 0, l.fail(calls.CuMemCreate, r, "(%s, pinned on device %d%s)", bytesize.Format(size), device, exportableAs(types))
 	}
 	l.vmmDevice.Store(int64(device))
 	return PhysHandle(r.a), nil
+}
+
+// exportableAs names the handle types of an allocation property, for
+// messages: nothing for none.
+func exportableAs(types HandleType) string {
+	if types == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", exportable as %s", types)
 }
 
 // MemRelease is cuMemRelease.

@@ -140,7 +140,9 @@
 // kernel of that device frees it (cudaFree refuses it with
 // cudaErrorInvalidValue).
 // Physical memory for virtual memory comes in multiples of the granularity
-// (WithGranularity). DeviceSetLimit knows the stack, printf FIFO and malloc
+// (WithGranularity), exportable as a POSIX file descriptor where asked
+// (MemCreateExportable, recorded for a library's fake to see), never as a
+// Win32 or fabric handle. DeviceSetLimit knows the stack, printf FIFO and malloc
 // heap limits; a value that is no cudaLimit is cudaErrorInvalidValue. A
 // malloc heap larger than the 8 MiB every context has is device memory,
 // charged in whole pages when the limit is set, and refused with

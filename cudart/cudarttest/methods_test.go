@@ -57,6 +57,8 @@ func fakeMethods(f *cudarttest.Fake) map[string]func() {
 		"PointerAttributes":           func() { _, _ = f.PointerAttributes(0, 0x1000) },
 		"MemGetAllocationGranularity": func() { _, _ = f.MemGetAllocationGranularity(0, true) },
 		"MemCreate":                   func() { _, _ = f.MemCreate(0, 1) },
+		"MemGetExportableGranularity": func() { _, _ = f.MemGetExportableGranularity(0, cudart.HandleTypePOSIXFileDescriptor, true) },
+		"MemCreateExportable":         func() { _, _ = f.MemCreateExportable(0, 1, cudart.HandleTypePOSIXFileDescriptor) },
 		"MemRelease":                  func() { _ = f.MemRelease(1) },
 		"MemAddressReserve":           func() { _, _ = f.MemAddressReserve(1, 0, 0) },
 		"MemAddressFree":              func() { _ = f.MemAddressFree(0x1000, 1) },

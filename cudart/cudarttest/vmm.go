@@ -17,6 +17,7 @@ type physical struct {
 	h        cudart.PhysHandle
 	device   int
 	size     uint64
+	types    cudart.HandleType // requestedHandleTypes
 	mem      sparse
 	maps     int
 	released bool
@@ -25,6 +26,9 @@ type physical struct {
 
 func (p *physical) describe() string {
 	s := fmt.Sprintf("physical memory handle %d (%s on device %d) from cuMemCreate (call #%d)", uint64(p.h), bytesize.Format(p.size), p.device, p.seq)
+	if p.types != 0 {
+		s += ", exportable as " + p.types.String()
+	}
 	if p.released {
 		s += ", released but still mapped"
 	}
@@ -65,10 +69,50 @@ const maxReservation = 1 << 48
 func (f *Fake) MemGetAllocationGranularity(device int, recommended bool) (uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.check(calls.CuMemGetAllocationGranularity, device); x != nil {
+	g, x := f.granularity(device, 0)
+	if x != nil {
 		return 0, x.err(calls.CuMemGetAllocationGranularity, "(device %d, recommended %t)", device, recommended)
 	}
+	return g, nil
+}
+
+// MemGetExportableGranularity is cuMemGetAllocationGranularity for memory
+// exportable as types: the WithGranularity value, as for memory that is
+// not, for the types MemCreateExportable accepts.
+func (f *Fake) MemGetExportableGranularity(device int, types cudart.HandleType, recommended bool) (uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g, x := f.granularity(device, types)
+	if x != nil {
+		return 0, x.err(calls.CuMemGetAllocationGranularity, "(device %d, exportable as %s, recommended %t)", device, types, recommended)
+	}
+	return g, nil
+}
+
+func (f *Fake) granularity(device int, types cudart.HandleType) (uint64, *failure) {
+	if x := f.check(calls.CuMemGetAllocationGranularity, device); x != nil {
+		return 0, x
+	}
+	if x := exportable(types); x != nil {
+		return 0, x
+	}
 	return f.opts.granularity, nil
+}
+
+// exportable refuses handle types the fake does not export as: it is a
+// Linux host with no fabric (IMEX), where memory exports as a POSIX file
+// descriptor only. A Win32 or fabric handle is
+// CUDA_ERROR_NOT_SUPPORTED; bits cuda.h names no type for,
+// CUDA_ERROR_INVALID_VALUE.
+func exportable(types cudart.HandleType) *failure {
+	const win32, win32KMT, fabric = 0x2, 0x4, 0x8
+	switch {
+	case types&^(cudart.HandleTypePOSIXFileDescriptor|win32|win32KMT|fabric) != 0:
+		return invalid("requestedHandleTypes %s has bits no handle type has", types)
+	case types&(win32|win32KMT|fabric) != 0:
+		return fail(801, "requestedHandleTypes %s: the fake exports memory as a POSIX file descriptor only (a Linux host without fabric handles)", types)
+	}
+	return nil
 }
 
 // MemCreate is cuMemCreate: size bytes, a non-zero multiple of the
@@ -76,15 +120,32 @@ func (f *Fake) MemGetAllocationGranularity(device int, recommended bool) (uint64
 func (f *Fake) MemCreate(device int, size uint64) (cudart.PhysHandle, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	h, x := f.memCreate(device, size)
+	h, x := f.memCreate(device, size, 0)
 	if x != nil {
 		return 0, x.err(calls.CuMemCreate, "(%s, device %d)", bytesize.Format(size), device)
 	}
 	return h, nil
 }
 
-func (f *Fake) memCreate(device int, size uint64) (cudart.PhysHandle, *failure) {
+// MemCreateExportable is cuMemCreate of memory exportable as types, which
+// the fake records (a library's fake asks them through
+// Library.Allocation): MemCreate's rules, and types the fake exports as
+// (HandleTypePOSIXFileDescriptor).
+func (f *Fake) MemCreateExportable(device int, size uint64, types cudart.HandleType) (cudart.PhysHandle, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h, x := f.memCreate(device, size, types)
+	if x != nil {
+		return 0, x.err(calls.CuMemCreate, "(%s, device %d, exportable as %s)", bytesize.Format(size), device, types)
+	}
+	return h, nil
+}
+
+func (f *Fake) memCreate(device int, size uint64, types cudart.HandleType) (cudart.PhysHandle, *failure) {
 	if x := f.check(calls.CuMemCreate, device); x != nil {
+		return 0, x
+	}
+	if x := exportable(types); x != nil {
 		return 0, x
 	}
 	if x := f.granules("size", size, false); x != nil {
@@ -93,7 +154,7 @@ func (f *Fake) memCreate(device int, size uint64) (cudart.PhysHandle, *failure) 
 	if x := f.charge(device, size); x != nil {
 		return 0, x
 	}
-	p := &physical{h: f.nextHandle, device: device, size: size, mem: sparse{size: size}, seq: f.birth()}
+	p := &physical{h: f.nextHandle, device: device, size: size, types: types, mem: sparse{size: size}, seq: f.birth()}
 	f.nextHandle++
 	f.phys[p.h] = p
 	return p.h, nil

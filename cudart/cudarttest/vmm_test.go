@@ -232,3 +232,43 @@ func TestGrowInPlaceCopiesAcrossMappings(t *testing.T) {
 	}
 	require.NoError(t, f.MemAddressFree(va, 3*g))
 }
+
+// Memory exportable as a POSIX file descriptor is made as any other, at the
+// same granularity, and the fake records how it exports: a leak report
+// says so. The types a Linux host without fabric handles lacks are refused.
+func TestExportableMemory(t *testing.T) {
+	f := cudarttest.NewFake(cudarttest.WithGranularity(64 * kib))
+	for _, rec := range []bool{false, true} {
+		got, err := f.MemGetExportableGranularity(0, cudart.HandleTypePOSIXFileDescriptor, rec)
+		require.NoError(t, err)
+		assert.Equal(t, uint64(64*kib), got)
+	}
+	h, err := f.MemCreateExportable(0, 128*kib, cudart.HandleTypePOSIXFileDescriptor)
+	require.NoError(t, err)
+	assert.ErrorContains(t, f.CheckLeaks(), "exportable as CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR")
+	require.NoError(t, f.MemRelease(h))
+	require.NoError(t, f.CheckLeaks())
+
+	for _, tt := range []struct {
+		name  string
+		types cudart.HandleType
+		size  uint64
+		want  error
+	}{
+		{"a partial granule", cudart.HandleTypePOSIXFileDescriptor, 64*kib + 1, cudart.ErrInvalidValue},
+		{"a Win32 handle", 0x2, 64 * kib, cudart.ErrNotSupported},
+		{"a Win32 KMT handle", cudart.HandleTypePOSIXFileDescriptor | 0x4, 64 * kib, cudart.ErrNotSupported},
+		{"a fabric handle", 0x8, 64 * kib, cudart.ErrNotSupported},
+		{"a bit of no type", 0x10, 64 * kib, cudart.ErrInvalidValue},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := f.MemCreateExportable(0, tt.size, tt.types)
+			assert.ErrorIs(t, err, tt.want)
+			if tt.size == 64*kib {
+				_, err = f.MemGetExportableGranularity(0, tt.types, true)
+				assert.ErrorIs(t, err, tt.want, "the granularity of memory no allocation can have")
+			}
+			assert.NoError(t, f.CheckLeaks())
+		})
+	}
+}

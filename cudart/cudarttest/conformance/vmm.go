@@ -46,6 +46,33 @@ func (s *suite) testVirtualMemory(t *testing.T) {
 	t.Run("ReserveHintNearTop", v.testReserveHintNearTop)
 	t.Run("ReserveFreeLoop", v.testReserveFreeLoop)
 	t.Run("PeerAccess", v.testPeerAccess)
+	t.Run("Exportable", v.testExportable)
+}
+
+// testExportable: memory exportable as a POSIX file descriptor (what NCCL's
+// windows need) has a granularity of its own, a power of two, which may
+// differ from that of memory that is not (both are logged), and is mapped,
+// written and read as any other. Which handle types CUDA refuses depends on
+// the platform and the device, so the suite asserts none.
+func (v *vmm) testExportable(t *testing.T) {
+	const fd = cudart.HandleTypePOSIXFileDescriptor
+	gmin, err := v.vm.MemGetExportableGranularity(v.dev, fd, false)
+	require.NoError(t, err, calls.CuMemGetAllocationGranularity)
+	grec, err := v.vm.MemGetExportableGranularity(v.dev, fd, true)
+	require.NoError(t, err, calls.CuMemGetAllocationGranularity)
+	t.Logf("granularity exportable as a file descriptor: minimum %d, recommended %d (not exportable: minimum %d)", gmin, grec, v.g)
+	require.True(t, align.IsPowerOfTwo(gmin), "minimum granularity %d is a power of two", gmin)
+	assert.True(t, align.IsPowerOfTwo(grec), "recommended granularity %d is a power of two", grec)
+	h, err := v.vm.MemCreateExportable(v.dev, gmin, fd)
+	require.NoError(t, err, calls.CuMemCreate)
+	release := once(t, calls.CuMemRelease, func() error { return v.vm.MemRelease(h) })
+	va := v.reserve(t, gmin, 0)
+	unmap := v.mapAt(t, va, gmin, h)
+	want := pattern(83, int(gmin))
+	v.write(t, va, want)
+	assert.True(t, bytes.Equal(want, v.read(t, va, gmin)), "write then read through the mapping")
+	unmap()
+	release()
 }
 
 // testPeerAccess: MemSetAccess grants another device access where
