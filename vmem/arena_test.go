@@ -2,6 +2,7 @@ package vmem_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -284,4 +285,52 @@ func TestArenaAndVectorAreSafeForConcurrentUse(t *testing.T) {
 	assert.Equal(t, uint64(64*g), f.Live().PhysBytes)
 	require.NoError(t, a.Close())
 	require.NoError(t, v.Close())
+}
+
+// exportableGranularity is the fake with memory exportable as a file
+// descriptor at a granularity of its own, twice that of memory that is not.
+type exportableGranularity struct{ *cudarttest.Fake }
+
+func (e exportableGranularity) MemGetExportableGranularity(device int, types cudart.HandleType, recommended bool) (uint64, error) {
+	gran, err := e.Fake.MemGetExportableGranularity(device, types, recommended)
+	return 2 * gran, err
+}
+
+// WithHandleTypes: every growth makes memory exportable as the types asked,
+// in granules of the granularity of such memory; a type CUDA refuses fails
+// the arena at NewArena.
+func TestArenaWithHandleTypesMakesExportableMemory(t *testing.T) {
+	const fd = cudart.HandleTypePOSIXFileDescriptor
+	f := newFake(t)
+	a, err := vmem.NewArena(exportableGranularity{f}, 0, 8*g, vmem.WithHandleTypes(fd))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, a.Close()) }()
+	require.NoError(t, a.Ensure(1))
+	assert.Equal(t, uint64(2*g), a.Mapped(), "a growth is a granule of exportable memory")
+	require.NoError(t, a.Ensure(3*g))
+	assert.Equal(t, uint64(4*g), a.Mapped())
+	leaks := f.CheckLeaks()
+	require.Error(t, leaks, "the arena's memory is live")
+	assert.Equal(t, 2, strings.Count(leaks.Error(), "exportable as CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR"), "each growth is exportable: %v", leaks)
+
+	_, err = vmem.NewArena(f, 0, 8*g, vmem.WithHandleTypes(0x8))
+	assert.ErrorIs(t, err, cudart.ErrNotSupported, "a fabric handle, which the fake's host lacks")
+}
+
+// An Arena of memory exportable as a file descriptor maps, writes and reads
+// as any other, on CUDA as on the fake.
+func TestArenaOfExportableMemoryRoundTrips(t *testing.T) {
+	const fd = cudart.HandleTypePOSIXFileDescriptor
+	forEachRuntime(t, 1, func(t *testing.T, rt cudart.Full, _ uint64) {
+		gran, err := rt.MemGetExportableGranularity(0, fd, true)
+		require.NoError(t, err)
+		a, err := vmem.NewArena(rt, 0, 4*gran, vmem.WithHandleTypes(fd))
+		require.NoError(t, err)
+		defer func() { require.NoError(t, a.Close()) }()
+		require.NoError(t, a.Ensure(3*gran))
+		assert.Equal(t, 3*gran, a.Mapped())
+		data := pattern(5, 3*gran)
+		put(t, rt, 0, a.Base(), data, gran)
+		assert.Equal(t, data, get(t, rt, 0, a.Base(), 3*gran, gran))
+	})
 }

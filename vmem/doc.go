@@ -48,4 +48,13 @@
 //
 // Peer access needs the peers to be able to reach the owner's memory
 // (cudaDeviceCanAccessPeer); CUDA refuses the growth otherwise.
+//
+// A library that shares memory with other devices or processes by its
+// physical allocation (NCCL's windows and registrations; see
+// WithHandleTypes) sees only the growth that holds an address: the one
+// cuMemCreate allocation that cuMemGetAddressRange returns, not the whole
+// Arena. NCCL 2.28 maps that allocation alone, so a window or registered
+// buffer must lie within one growth: Ensure a window's whole extent in one
+// call (or choose WithChunk to hold it), from a size mapped so far that
+// starts it at a multiple of 4 KiB.
 package vmem

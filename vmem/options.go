@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/opt"
 )
 
@@ -16,8 +17,9 @@ type Option interface{ opt.Option[config] }
 var set = opt.Set[config]
 
 type config struct {
-	peers []int
-	chunk uint64 // 0: the recommended granularity
+	peers   []int
+	chunk   uint64            // 0: the recommended granularity
+	handles cudart.HandleType // requestedHandleTypes of every growth
 }
 
 // WithPeers grants read-write access to the memory to the listed devices as
@@ -39,20 +41,39 @@ func WithPeers(devices ...int) Option {
 // recommended granularity; 0 keeps the default.
 func WithChunk(bytes uint64) Option { return set(func(c *config) { c.chunk = bytes }) }
 
+// WithHandleTypes makes the physical memory exportable as types, e.g.
+// cudart.HandleTypePOSIXFileDescriptor: every growth's cuMemCreate requests
+// them (CUmemAllocationProp.requestedHandleTypes), and the granularity (the
+// reservation's alignment, the default chunk and what WithChunk must be a
+// multiple of) is the recommended one of memory so made. This is how NCCL's
+// ncclMemAlloc makes memory, and what it needs of a window's
+// (nccl.Comm.RegisterWindow): an Arena made with
+// WithHandleTypes(cudart.HandleTypePOSIXFileDescriptor) qualifies, each
+// window within one growth (see the package's Caveats). CUDA refuses a type
+// the platform or the device does not support, at NewArena or NewVector or
+// at the first growth.
+func WithHandleTypes(types cudart.HandleType) Option {
+	return set(func(c *config) { c.handles = types })
+}
+
 // settings is what NewArena and NewVector derive from the options and the
 // device.
 type settings struct {
-	gran   uint64 // recommended allocation granularity
-	chunk  uint64 // growth unit, a multiple of gran
-	access []int  // the owner first, then the peers
+	gran    uint64 // recommended allocation granularity
+	chunk   uint64 // growth unit, a multiple of gran
+	access  []int  // the owner first, then the peers
+	handles cudart.HandleType
 }
 
-func newSettings(device int, gran uint64, opts []Option) (settings, error) {
+// configure applies opts.
+func configure(opts []Option) (config, error) {
 	var o config
-	if err := opt.Configure(&o, opts, ErrInvalidOption); err != nil {
-		return settings{}, err
-	}
-	s := settings{gran: gran, chunk: gran, access: []int{device}}
+	err := opt.Configure(&o, opts, ErrInvalidOption)
+	return o, err
+}
+
+func newSettings(device int, gran uint64, o config) (settings, error) {
+	s := settings{gran: gran, chunk: gran, access: []int{device}, handles: o.handles}
 	if o.chunk != 0 {
 		if o.chunk%gran != 0 {
 			return settings{}, fmt.Errorf("%w: WithChunk(%d) is not a multiple of the allocation granularity %d", ErrInvalidOption, o.chunk, gran)

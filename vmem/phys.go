@@ -54,14 +54,23 @@ func newPhys(vm cudart.VirtualMemory, device int, opts []Option) (phys, error) {
 	if vm == nil {
 		return phys{}, fmt.Errorf("%w: nil runtime; pass cudart.Open's Library or a cudarttest fake", ErrInvalidOption)
 	}
-	gran, err := vm.MemGetAllocationGranularity(device, true)
+	o, err := configure(opts)
+	if err != nil {
+		return phys{}, err
+	}
+	var gran uint64
+	if o.handles == 0 {
+		gran, err = vm.MemGetAllocationGranularity(device, true)
+	} else {
+		gran, err = vm.MemGetExportableGranularity(device, o.handles, true)
+	}
 	if err != nil {
 		return phys{}, fmt.Errorf("vmem: allocation granularity of device %d: %w", device, err)
 	}
 	if gran == 0 {
 		return phys{}, fmt.Errorf("vmem: device %d reports an allocation granularity of 0", device)
 	}
-	s, err := newSettings(device, gran, opts)
+	s, err := newSettings(device, gran, o)
 	if err != nil {
 		return phys{}, err
 	}
@@ -80,7 +89,7 @@ func (p *phys) mapped() uint64 {
 // and grants access, all in one reservation, logging in u how to take each
 // step back. The caller adds the segment once its whole growth succeeds.
 func (p *phys) mapNew(u *undoLog, base cudart.DevicePtr, off, size uint64) (segment, error) {
-	h, err := p.vm.MemCreate(p.device, size)
+	h, err := p.create(size)
 	if err != nil {
 		return segment{}, err
 	}
@@ -94,6 +103,15 @@ func (p *phys) mapNew(u *undoLog, base cudart.DevicePtr, off, size uint64) (segm
 		return segment{}, err
 	}
 	return segment{h: h, off: off, size: size}, nil
+}
+
+// create makes size bytes of physical memory, exportable as the handle
+// types asked for.
+func (p *phys) create(size uint64) (cudart.PhysHandle, error) {
+	if p.handles == 0 {
+		return p.vm.MemCreate(p.device, size)
+	}
+	return p.vm.MemCreateExportable(p.device, size, p.handles)
 }
 
 // trim unmaps and releases the segments that start at or after keep, last

@@ -285,3 +285,15 @@ func TestVectorCloseThatFailsIsRetried(t *testing.T) {
 		})
 	}
 }
+
+// WithHandleTypes makes a Vector's growths exportable too.
+func TestVectorWithHandleTypesMakesExportableMemory(t *testing.T) {
+	f := newFake(t)
+	v, err := vmem.NewVector(f, 0, vmem.WithHandleTypes(cudart.HandleTypePOSIXFileDescriptor))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, v.Close()) }()
+	require.NoError(t, v.Grow(3*g))
+	leaks := f.CheckLeaks()
+	require.Error(t, leaks, "the vector's memory is live")
+	assert.Contains(t, leaks.Error(), "exportable as CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR")
+}
