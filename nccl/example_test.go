@@ -3,6 +3,7 @@ package nccl_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -81,4 +82,55 @@ func ExampleLibrary_ForSlots() {
 	}
 	// Output:
 	// each rank's sum: [30 30]
+}
+
+// Blocking communicators, whose eager all-reduces NCCL launches in the
+// call: one goroutine drives both devices with a group, on the fake
+// runtime.
+func ExampleWithInlineLaunch() {
+	rt := cudarttest.NewFake(cudarttest.WithDevices(2))
+	lib, err := nccl.Open(rt)
+	if err != nil {
+		panic(err)
+	}
+	comms, err := lib.InitAll([]int{0, 1}, nccl.WithInlineLaunch())
+	if err != nil {
+		panic(err)
+	}
+	var ops []nccl.Op
+	bufs := make([]cudart.DevicePtr, 2)
+	streams := make([]cudart.Stream, 2)
+	for d, c := range comms {
+		if bufs[d], err = rt.Malloc(d, 4); err != nil {
+			panic(err)
+		}
+		if streams[d], err = rt.StreamCreate(d); err != nil {
+			panic(err)
+		}
+		b := binary.LittleEndian.AppendUint32(nil, uint32(d+1))
+		if err := rt.Memcpy(d, cudart.DeviceMem(bufs[d], 4), cudart.HostMem(b), cudart.HostToDevice); err != nil {
+			panic(err)
+		}
+		ops = append(ops, c.AllReduceOp(bufs[d], bufs[d], 1, nccl.Int32, nccl.Sum, streams[d]))
+	}
+	if err := lib.Group(ops...); err != nil {
+		panic(err)
+	}
+	for d, c := range comms {
+		// On a GPU, where a peer may be gone: lib.Wait, bounded.
+		if err := rt.StreamSynchronize(d, streams[d]); err != nil {
+			panic(err)
+		}
+		b := make([]byte, 4)
+		if err := rt.Memcpy(d, cudart.HostMem(b), cudart.DeviceMem(bufs[d], 4), cudart.DeviceToHost); err != nil {
+			panic(err)
+		}
+		fmt.Printf("rank %d, blocking %v: %d\n", c.Rank(), c.InlineLaunch(), binary.LittleEndian.Uint32(b))
+		if err := errors.Join(c.Destroy(), rt.Free(d, bufs[d]), rt.StreamDestroy(d, streams[d])); err != nil {
+			panic(err)
+		}
+	}
+	// Output:
+	// rank 0, blocking true: 3
+	// rank 1, blocking true: 3
 }

@@ -51,9 +51,10 @@ func WithLibraryPath(path string) Option {
 // communicators with UniqueID and InitRank, or InitAll. A Library is safe for
 // concurrent use.
 type Library struct {
-	rt   cudart.Runtime
-	be   ncclabi.Backend
-	path string
+	rt    cudart.Runtime
+	be    ncclabi.Backend
+	path  string
+	calls blockingCalls // on blocking communicators
 }
 
 // Open returns NCCL for rt. On the fake runtime of cudarttest, bare or
@@ -142,6 +143,11 @@ func (l *Library) UniqueID() (UniqueID, error) {
 // by call, on comm c (nil for none).
 func (l *Library) do(fs []ncclabi.Frame, call string, c *Comm) error {
 	n, err := l.be.Do(fs)
+	return l.outcome(fs, n, err, call, c)
+}
+
+// outcome is do's error for what ncclabi.Backend.Do returned for fs.
+func (l *Library) outcome(fs []ncclabi.Frame, n int, err error, call string, c *Comm) error {
 	if err != nil {
 		return fmt.Errorf("nccl: %s: selecting device %d: %w", call, fs[n].Device, err)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/cudapool/cudapool/nccl/internal/fakenccl"
 )
 
-// rig is a fake of n devices with a communicator, a stream and two buffers
-// of size bytes on each.
+// rig is a fake of n devices with a communicator (made with opts), a
+// stream and two buffers of size bytes on each.
 type rig struct {
 	fake  *cudarttest.Fake
 	lib   *nccl.Library
@@ -25,7 +25,7 @@ type rig struct {
 	a, b  []cudart.DevicePtr
 }
 
-func newRig(t testing.TB, n int, size uint64) *rig {
+func newRig(t testing.TB, n int, size uint64, opts ...nccl.CommOption) *rig {
 	t.Helper()
 	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(n))
 	lib, err := nccl.Open(f)
@@ -34,7 +34,7 @@ func newRig(t testing.TB, n int, size uint64) *rig {
 	for i := range devs {
 		devs[i] = i
 	}
-	comms, err := lib.InitAll(devs)
+	comms, err := lib.InitAll(devs, opts...)
 	require.NoError(t, err)
 	r := &rig{fake: f, lib: lib, comms: comms}
 	for d := range n {

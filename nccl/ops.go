@@ -3,6 +3,7 @@ package nccl
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/ncclabi"
@@ -133,28 +134,61 @@ func (c *Comm) Recv(recv cudart.DevicePtr, count uint64, t DataType, peer int, s
 // receives together. It returns once every operation is posted and matched
 // by the other ranks, its work queued on its stream, or with the first
 // error: past the bound of the group's communicators (the shortest
-// WithTimeout), the communicators still in progress are aborted and the
-// error wraps ErrTimeout. One op runs without a group. Every op must be of
-// a communicator of l. A Lent's op whose lease has ended refuses the whole
+// WithTimeout), the error wraps ErrTimeout, the non-blocking communicators
+// still in progress aborted, the blocking ones closed (see
+// WithInlineLaunch). One op runs without a group. Every op must be of a
+// communicator of l, all non-blocking or all blocking (NCCL gives a group
+// one mode: it refuses to mix them for inits and splits, and a blocking
+// communicator in a non-blocking group of operations is left in
+// ncclInProgress). A Lent's op whose lease has ended refuses the whole
 // group before anything is posted, with the Guard's error.
 func (l *Library) Group(ops ...Op) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	comms := make([]*Comm, 0, len(ops))
+	g := groups.Get().(*group)
+	err := l.group(g, ops)
+	if g.fs != nil {
+		g.comms = g.comms[:0]
+		g.fs = g.fs[:0]
+		groups.Put(g)
+	}
+	return err
+}
+
+// group is a Group's scratch, from a pool: a call allocates nothing of
+// its own.
+type group struct {
+	comms []*Comm // the ops' communicators, in the order of their locks, once each
+	fs    []ncclabi.Frame
+}
+
+var groups = sync.Pool{New: func() any { return new(group) }}
+
+// group runs Group with g's scratch; it sets g.fs to nil where a call
+// given up on keeps it (doBlocking).
+func (l *Library) group(g *group, ops []Op) error {
+	inline := ops[0].c != nil && ops[0].c.inline
 	timeout := DefaultTimeout
 	for i, o := range ops {
 		if o.c == nil || o.c.l != l {
 			return fmt.Errorf("%w: op %d of %d is not of a communicator of this library", ErrInvalidOption, i+1, len(ops))
 		}
-		comms = append(comms, o.c)
-		timeout = min(timeout, o.c.timeout)
+		if o.c.inline != inline {
+			return fmt.Errorf("%w: op %d of %d is on %s, op 1 on %s: blocking (WithInlineLaunch) and non-blocking communicators in one group", ErrInvalidOption, i+1, len(ops), kind(o.c.inline), kind(inline))
+		}
+		if i == 0 || o.c.timeout < timeout {
+			timeout = o.c.timeout
+		}
 	}
-	unlock, err := lockAll(comms)
-	if err != nil {
+	for _, o := range ops {
+		g.comms = append(g.comms, o.c)
+	}
+	g.comms = sortUnique(g.comms, g.comms)
+	if err := lockSorted(g.comms); err != nil {
 		return err
 	}
-	defer unlock()
+	defer unlockSorted(g.comms)
 	for _, o := range ops {
 		if o.g != nil {
 			if err := (Lent{c: o.c, g: o.g, tok: o.tok}).leaseErr(); err != nil {
@@ -162,7 +196,7 @@ func (l *Library) Group(ops ...Op) error {
 			}
 		}
 	}
-	fs := make([]ncclabi.Frame, 0, len(ops)+2)
+	fs := g.fs[:0]
 	if len(ops) > 1 {
 		fs = append(fs, ncclabi.Frame{Call: ncclabi.GroupStart})
 	}
@@ -174,10 +208,21 @@ func (l *Library) Group(ops ...Op) error {
 	if len(ops) > 1 {
 		fs = append(fs, ncclabi.Frame{Call: ncclabi.GroupEnd})
 	}
+	g.fs = fs
 	// The group is named only for an error: naming it at every call made
 	// a third of the call's allocations (BenchmarkGroupAllReduce).
 	call := func() string { return describe(ops) }
-	n, derr := l.be.Do(fs)
+	var n int
+	var derr error
+	if inline {
+		var late error
+		if n, derr, late = l.doBlocking(fs, g.comms, timeout, call); late != nil {
+			g.fs = nil
+			return late
+		}
+	} else {
+		n, derr = l.be.Do(fs)
+	}
 	if derr != nil {
 		return fmt.Errorf("nccl: %s: selecting device %d: %w", call(), fs[n].Device, derr)
 	}
@@ -187,7 +232,19 @@ func (l *Library) Group(ops ...Op) error {
 		}
 		return l.fail(last.Result, call(), nil)
 	}
-	return l.wait(comms, call, timeout)
+	if inline {
+		// A blocking group end returns once its work is queued.
+		return nil
+	}
+	return l.wait(g.comms, call, timeout)
+}
+
+// kind names a communicator's mode, for messages.
+func kind(inline bool) string {
+	if inline {
+		return "a blocking communicator"
+	}
+	return "a non-blocking one"
 }
 
 func btoi(b bool) int {

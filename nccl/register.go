@@ -29,7 +29,7 @@ func (c *Comm) Register(p cudart.DevicePtr, size uint64) (*Registration, error) 
 	defer unlock()
 	call := fmt.Sprintf("ncclCommRegister(%s, %d B) on %s", p, size, c)
 	fs := []ncclabi.Frame{{Call: ncclabi.CommRegister, Device: c.device, Comm: c.raw, Send: uintptr(p), Size: size}}
-	if err := c.l.do(fs, call, c); err != nil {
+	if err := c.do(fs, call); err != nil {
 		return nil, err
 	}
 	return &Registration{c: c, ptr: p, size: size, h: uintptr(fs[0].Out)}, nil
@@ -47,7 +47,7 @@ func (r *Registration) Deregister() error {
 		return nil
 	}
 	fs := []ncclabi.Frame{{Call: ncclabi.CommDeregister, Device: c.device, Comm: c.raw, Handle: r.h}}
-	err := c.l.do(fs, fmt.Sprintf("ncclCommDeregister(%s, %d B) on %s", r.ptr, r.size, c), c)
+	err := c.do(fs, fmt.Sprintf("ncclCommDeregister(%s, %d B) on %s", r.ptr, r.size, c))
 	if err == nil {
 		r.h = 0
 	}

@@ -21,7 +21,9 @@ type chargeStage struct {
 // allocation the program sees, stage by stage: a communicator of every rank
 // (InitAll), its first all-reduce, a second InitAll and its first
 // all-reduce, a split of the first communicator and its first all-reduce,
-// then the destroy of all three. It runs first in the suite, so that NCCL
+// a blocking communicator (InitAll with WithInlineLaunch: an init, a split
+// and the init's destroy, which leave a split's charge) and its first
+// all-reduce, then the destroy of all four. It runs first in the suite, so that NCCL
 // has done nothing yet in the process, as in the measurement the fake's
 // charges come from. Every stage is logged in bytes ("nccl charge:") before
 // any assertion, so a failed run still reports them. It asserts each
@@ -97,6 +99,12 @@ func (s *suite) testCharge(t *testing.T) {
 	mark("split")
 	allReduce(kids, "split")
 	mark("split's first all-reduce")
+	inline, err := s.lib.InitAll(s.devs, nccl.WithInlineLaunch())
+	require.NoError(t, err, "InitAll with WithInlineLaunch")
+	live = append(live, inline...)
+	mark("blocking init")
+	allReduce(inline, "blocking communicator")
+	mark("blocking's first all-reduce")
 	destroy()
 	mark("destroy")
 
@@ -129,6 +137,8 @@ func (s *suite) testCharge(t *testing.T) {
 	within("second's first all-reduce", stages[3].taken, fakenccl.FurtherFirstCharge)
 	within("split", stages[4].taken, fakenccl.SplitCharge)
 	within("split's first all-reduce", stages[5].taken, fakenccl.FurtherFirstCharge)
+	within("blocking init", stages[6].taken, fakenccl.SplitCharge)
+	within("blocking's first all-reduce", stages[7].taken, fakenccl.FurtherFirstCharge)
 	for r, d := range s.devs {
 		assert.True(t, kept[r] == 0 && kept[0] == 0 || kept[r] >= fakenccl.KeptCharge/2 && kept[r] <= 2*fakenccl.KeptCharge,
 			"device %d: %d B (%s) not given back by destroying every communicator: want 0 (NCCL used before in the process, on every device) or within [½, 2] of the fake's %s",

@@ -23,9 +23,11 @@ import (
 // SplitNoColor (a rank of NoColor gets no communicator, the others one
 // without it), BadArguments (what NCCL refuses, and that the communicator is failed
 // after), Timeout (a rank alone times out within its bound), Register
-// (an all-reduce on registered buffers) and Capture (an all-reduce
+// (an all-reduce on registered buffers), Capture (an all-reduce
 // captured on each rank's stream, replayed: its results, and no memory
-// taken by the replays).
+// taken by the replays) and Inline (blocking communicators,
+// WithInlineLaunch: results, ranks on goroutines, a split, the refusal of
+// a group of both kinds, a refused argument, and the bounds).
 func TestNCCL(t *testing.T, rt cudart.Runtime, devices []int) {
 	require.GreaterOrEqual(t, len(devices), 2, "TestNCCL needs two devices or more")
 	lib, err := nccl.Open(rt)
@@ -44,6 +46,7 @@ func TestNCCL(t *testing.T, rt cudart.Runtime, devices []int) {
 	t.Run("Timeout", s.testTimeout)
 	t.Run("Register", s.testRegister)
 	t.Run("Capture", s.testCapture)
+	t.Run("Inline", s.testInline)
 }
 
 type suite struct {
@@ -206,18 +209,24 @@ func onRanks(n int, fn func(r int)) {
 	wg.Wait()
 }
 
-func (s *suite) testRanksOnGoroutines(t *testing.T) {
+func (s *suite) testRanksOnGoroutines(t *testing.T) { s.ranksOnGoroutines(t) }
+
+// ranksOnGoroutines makes a communicator a rank with InitRank and opts,
+// each rank on a goroutine, and runs an all-reduce the same way.
+func (s *suite) ranksOnGoroutines(t *testing.T, opts ...nccl.CommOption) {
 	n := len(s.devs)
 	id, err := s.lib.UniqueID()
 	require.NoError(t, err, "UniqueID")
 	comms := make([]*nccl.Comm, n)
 	errs := make([]error, n)
-	onRanks(n, func(r int) { comms[r], errs[r] = s.lib.InitRank(s.devs[r], id, n, r) })
+	onRanks(n, func(r int) { comms[r], errs[r] = s.lib.InitRank(s.devs[r], id, n, r, opts...) })
+	inline := len(opts) > 0
 	for r := range n {
 		require.NoError(t, errs[r], "InitRank of rank %d: the unique id reached NCCL whole", r)
 		t.Cleanup(func() { require.NoError(t, comms[r].Destroy(), "Destroy") })
 		require.Equal(t, r, comms[r].Rank(), "Rank")
 		require.Equal(t, n, comms[r].Size(), "Size")
+		require.Equal(t, inline, comms[r].InlineLaunch(), "InlineLaunch")
 	}
 	w := newWorld(t, s.rt, s.lib, s.devs, 8)
 	onRanks(n, func(r int) {
@@ -234,8 +243,11 @@ func (s *suite) testRanksOnGoroutines(t *testing.T) {
 	}
 }
 
-func (s *suite) testSplit(t *testing.T) {
-	w := newWorld(t, s.rt, s.lib, s.devs, 8)
+func (s *suite) testSplit(t *testing.T) { s.split(t, newWorld(t, s.rt, s.lib, s.devs, 8)) }
+
+// split splits w's communicators by parity, into non-blocking ones, and
+// runs an all-reduce on each.
+func (s *suite) split(t *testing.T, w *world) {
 	n := w.n()
 	kids := make([]*nccl.Comm, n)
 	errs := make([]error, n)
@@ -245,6 +257,7 @@ func (s *suite) testSplit(t *testing.T) {
 		require.NoError(t, errs[r], "Split on rank %d", r)
 		require.NotNil(t, kids[r], "rank %d's new communicator", r)
 		t.Cleanup(func() { require.NoError(t, kids[r].Destroy(), "Destroy") })
+		require.False(t, kids[r].InlineLaunch(), "rank %d's new communicator is non-blocking", r)
 		size := (n - r%2 + 1) / 2
 		require.Equal(t, size, kids[r].Size(), "rank %d's color has %d ranks", r, size)
 		require.Equal(t, size-1-r/2, kids[r].Rank(), "rank %d, ordered by key -rank", r)

@@ -23,9 +23,10 @@ type world struct {
 	send, recv []cudart.DevicePtr
 }
 
-func newWorld(t *testing.T, rt cudart.Runtime, lib *nccl.Library, devs []int, size uint64) *world {
+// newWorld makes a world, its communicators with opts.
+func newWorld(t *testing.T, rt cudart.Runtime, lib *nccl.Library, devs []int, size uint64, opts ...nccl.CommOption) *world {
 	t.Helper()
-	comms, err := lib.InitAll(devs)
+	comms, err := lib.InitAll(devs, opts...)
 	require.NoError(t, err, "InitAll")
 	t.Cleanup(func() {
 		for _, c := range comms {

@@ -16,8 +16,11 @@ type comm struct {
 	clique *clique
 	rank   int
 	device int
-	err    ncclabi.Result
-	last   string // the last error's text
+	// blocking: made with config blocking = 1 (by a split): its calls
+	// return once matched, and it is never in progress.
+	blocking bool
+	err      ncclabi.Result
+	last     string // the last error's text
 	// ready: every rank joined (init), or the split that made it matched.
 	ready bool
 	// pending counts its operations posted but not matched by every rank.
@@ -47,11 +50,14 @@ type reg struct {
 	size uint64
 }
 
-// state is what ncclCommGetAsyncError reports.
+// state is what ncclCommGetAsyncError reports: a blocking communicator's
+// calls return when done, and it is never in progress.
 func (c *comm) state() ncclabi.Result {
 	switch {
 	case c.err != ncclabi.Success:
 		return c.err
+	case c.blocking:
+		return ncclabi.Success
 	case !c.ready || c.pending > 0:
 		return ncclabi.InProgress
 	}
@@ -193,7 +199,28 @@ func (b *Backend) drop(c *comm) {
 		}
 		if op.posted == 0 {
 			delete(cl.open, k)
+			continue
 		}
+		if !op.key.p2p || op.key.from == c.rank || op.key.to == c.rank {
+			b.peerGone(op, c)
+		}
+	}
+}
+
+// peerGone fails the blocking communicators waiting in their calls for op,
+// which c, destroyed or aborted, will never post its part of: as a
+// blocking NCCL's connection to a peer whose process ended fails. The
+// non-blocking ones stay in progress until their own bound.
+func (b *Backend) peerGone(op *op, c *comm) {
+	for _, q := range op.parts {
+		if q == nil || !q.comm.blocking || q.comm.err != ncclabi.Success {
+			continue
+		}
+		q.comm.err = b.fail(q.comm, ncclabi.RemoteError, "%s: rank %d's communicator was aborted or destroyed before the operation was matched", q.f.Call, c.rank)
+		if q.child != nil {
+			q.child.err = b.fail(q.child, ncclabi.RemoteError, "ncclCommSplit: rank %d's parent communicator was aborted or destroyed before it split", c.rank)
+		}
+		q.splitDone()
 	}
 }
 

@@ -60,7 +60,11 @@ type Backend struct {
 	// mu guards what follows and orders the calls. It is never taken by a
 	// piece's Work.Run, which runs under the fake's lock while a call here
 	// may hold mu and wait for the fake's lock.
-	mu      sync.Mutex
+	mu sync.Mutex
+	// settled is signalled at the end of every call: a blocking
+	// communicator's call waits on it, mu released, for its operations to
+	// be matched by the other ranks' calls.
+	settled *sync.Cond
 	comms   map[uintptr]*comm
 	cliques map[ncclabi.UniqueID]*clique // by the id of their init
 	ids     map[ncclabi.UniqueID]bool    // the ids ncclGetUniqueId gave
@@ -102,8 +106,13 @@ type Backend struct {
 // NCCL 2.28's split job does. FailCall and FailCallNth take NCCL's call
 // names, with the ncclResult_t to return.
 //
-// It runs non-blocking communicators only (the binding makes no other). It
-// has no window registration (as a library before NCCL 2.27).
+// Communicators are non-blocking at init. A split makes a blocking one
+// (config blocking = 1), whose calls return once every rank has posted its
+// part (the fake makes every collective a blocking NCCL's first, which
+// waits for its peers while it connects them), and which a refused
+// argument does not fail. A blocking call whose peers' communicators are
+// aborted or destroyed before they post fails with ncclRemoteError. It has
+// no window registration (as a library before NCCL 2.27).
 func Open(f *cudarttest.Fake) *Backend {
 	var names []string
 	for c := range ncclabi.Count {
@@ -112,7 +121,9 @@ func Open(f *cudarttest.Fake) *Backend {
 		}
 	}
 	return cudarttest.Attach(f, "NCCL", names, func(l *cudarttest.Library) *Backend {
-		return &Backend{lib: l, comms: make(map[uintptr]*comm), cliques: make(map[ncclabi.UniqueID]*clique), ids: make(map[ncclabi.UniqueID]bool), kept: make(map[int]uintptr)}
+		b := &Backend{lib: l, comms: make(map[uintptr]*comm), cliques: make(map[ncclabi.UniqueID]*clique), ids: make(map[ncclabi.UniqueID]bool), kept: make(map[int]uintptr)}
+		b.settled = sync.NewCond(&b.mu)
+		return b
 	})
 }
 
@@ -122,13 +133,22 @@ func (*Backend) Has(c ncclabi.Call) bool {
 }
 
 // Do runs the batch as NCCL would: a group's operations are posted together
-// at its end, or not at all if one of them was refused.
+// at its end, or not at all if one of them was refused. A group of
+// blocking communicators' calls (or one such call alone) returns once every
+// rank has posted its part, as a blocking NCCL's group end returns once it
+// has connected its peers and launched; a non-blocking one returns
+// ncclInProgress until then. Blocking and non-blocking communicators in one
+// group are refused, with NCCL's message (see mode).
 func (b *Backend) Do(fs []ncclabi.Frame) (int, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer func() {
+		b.settled.Broadcast()
+		b.mu.Unlock()
+	}()
 	depth := 0
 	var group []*ncclabi.Frame
 	groupErr := ncclabi.Success
+	blocking := -1 // the group's mode, as NCCL's ncclGroupBlocking: unset, 0 or 1
 	failed := -1
 	for i := range fs {
 		fr := &fs[i]
@@ -159,18 +179,25 @@ func (b *Backend) Do(fs []ncclabi.Frame) (int, error) {
 				}
 				fr.Result = groupErr
 				if groupErr == ncclabi.Success {
-					fr.Result = b.post(group)
+					fr.Result = b.post(group, blocking == 1)
 				}
-				group, groupErr = nil, ncclabi.Success
+				group, groupErr, blocking = nil, ncclabi.Success, -1
 			default:
 				fr.Result = b.call(fr)
-				if fr.Result == ncclabi.Success && deferred(fr.Call) {
-					if depth > 0 {
-						group = append(group, fr)
-					} else {
-						fr.Result = b.post([]*ncclabi.Frame{fr})
-					}
+				if fr.Result != ncclabi.Success || !deferred(fr.Call) {
+					break
 				}
+				m := b.mode(fr)
+				if depth == 0 {
+					fr.Result = b.post([]*ncclabi.Frame{fr}, m == 1)
+					break
+				}
+				if blocking >= 0 && m != blocking {
+					fr.Result = b.fail(b.comms[fr.Comm], ncclabi.InvalidArgument, "%s: Blocking and nonblocking communicators are not allowed in the same group.", fr.Call)
+					break
+				}
+				blocking = m
+				group = append(group, fr)
 			}
 		}
 		if fr.Result != ncclabi.Success && fr.Result != ncclabi.InProgress && failed < 0 {
@@ -184,6 +211,24 @@ func (b *Backend) Do(fs []ncclabi.Frame) (int, error) {
 		return failed + 1, nil
 	}
 	return len(fs), nil
+}
+
+// mode is the blocking mode a posted call gives its group, as NCCL's
+// ncclAsyncLaunch and ncclGroupCommJoin set ncclGroupBlocking: an init's
+// own config's, a split's parent's (the split runs in the parent's mode,
+// whatever the new communicator's), an operation's communicator's. NCCL
+// 2.28 refuses mixed modes for the jobs ncclAsyncLaunch queues (inits,
+// splits); for operations it gives the group the last communicator's mode,
+// which leaves a blocking communicator of a non-blocking group in
+// ncclInProgress for good: the fake refuses both.
+func (b *Backend) mode(fr *ncclabi.Frame) int {
+	if fr.Call == ncclabi.CommInitRankConfig {
+		return int(fr.Config.Blocking)
+	}
+	if b.comms[fr.Comm].blocking {
+		return 1
+	}
+	return 0
 }
 
 // deferred reports whether c is posted to its clique (at its group's end,
@@ -287,9 +332,10 @@ func (b *Backend) call(fr *ncclabi.Frame) ncclabi.Result {
 		return b.splitCheck(c, fr)
 	}
 	// A refused operation fails a non-blocking communicator for good, as
-	// NCCL's ncclEnqueueCheck sets its asynchronous error.
+	// NCCL's ncclEnqueueCheck sets its asynchronous error; a blocking one's
+	// it leaves, and the communicator goes on.
 	r := b.args(c, fr)
-	if r != ncclabi.Success {
+	if r != ncclabi.Success && !c.blocking {
 		c.err = r
 	}
 	return r
@@ -298,8 +344,9 @@ func (b *Backend) call(fr *ncclabi.Frame) ncclabi.Result {
 // splitCheck checks ncclCommSplit's arguments as NCCL 2.28's
 // ncclCommInitChildComm does. A config given is the new communicator's
 // whole config: a field it leaves undefined takes NCCL's default, not the
-// parent's (only a NULL config copies the parent's), so an undefined
-// blocking makes a blocking communicator, which the fake does not run.
+// parent's (only a NULL config copies the parent's). The fake refuses an
+// undefined blocking, which NCCL_COMM_BLOCKING decides and else NCCL's
+// default (blocking): a binding says which it makes.
 func (b *Backend) splitCheck(c *comm, fr *ncclabi.Frame) ncclabi.Result {
 	cfg := fr.Config
 	switch {
@@ -307,20 +354,25 @@ func (b *Backend) splitCheck(c *comm, fr *ncclabi.Frame) ncclabi.Result {
 		return b.fail(c, ncclabi.InvalidArgument, "ncclCommSplit: Attempt to use communicator before the previous operation returned ncclSuccess")
 	case cfg.Magic != ncclabi.ConfigMagic:
 		return b.fail(c, ncclabi.InvalidArgument, "ncclCommSplit: config not initialized via NCCL_CONFIG_INITIALIZER")
-	case cfg.Blocking != 0:
-		return b.fail(c, ncclabi.InvalidUsage, "ncclCommSplit: the fake runs non-blocking communicators only (blocking %d; undefined is NCCL's default, blocking)", cfg.Blocking)
+	case cfg.Blocking == ncclabi.ConfigUndef:
+		return b.fail(c, ncclabi.InvalidUsage, "ncclCommSplit: blocking undefined, which NCCL_COMM_BLOCKING or NCCL's default (blocking) decides: the fake wants 0 or 1")
+	case cfg.Blocking != 0 && cfg.Blocking != 1:
+		return b.fail(c, ncclabi.InvalidArgument, "ncclCommSplit: Invalid config blocking attribute value %d", cfg.Blocking)
 	}
 	return ncclabi.Success
 }
 
-// initCheck checks ncclCommInitRankConfig's arguments.
+// initCheck checks ncclCommInitRankConfig's arguments. The fake makes
+// non-blocking communicators at init, and blocking ones by a split of one
+// (as package nccl does, so that an init waiting for its peers can be
+// aborted).
 func (b *Backend) initCheck(fr *ncclabi.Frame) ncclabi.Result {
 	cfg := fr.Config
 	switch {
 	case cfg.Magic != ncclabi.ConfigMagic:
 		return b.fail(nil, ncclabi.InvalidArgument, "ncclCommInitRankConfig: config not initialized via NCCL_CONFIG_INITIALIZER")
 	case cfg.Blocking != 0:
-		return b.fail(nil, ncclabi.InvalidUsage, "ncclCommInitRankConfig: the fake runs non-blocking communicators only (blocking %d)", cfg.Blocking)
+		return b.fail(nil, ncclabi.InvalidUsage, "ncclCommInitRankConfig: the fake inits non-blocking communicators only (blocking %d); a blocking one is a split of one", cfg.Blocking)
 	case fr.NRanks < 1 || fr.Rank < 0 || fr.Rank >= fr.NRanks:
 		return b.fail(nil, ncclabi.InvalidArgument, "ncclCommInitRankConfig: rank %d of %d: a rank must be in 0..nranks-1", fr.Rank, fr.NRanks)
 	case !b.ids[fr.ID]:

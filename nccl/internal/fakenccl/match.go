@@ -46,9 +46,9 @@ type part struct {
 }
 
 // post posts the calls of one group (or one call outside any) to their
-// cliques, and reports InProgress until each of them is matched by every
-// rank.
-func (b *Backend) post(frames []*ncclabi.Frame) ncclabi.Result {
+// cliques. A non-blocking group reports InProgress until each of them is
+// matched by every rank; a blocking one waits for that (await).
+func (b *Backend) post(frames []*ncclabi.Frame, blocking bool) ncclabi.Result {
 	var touched []*comm
 	for _, fr := range frames {
 		if fr.Call == ncclabi.CommInitRankConfig {
@@ -63,6 +63,9 @@ func (b *Backend) post(frames []*ncclabi.Frame) ncclabi.Result {
 		b.postOp(c, fr)
 		touched = append(touched, c)
 	}
+	if blocking {
+		return b.await(touched, frames[len(frames)-1].Call)
+	}
 	res := ncclabi.Success
 	for _, c := range touched {
 		if c.state() == ncclabi.InProgress {
@@ -70,6 +73,32 @@ func (b *Backend) post(frames []*ncclabi.Frame) ncclabi.Result {
 		}
 	}
 	return res
+}
+
+// await waits, mu released, until none of cs has an operation unmatched,
+// and returns the first failure of theirs: a blocking call's return.
+func (b *Backend) await(cs []*comm, call ncclabi.Call) ncclabi.Result {
+	for {
+		waiting := false
+		for _, c := range cs {
+			if c.pending > 0 && c.err == ncclabi.Success && !c.dropped.Load() {
+				waiting = true
+			}
+		}
+		if !waiting {
+			break
+		}
+		b.settled.Wait()
+	}
+	for _, c := range cs {
+		switch {
+		case c.err != ncclabi.Success:
+			return c.err
+		case c.dropped.Load():
+			return b.fail(nil, ncclabi.InternalError, "%s: comm 0x%x was aborted or destroyed during its own blocking call", call, c.raw)
+		}
+	}
+	return ncclabi.Success
 }
 
 // init makes rank fr.Rank's communicator and joins it to the clique of its
@@ -156,6 +185,8 @@ func (b *Backend) postOp(c *comm, fr *ncclabi.Frame) {
 			child, err := b.newComm(c.device, -1, "ncclCommSplit")
 			if err != nil {
 				c.err = b.fail(c, ncclabi.UnhandledCudaError, "ncclCommSplit on device %d: %v", c.device, err)
+			} else {
+				child.blocking = fr.Config.Blocking == 1
 			}
 			p.child = child
 		}
