@@ -35,6 +35,7 @@ import (
 	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/examples/bytekernels"
 	"github.com/cudapool/cudapool/examples/cli"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -43,35 +44,6 @@ const dev = 0
 
 // bufBytes is the size of each of the two buffers.
 const bufBytes = 4096
-
-// fillPTX holds fill(u8 *p, u64 n, u32 v): p[i] = v for each thread i < n.
-const fillPTX = `
-.version 8.0
-.target sm_80
-.address_size 64
-
-.visible .entry fill(.param .u64 p, .param .u64 n, .param .u32 v)
-{
-	.reg .pred %q;
-	.reg .b32 %r<5>;
-	.reg .b64 %rd<7>;
-	ld.param.u64 %rd1, [p];
-	ld.param.u64 %rd2, [n];
-	ld.param.u32 %r1, [v];
-	mov.u32 %r2, %ctaid.x;
-	mov.u32 %r3, %ntid.x;
-	mov.u32 %r4, %tid.x;
-	cvt.u64.u32 %rd3, %r4;
-	mad.wide.u32 %rd4, %r2, %r3, %rd3;
-	setp.ge.u64 %q, %rd4, %rd2;
-	@%q bra DONE;
-	cvta.to.global.u64 %rd5, %rd1;
-	add.s64 %rd6, %rd5, %rd4;
-	st.global.u8 [%rd6], %r1;
-DONE:
-	ret;
-}
-`
 
 var orders = []string{"pool-first", "module-first", "thread"}
 
@@ -167,9 +139,7 @@ type scenario struct {
 }
 
 func (s *scenario) run(order string) (err error) {
-	if f, ok := cudart.As[*cudarttest.Fake](s.rt); ok {
-		f.RegisterKernel("fill", fakeFill)
-	}
+	bytekernels.Register(s.rt)
 	defer func() {
 		if s.mod != 0 {
 			err = errors.Join(err, s.rt.ModuleUnload(dev, s.mod))
@@ -263,12 +233,12 @@ func (s *scenario) onThread() error {
 }
 
 func (s *scenario) load() error {
-	m, err := s.rt.ModuleLoadData(dev, fillPTX)
+	m, err := s.rt.ModuleLoadData(dev, bytekernels.PTX)
 	if err != nil {
 		return err
 	}
 	s.mod = m
-	s.fill, err = s.rt.ModuleGetFunction(dev, m, "fill")
+	s.fill, err = s.rt.ModuleGetFunction(dev, m, bytekernels.Fill)
 	return err
 }
 
@@ -287,15 +257,4 @@ func (s *scenario) fillAll(bufs []cudart.DevicePtr) error {
 		}
 	}
 	return s.rt.DeviceSynchronize(dev)
-}
-
-// fakeFill is fill for the fake.
-func fakeFill(k *cudarttest.KernelContext) error {
-	n := min(k.Uint64(1), k.Threads())
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(k.Uint32(2))
-	}
-	k.Write(k.Ptr(0), b)
-	return nil
 }

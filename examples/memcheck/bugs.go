@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/examples/bytekernels"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -237,22 +238,22 @@ func try(rt cudart.Full, b bug, d string) (r result, err error) {
 	if d == "guards" {
 		opts = append(opts, pool.WithGuards(256))
 	}
-	registerKernels(rt)
+	bytekernels.Register(rt)
 	e := &env{rt: rt}
 	defer func() {
 		if cerr := e.close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("%s: clean up: %w", b.name, cerr))
 		}
 	}()
-	m, err := rt.ModuleLoadData(dev, kernelsPTX)
+	m, err := rt.ModuleLoadData(dev, bytekernels.PTX)
 	if err != nil {
 		return r, err
 	}
 	e.onClose(func() error { return rt.ModuleUnload(dev, m) })
-	if e.fillFn, err = rt.ModuleGetFunction(dev, m, "fill"); err != nil {
+	if e.fillFn, err = rt.ModuleGetFunction(dev, m, bytekernels.Fill); err != nil {
 		return r, err
 	}
-	if e.copyFn, err = rt.ModuleGetFunction(dev, m, "copy"); err != nil {
+	if e.copyFn, err = rt.ModuleGetFunction(dev, m, bytekernels.Copy); err != nil {
 		return r, err
 	}
 	if e.p, err = pool.New(rt, opts...); err != nil {

@@ -1,4 +1,4 @@
-package main
+package bytekernels
 
 import (
 	"bytes"
@@ -7,14 +7,8 @@ import (
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 )
 
-// kernelsPTX holds the two kernels the bugs launch, one thread a byte. Each
-// thread checks its index against n, as real kernels do: the bugs are in the
-// n the host passes, not in the kernels, which is where such bugs usually
-// are. The index is 64-bit (mad.wide) so that n can be any u64.
-//
-//	fill(u8 *ptr, u64 n, u32 value)   ptr[i] = value
-//	copy(u8 *dst, u8 *src, u64 n)     dst[i] = src[i]
-const kernelsPTX = `
+// PTX is the module of both kernels, for the driver to compile at load.
+const PTX = `
 .version 8.0
 .target sm_80
 .address_size 64
@@ -67,20 +61,27 @@ $L_copy_done:
 }
 `
 
-// registerKernels gives the fake a Go implementation of each PTX entry; real
-// CUDA runs the PTX. They touch memory through the KernelContext, so the
-// fake checks every access as it would a GPU's, memcheck included.
-func registerKernels(rt cudart.Full) {
+// Fill and Copy are PTX's entries.
+const (
+	Fill = "fill"
+	Copy = "copy"
+)
+
+// Register gives the fake runtime a Go implementation of each PTX entry,
+// before its module is loaded; on real CUDA, which runs the PTX, it does
+// nothing. They touch memory through the KernelContext, so the fake checks
+// every access as it would a GPU's, memcheck included.
+func Register(rt cudart.Runtime) {
 	f, ok := cudart.As[*cudarttest.Fake](rt)
 	if !ok {
 		return
 	}
-	f.RegisterKernel("fill", func(k *cudarttest.KernelContext) error {
+	f.RegisterKernel(Fill, func(k *cudarttest.KernelContext) error {
 		n := threads(k, 1)
 		k.Write(k.Ptr(0), bytes.Repeat([]byte{byte(k.Uint32(2))}, n))
 		return nil
 	})
-	f.RegisterKernel("copy", func(k *cudarttest.KernelContext) error {
+	f.RegisterKernel(Copy, func(k *cudarttest.KernelContext) error {
 		b := make([]byte, threads(k, 2))
 		if k.Read(k.Ptr(1), b) {
 			k.Write(k.Ptr(0), b)
