@@ -33,11 +33,8 @@ func newModel(rt cudart.Full, dims [4]int, seed uint64) (*model, error) {
 	mlpmodel.RegisterKernel(rt)
 	m := &model{rt: rt, Params: mlpmodel.New(dims, seed)}
 	var err error
-	if m.mod, err = rt.ModuleLoadData(dev, mlpmodel.BiasPTX); err != nil {
+	if m.mod, m.fn, err = mlpmodel.LoadKernel(rt, dev); err != nil {
 		return nil, err
-	}
-	if m.fn, err = rt.ModuleGetFunction(dev, m.mod, mlpmodel.KernelName); err != nil {
-		return nil, errors.Join(err, rt.ModuleUnload(dev, m.mod))
 	}
 	return m, nil
 }

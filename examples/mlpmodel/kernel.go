@@ -1,11 +1,11 @@
 package mlpmodel
 
 import (
-	"encoding/binary"
-	"math"
+	"errors"
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/examples/floats"
 )
 
 // BiasPTX is the kernel that follows each layer's GEMM: it adds the layer's
@@ -60,6 +60,20 @@ const KernelName = "bias_act"
 // BlockSize is the threads of one block of every bias_act launch.
 const BlockSize = 256
 
+// LoadKernel loads BiasPTX on device dev: its module, to unload when done,
+// and its entry. On the fake, RegisterKernel comes first.
+func LoadKernel(rt cudart.Kernels, dev int) (cudart.Module, cudart.Function, error) {
+	m, err := rt.ModuleLoadData(dev, BiasPTX)
+	if err != nil {
+		return 0, 0, err
+	}
+	fn, err := rt.ModuleGetFunction(dev, m, KernelName)
+	if err != nil {
+		return 0, 0, errors.Join(err, rt.ModuleUnload(dev, m))
+	}
+	return m, fn, nil
+}
+
 // RegisterKernel gives the fake runtime a Go implementation of BiasPTX's
 // entry, before its module is loaded; on real CUDA, which runs the PTX, it
 // does nothing.
@@ -78,13 +92,11 @@ func RegisterKernel(rt cudart.Runtime) {
 		if !k.Read(k.Ptr(0), y) || !k.Read(k.Ptr(1), bias) {
 			return nil
 		}
-		relu := k.Uint32(4) != 0
-		for i := range n {
-			v := math.Float32frombits(binary.LittleEndian.Uint32(y[4*i:]))
-			b := math.Float32frombits(binary.LittleEndian.Uint32(bias[4*(i%rows):]))
-			binary.LittleEndian.PutUint32(y[4*i:], math.Float32bits(BiasAct(v, b, relu)))
+		yv, bv, relu := floats.Of(y), floats.Of(bias), k.Uint32(4) != 0
+		for i := range yv {
+			yv[i] = BiasAct(yv[i], bv[i%rows], relu)
 		}
-		k.Write(k.Ptr(0), y)
+		k.Write(k.Ptr(0), floats.Bytes(yv))
 		return nil
 	})
 }

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/binary"
-	"math"
-
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/examples/floats"
 )
 
 // kernelsPTX holds the two kernels of the pipeline, for the driver to compile
@@ -124,17 +122,9 @@ func elements(k *cudarttest.KernelContext, countArg int) int {
 func readFloats(k *cudarttest.KernelContext, p cudart.DevicePtr, n int) []float32 {
 	b := make([]byte, 4*n)
 	k.Read(p, b)
-	out := make([]float32, n)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
+	return floats.Of(b)
 }
 
 func writeFloats(k *cudarttest.KernelContext, p cudart.DevicePtr, v []float32) {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	k.Write(p, b)
+	k.Write(p, floats.Bytes(v))
 }

@@ -243,13 +243,11 @@ func registerKernel(rt cudart.Full) {
 		if !k.Read(k.Ptr(1), in) || !k.Read(k.Ptr(2), w) {
 			return nil
 		}
-		bias := k.Float32(3)
-		for i := range n {
-			x := math.Float32frombits(binary.LittleEndian.Uint32(in[4*i:]))
-			wi := math.Float32frombits(binary.LittleEndian.Uint32(w[4*(i%weightsPerLayer):]))
-			binary.LittleEndian.PutUint32(in[4*i:], math.Float32bits(layer(wi, x, bias)))
+		x, wv, bias := floats.Of(in), floats.Of(w), k.Float32(3)
+		for i := range x {
+			x[i] = layer(wv[i%weightsPerLayer], x[i], bias)
 		}
-		k.Write(k.Ptr(0), in)
+		k.Write(k.Ptr(0), floats.Bytes(x))
 		return nil
 	})
 }

@@ -54,11 +54,8 @@ func newShard(rt cudart.Full, dev int, p *mlpmodel.Params, rank, size int) (*sha
 	s.offB3 = len(s.values)
 	s.values = append(s.values, p.B(2)...)
 	var err error
-	if s.mod, err = rt.ModuleLoadData(dev, mlpmodel.BiasPTX); err != nil {
+	if s.mod, s.fn, err = mlpmodel.LoadKernel(rt, dev); err != nil {
 		return nil, err
-	}
-	if s.fn, err = rt.ModuleGetFunction(dev, s.mod, mlpmodel.KernelName); err != nil {
-		return nil, errors.Join(err, rt.ModuleUnload(dev, s.mod))
 	}
 	return s, nil
 }
