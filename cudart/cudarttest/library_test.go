@@ -387,3 +387,47 @@ func TestLibraryCollectiveSpansDevices(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, y.lib.Enqueue(cudarttest.Work{Device: 0, Stream: ranks[1].s, Call: "toyAllReduce", Run: piece(0)}), cudart.ErrInvalidResourceHandle, "a stream of another device")
 }
+
+// Allocation tells a library what the driver tells it of an address: a
+// cudaMalloc whole, and in virtual memory the one mapping of a cuMemCreate
+// allocation that holds it, with its device and how it exports; nothing for
+// mapped host memory or a reservation's unmapped addresses.
+func TestLibraryAllocation(t *testing.T) {
+	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
+	y := attachToy(f)
+	p, _ := bufferAndStream(t, f, 1, 1000)
+	a, ok := y.lib.Allocation(p.Add(999))
+	require.True(t, ok, "the last byte of a cudaMalloc")
+	assert.Equal(t, cudarttest.Allocation{Device: 1, Base: p, End: p.Add(1000)}, a)
+	_, ok = y.lib.Allocation(p.Add(1000))
+	assert.False(t, ok, "the byte after a cudaMalloc")
+
+	va, err := f.MemAddressReserve(4*g, 0, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, f.MemAddressFree(va, 4*g)) })
+	plain, err := f.MemCreate(1, g)
+	require.NoError(t, err)
+	shared, err := f.MemCreateExportable(1, 2*g, cudart.HandleTypePOSIXFileDescriptor)
+	require.NoError(t, err)
+	require.NoError(t, f.MemMap(va, g, 0, plain))
+	require.NoError(t, f.MemMap(va.Add(g), 2*g, 0, shared))
+	require.NoError(t, f.MemRelease(plain))
+	require.NoError(t, f.MemRelease(shared))
+	t.Cleanup(func() { assert.NoError(t, f.MemUnmap(va, 3*g)) })
+	a, ok = y.lib.Allocation(va.Add(g - 1))
+	require.True(t, ok, "the first mapping")
+	assert.Equal(t, cudarttest.Allocation{Device: 1, Base: va, End: va.Add(g), Physical: true}, a)
+	a, ok = y.lib.Allocation(va.Add(g))
+	require.True(t, ok, "the second mapping")
+	assert.Equal(t, cudarttest.Allocation{Device: 1, Base: va.Add(g), End: va.Add(3 * g), Physical: true, HandleTypes: cudart.HandleTypePOSIXFileDescriptor}, a)
+	_, ok = y.lib.Allocation(va.Add(3 * g))
+	assert.False(t, ok, "the reservation's unmapped rest")
+
+	host, err := f.HostAlloc(0, 4096, cudart.HostAllocMapped)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, f.FreeHost(host)) })
+	alias, err := f.HostGetDevicePointer(0, host)
+	require.NoError(t, err)
+	_, ok = y.lib.Allocation(alias)
+	assert.False(t, ok, "mapped host memory")
+}

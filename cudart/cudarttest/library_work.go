@@ -3,6 +3,7 @@ package cudarttest
 import (
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/internal/calls"
@@ -48,21 +49,49 @@ func (f *Fake) ownStream(device int, s cudart.Stream) *failure {
 	return x
 }
 
-// Allocation is the device allocation that holds p, as the driver's
-// cuMemGetAddressRange and cuPointerGetAttribute tell a library, the call
-// not logged: its device and its end. It reports false for an address in
-// no allocation of device memory (host memory mapped for the device
-// included): for libraries that register the caller's buffers (NCCL's
-// ncclCommRegister).
-func (l *Library) Allocation(p cudart.DevicePtr) (device int, end cudart.DevicePtr, ok bool) {
+// Allocation is the device allocation that holds an address, as the driver
+// tells a library: cuMemGetAddressRange its bounds, cuPointerGetAttribute
+// its device, cuMemRetainAllocationHandle whether it is physical memory from
+// cuMemCreate, and the handle's properties how it exports.
+type Allocation struct {
+	Device int
+	// Base and End bound the allocation: a cudaMalloc's whole, or, in
+	// virtual memory, the one mapping of a cuMemCreate allocation that
+	// holds the address, not the reservation around it (a range grown by
+	// several mappings is several allocations, as cuMemGetAddressRange
+	// tells).
+	Base, End cudart.DevicePtr
+	// Physical: memory from cuMemCreate, whose handle a library can retain
+	// and share; false for the runtime's allocations (cudaMalloc and the
+	// others).
+	Physical bool
+	// HandleTypes are the types physical memory exports as
+	// (MemCreateExportable); 0 for none.
+	HandleTypes cudart.HandleType
+}
+
+// Allocation is the device allocation that holds p, the call not logged.
+// It reports false for an address in no allocation of device memory (host
+// memory mapped for the device included, and a reservation's addresses
+// that are not mapped): for libraries that register the caller's buffers
+// (NCCL's ncclCommRegister and its windows).
+func (l *Library) Allocation(p cudart.DevicePtr) (Allocation, bool) {
 	f := l.f
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.containing(uint64(p))
-	if r == nil || r.kind == kindHostAlias {
-		return 0, 0, false
+	switch {
+	case r == nil || r.kind == kindHostAlias:
+		return Allocation{}, false
+	case r.kind != kindReservation:
+		return Allocation{Device: r.device, Base: cudart.DevicePtr(r.base), End: cudart.DevicePtr(r.end())}, true
 	}
-	return r.device, cudart.DevicePtr(r.end()), true
+	i := sort.Search(len(r.maps), func(i int) bool { return r.maps[i].end() > uint64(p) })
+	if i == len(r.maps) || r.maps[i].va > uint64(p) {
+		return Allocation{}, false
+	}
+	m := r.maps[i]
+	return Allocation{Device: m.phys.device, Base: cudart.DevicePtr(m.va), End: cudart.DevicePtr(m.end()), Physical: true, HandleTypes: m.phys.types}, true
 }
 
 // Work is a library call's work on a stream: one of the library's kernels.

@@ -228,14 +228,14 @@ func (b *Backend) peerGone(op *op, c *comm) {
 // communicator's device.
 func (b *Backend) register(c *comm, fr *ncclabi.Frame) ncclabi.Result {
 	p := cudart.DevicePtr(fr.Send)
-	dev, end, ok := b.lib.Allocation(p)
+	a, ok := b.lib.Allocation(p)
 	switch {
 	case fr.Size == 0:
 		return b.fail(c, ncclabi.InvalidArgument, "ncclCommRegister: size 0")
-	case !ok || fr.Size > uint64(end-p):
-		return b.fail(c, ncclabi.InvalidArgument, "ncclCommRegister: %d B at 0x%x is not inside one device allocation", fr.Size, fr.Send)
-	case dev != c.device:
-		return b.fail(c, ncclabi.InvalidArgument, "ncclCommRegister: buffer 0x%x is on device %d, the communicator on device %d", fr.Send, dev, c.device)
+	case !ok || fr.Size > uint64(a.End-p):
+		return b.fail(c, ncclabi.InvalidArgument, "ncclCommRegister: %d B at 0x%x is not inside one device allocation (NCCL 2.28 shares the one that holds the buffer's start, a single cuMemCreate allocation in virtual memory)", fr.Size, fr.Send)
+	case a.Device != c.device:
+		return b.fail(c, ncclabi.InvalidArgument, "ncclCommRegister: buffer 0x%x is on device %d, the communicator on device %d", fr.Send, a.Device, c.device)
 	}
 	if c.regs == nil {
 		c.regs = make(map[uintptr]reg)
