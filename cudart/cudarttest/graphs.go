@@ -199,11 +199,7 @@ func (f *Fake) StreamEndCapture(device int, s cudart.Stream) (cudart.Graph, erro
 func (f *Fake) GraphInstantiate(device int, g cudart.Graph) (cudart.GraphExec, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(calls.GraphInstantiate, device)
-	gr := f.graph.graphs[g]
-	if x == nil {
-		x = onDevice(gr, device, "graph 0x%x", uintptr(g))
-	}
+	gr, x := live(f, calls.GraphInstantiate, device, f.graph.graphs, g, "graph")
 	if x == nil {
 		x = f.captureForbidsUnsafe(calls.GraphInstantiate)
 	}
@@ -249,11 +245,7 @@ func (f *Fake) GraphLaunch(device int, e cudart.GraphExec, s cudart.Stream) erro
 func (f *Fake) GraphExecDestroy(device int, e cudart.GraphExec) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(calls.GraphExecDestroy, device)
-	ex := f.graph.execs[e]
-	if x == nil {
-		x = onDevice(ex, device, "graph exec 0x%x", uintptr(e))
-	}
+	ex, x := live(f, calls.GraphExecDestroy, device, f.graph.execs, e, "graph exec")
 	if x != nil {
 		return x.err(calls.GraphExecDestroy, "(graph exec 0x%x) on device %d", uintptr(e), device)
 	}
@@ -266,11 +258,7 @@ func (f *Fake) GraphExecDestroy(device int, e cudart.GraphExec) error {
 func (f *Fake) GraphDestroy(device int, g cudart.Graph) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(calls.GraphDestroy, device)
-	gr := f.graph.graphs[g]
-	if x == nil {
-		x = onDevice(gr, device, "graph 0x%x", uintptr(g))
-	}
+	gr, x := live(f, calls.GraphDestroy, device, f.graph.graphs, g, "graph")
 	if x != nil {
 		return x.err(calls.GraphDestroy, "(graph 0x%x) on device %d", uintptr(g), device)
 	}
@@ -285,6 +273,19 @@ func (f *Fake) GraphDestroy(device int, g cudart.Graph) error {
 type ownedBy struct{ device, seq int }
 
 func (o ownedBy) owner() int { return o.device }
+
+// live is the object of handle h in objs, and the first refusal of call c
+// on device: f.check's, then onDevice's, naming the object what.
+func live[H ~uintptr, T any, P interface {
+	*T
+	owner() int
+}](f *Fake, c calls.Call, device int, objs map[H]P, h H, what string) (P, *failure) {
+	p := objs[h]
+	if x := f.check(c, device); x != nil {
+		return p, x
+	}
+	return p, onDevice(p, device, "%s 0x%x", what, uintptr(h))
+}
 
 // onDevice refuses the object of a handle, p, when it is not live (nil) or
 // belongs to another device than the call's: cudaErrorInvalidResourceHandle.

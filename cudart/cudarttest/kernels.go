@@ -95,12 +95,8 @@ func (f *Fake) ModuleLoadData(device int, src string) (cudart.Module, error) {
 func (f *Fake) ModuleGetFunction(device int, m cudart.Module, name string) (cudart.Function, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(calls.CuModuleGetFunction, device)
-	mod := f.kern.modules[m]
+	mod, x := live(f, calls.CuModuleGetFunction, device, f.kern.modules, m, "module")
 	var entry ptx.Entry
-	if x == nil {
-		x = onDevice(mod, device, "module 0x%x", uintptr(m))
-	}
 	if x == nil {
 		var ok bool
 		if entry, ok = mod.info.Entry(name); !ok {
@@ -128,11 +124,7 @@ func (f *Fake) ModuleGetFunction(device int, m cudart.Module, name string) (cuda
 func (f *Fake) ModuleUnload(device int, m cudart.Module) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(calls.CuModuleUnload, device)
-	mod := f.kern.modules[m]
-	if x == nil {
-		x = onDevice(mod, device, "module 0x%x", uintptr(m))
-	}
+	_, x := live(f, calls.CuModuleUnload, device, f.kern.modules, m, "module")
 	if x != nil {
 		return x.err(calls.CuModuleUnload, "(module 0x%x) on device %d", uintptr(m), device)
 	}
