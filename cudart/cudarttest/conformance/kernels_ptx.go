@@ -33,17 +33,12 @@ const suitePTX = `
 
 	ld.param.u64 %rd1, [fill_p];
 	ld.param.u32 %r1, [fill_n];
-	ld.param.u32 %r2, [fill_value];
-	mov.u32 %r3, %ctaid.x;
-	mov.u32 %r4, %ntid.x;
-	mov.u32 %r5, %tid.x;
-	mad.lo.s32 %r3, %r3, %r4, %r5;
-	setp.ge.u32 %p1, %r3, %r1;
+	ld.param.u32 %r5, [fill_value];` + gridIndex + `
 	@%p1 bra FILL_DONE;
 	cvta.to.global.u64 %rd2, %rd1;
-	mul.wide.u32 %rd3, %r3, 4;
+	mul.wide.u32 %rd3, %r2, 4;
 	add.s64 %rd4, %rd2, %rd3;
-	st.global.u32 [%rd4], %r2;
+	st.global.u32 [%rd4], %r5;
 FILL_DONE:
 	ret;
 }
@@ -63,12 +58,7 @@ FILL_DONE:
 	ld.param.u64 %rd1, [axpy_y];
 	ld.param.u64 %rd2, [axpy_x];
 	ld.param.f32 %f1, [axpy_a];
-	ld.param.u32 %r1, [axpy_n];
-	mov.u32 %r2, %ctaid.x;
-	mov.u32 %r3, %ntid.x;
-	mov.u32 %r4, %tid.x;
-	mad.lo.s32 %r2, %r2, %r3, %r4;
-	setp.ge.u32 %p1, %r2, %r1;
+	ld.param.u32 %r1, [axpy_n];` + gridIndex + `
 	@%p1 bra AXPY_DONE;
 	cvta.to.global.u64 %rd3, %rd1;
 	cvta.to.global.u64 %rd4, %rd2;
@@ -116,6 +106,26 @@ AXPY_DONE:
 }
 `
 
+// gridIndex is the PTX that sets %r2 to the calling thread's index in the
+// grid, and %p1 where that is %r1 (n) or more. It uses %r2 to %r4.
+const gridIndex = `
+	mov.u32 %r2, %ctaid.x;
+	mov.u32 %r3, %ntid.x;
+	mov.u32 %r4, %tid.x;
+	mad.lo.s32 %r2, %r2, %r3, %r4;
+	setp.ge.u32 %p1, %r2, %r1;`
+
+// callMalloc is the PTX of %rd3 = malloc(%rd2), through the device-side
+// heap.
+const callMalloc = `
+	{
+	.param .b64 param0;
+	st.param.b64 [param0], %rd2;
+	.param .b64 retval0;
+	call.uni (retval0), malloc, (param0);
+	ld.param.b64 %rd3, [retval0];
+	}`
+
 // suiteHeapPTX is kernels that call device-side malloc and free:
 //
 //	heap(u32 *out, u64 size)       thread 0: p = malloc(size); *out = p != NULL;
@@ -150,14 +160,7 @@ const suiteHeapPTX = `
 
 	ld.param.u64 %rd1, [heap_out];
 	ld.param.u64 %rd2, [heap_size];
-	cvta.to.global.u64 %rd1, %rd1;
-	{
-	.param .b64 param0;
-	st.param.b64 [param0], %rd2;
-	.param .b64 retval0;
-	call.uni (retval0), malloc, (param0);
-	ld.param.b64 %rd3, [retval0];
-	}
+	cvta.to.global.u64 %rd1, %rd1;` + callMalloc + `
 	setp.eq.s64 %p1, %rd3, 0;
 	selp.u32 %r1, 0, 1, %p1;
 	st.global.u32 [%rd1], %r1;
@@ -182,14 +185,7 @@ HEAP_DONE:
 
 	ld.param.u64 %rd1, [heapKeep_out];
 	ld.param.u64 %rd2, [heapKeep_size];
-	cvta.to.global.u64 %rd1, %rd1;
-	{
-	.param .b64 param0;
-	st.param.b64 [param0], %rd2;
-	.param .b64 retval0;
-	call.uni (retval0), malloc, (param0);
-	ld.param.b64 %rd3, [retval0];
-	}
+	cvta.to.global.u64 %rd1, %rd1;` + callMalloc + `
 	st.global.u64 [%rd1], %rd3;
 	ret;
 }
