@@ -128,6 +128,17 @@ func TestAnnotationsReachTheTool(t *testing.T) {
 // binding working: annotations are on only when the extension's init
 // succeeded with the functions a sub-allocator needs, and no call errs.
 func TestAnnotationsToolVariants(t *testing.T) {
+	// nullDomain is what useAnnotations makes the tool log in the NULL
+	// domain.
+	nullDomain := []string{
+		extInitLog,
+		"heap-register null size=48 compat=0x102 usage=1 type=1 desc=16 range=0x10000000+65536 category=0 message=1:arena -> 0x7010",
+		"regions-register null size=48 compat=0x102 type=1 heap=0x7010 count=1 element=16 out=null: 0x10000000+4096",
+		"regions-name null size=40 compat=0x102 count=1 element=32: 1/1/0x10000000=w/0",
+		"regions-unregister null size=32 compat=0x102 ref=1 count=1 element=8: 0x10000000",
+		"heap-reset null 0x7010",
+		"heap-unregister null 0x7010",
+	}
 	cases := []struct {
 		name    string
 		defs    []string
@@ -135,24 +146,8 @@ func TestAnnotationsToolVariants(t *testing.T) {
 		// log is the lines the fake writes, all of them.
 		log []string
 	}{
-		{"no core init: the NULL domain", []string{"-DNO_CORE"}, true, []string{
-			extInitLog,
-			"heap-register null size=48 compat=0x102 usage=1 type=1 desc=16 range=0x10000000+65536 category=0 message=1:arena -> 0x7010",
-			"regions-register null size=48 compat=0x102 type=1 heap=0x7010 count=1 element=16 out=null: 0x10000000+4096",
-			"regions-name null size=40 compat=0x102 count=1 element=32: 1/1/0x10000000=w/0",
-			"regions-unregister null size=32 compat=0x102 ref=1 count=1 element=8: 0x10000000",
-			"heap-reset null 0x7010",
-			"heap-unregister null 0x7010",
-		}},
-		{"no nvtxDomainCreateA: the NULL domain", []string{"-DNO_DOMAIN"}, true, append(append([]string{}, coreInitLog...),
-			extInitLog,
-			"heap-register null size=48 compat=0x102 usage=1 type=1 desc=16 range=0x10000000+65536 category=0 message=1:arena -> 0x7010",
-			"regions-register null size=48 compat=0x102 type=1 heap=0x7010 count=1 element=16 out=null: 0x10000000+4096",
-			"regions-name null size=40 compat=0x102 count=1 element=32: 1/1/0x10000000=w/0",
-			"regions-unregister null size=32 compat=0x102 ref=1 count=1 element=8: 0x10000000",
-			"heap-reset null 0x7010",
-			"heap-unregister null 0x7010",
-		)},
+		{"no core init: the NULL domain", []string{"-DNO_CORE"}, true, nullDomain},
+		{"no nvtxDomainCreateA: the NULL domain", []string{"-DNO_DOMAIN"}, true, append(append([]string{}, coreInitLog...), nullDomain...)},
 		{"no reset and no naming", []string{"-DNO_OPTIONAL"}, true, append(append([]string{}, coreInitLog...),
 			"domain-create cudapool",
 			extInitLog,
