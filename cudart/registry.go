@@ -33,10 +33,7 @@ type functionInfo struct {
 func (g *registry) addModule(m Module, device int, info ptx.Info) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.modules == nil {
-		g.modules = make(map[Module]moduleInfo)
-	}
-	g.modules[m] = moduleInfo{device: device, info: info}
+	put(&g.modules, m, moduleInfo{device: device, info: info})
 }
 
 // module is the refusal of a call on device with module m, when m is not
@@ -70,10 +67,7 @@ func (g *registry) entry(m Module, device int, name string) (ptx.Entry, *refusal
 func (g *registry) addFunction(fn Function, m Module, e ptx.Entry) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.functions == nil {
-		g.functions = make(map[Function]functionInfo)
-	}
-	g.functions[fn] = functionInfo{module: m, entry: e}
+	put(&g.functions, fn, functionInfo{module: m, entry: e})
 }
 
 // removeModule forgets m and its functions.
@@ -113,19 +107,13 @@ func (g *registry) streamCreated(s Stream, device int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.dead, s)
-	if g.streams == nil {
-		g.streams = make(map[Stream]int)
-	}
-	g.streams[s] = device
+	put(&g.streams, s, device)
 }
 
 func (g *registry) streamDestroyed(s Stream) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.dead == nil {
-		g.dead = make(map[Stream]struct{})
-	}
-	g.dead[s] = struct{}{}
+	put(&g.dead, s, struct{}{})
 	delete(g.streams, s)
 }
 
@@ -151,4 +139,13 @@ func (g *registry) staleStream(s Stream) *refusal {
 		return nil
 	}
 	return &refusal{ErrInvalidResourceHandle, fmt.Sprintf("stream 0x%x was destroyed by StreamDestroy", uintptr(s))}
+}
+
+// put sets m[k] to v, making m first if it is nil: the registry's maps are
+// made when first needed.
+func put[K comparable, V any](m *map[K]V, k K, v V) {
+	if *m == nil {
+		*m = make(map[K]V)
+	}
+	(*m)[k] = v
 }

@@ -57,16 +57,23 @@ func (f *Fake) event(e cudart.Event, device int) (*event, *failure) {
 	return ev, nil
 }
 
+// streamEvent is f.streamCall of c on s, then the live event e of device:
+// the device whose queue runs s's work, the event, and the first refusal.
+func (f *Fake) streamEvent(c calls.Call, device int, s cudart.Stream, e cudart.Event) (int, *event, *failure) {
+	qdev, x := f.streamCall(c, device, s)
+	if x != nil {
+		return qdev, nil, x
+	}
+	ev, x := f.event(e, device)
+	return qdev, ev, x
+}
+
 // EventRecord is cudaEventRecord: e completes when the work issued to s
 // before it has run.
 func (f *Fake) EventRecord(device int, e cudart.Event, s cudart.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	qdev, x := f.streamCall(calls.EventRecord, device, s)
-	var ev *event
-	if x == nil {
-		ev, x = f.event(e, device)
-	}
+	qdev, ev, x := f.streamEvent(calls.EventRecord, device, s, e)
 	if x == nil {
 		ev.recorded, ev.done, ev.stream = true, false, s
 		ev.in = f.graph.captures[s]
@@ -92,11 +99,7 @@ func (f *Fake) EventRecord(device int, e cudart.Event, s cudart.Stream) error {
 func (f *Fake) StreamWaitEvent(device int, s cudart.Stream, e cudart.Event) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	qdev, x := f.streamCall(calls.StreamWaitEvent, device, s)
-	var ev *event
-	if x == nil {
-		ev, x = f.event(e, device)
-	}
+	qdev, ev, x := f.streamEvent(calls.StreamWaitEvent, device, s, e)
 	if x == nil && ev.captured && ev.stream == s && ev.in == f.graph.captures[s] {
 		return nil
 	}

@@ -19,21 +19,19 @@ const noNode cudart.GraphNodeType = -1
 // nodes of the capture. A prefetch adds none either: it changes no result,
 // and the suite does not assert how CUDA records it.
 func nodeOf(call calls.Call) cudart.GraphNodeType {
-	switch call {
-	case calls.CuLaunchKernel:
-		return cudart.GraphNodeKernel
-	case calls.MemcpyAsync:
-		return cudart.GraphNodeMemcpy
-	case calls.MallocAsync:
-		return cudart.GraphNodeMemAlloc
-	case calls.MemsetAsync:
-		return cudart.GraphNodeMemset
-	case calls.FreeAsync:
-		return cudart.GraphNodeMemFree
-	case calls.GraphLaunch:
-		return cudart.GraphNodeGraph
+	if t, ok := nodeTypes[call]; ok {
+		return t
 	}
 	return noNode
+}
+
+var nodeTypes = map[calls.Call]cudart.GraphNodeType{
+	calls.CuLaunchKernel: cudart.GraphNodeKernel,
+	calls.MemcpyAsync:    cudart.GraphNodeMemcpy,
+	calls.MallocAsync:    cudart.GraphNodeMemAlloc,
+	calls.MemsetAsync:    cudart.GraphNodeMemset,
+	calls.FreeAsync:      cudart.GraphNodeMemFree,
+	calls.GraphLaunch:    cudart.GraphNodeGraph,
 }
 
 // graphNode is a node of a graph: its graph and type.
