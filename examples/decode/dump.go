@@ -11,14 +11,15 @@ import (
 // manifest describes a -dump directory: enough to recompute the logits
 // from the files in another framework.
 type manifest struct {
-	Format      string         `json:"format"`
-	Layout      string         `json:"layout"`
-	Model       modelInfo      `json:"model"`
-	Computation string         `json:"computation"`
-	Seed        uint64         `json:"seed"`
-	Tolerance   toleranceInfo  `json:"tolerance"`
-	Weights     []weightFile   `json:"weights"`
-	Variants    []variantFiles `json:"variants"`
+	Format      string           `json:"format"`
+	Layout      string           `json:"layout"`
+	Model       modelInfo        `json:"model"`
+	Computation string           `json:"computation"`
+	Activations []activationInfo `json:"activations"`
+	Seed        uint64           `json:"seed"`
+	Tolerance   toleranceInfo    `json:"tolerance"`
+	Weights     []weightFile     `json:"weights"`
+	Variants    []variantFiles   `json:"variants"`
 }
 
 type modelInfo struct {
@@ -33,6 +34,15 @@ type modelInfo struct {
 	RMSEps      float64 `json:"rms_eps"`
 	AttnScale   float64 `json:"attention_scale"`
 	OutputScale float64 `json:"output_scale"`
+}
+
+// activationInfo is one of a token's activations: its name in the
+// computation, its type (where "float16", rounded to FP16, to nearest
+// even, as it is made) and what it is.
+type activationInfo struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	What string `json:"what"`
 }
 
 type toleranceInfo struct {
@@ -77,12 +87,14 @@ type rowInfo struct {
 }
 
 const dumpComputation = `For a sequence of tokens t_0..t_n (a request's prompt, then its outputs), position p: ` +
-	`x = embedding[:, t_p] + positions[:, p] (float32). For each layer: h = f16(rmsnorm(x) * attn_norm); qkv = qkv_w @ h, ` +
-	`its rows Q (heads*64: head i at rows 64i..64i+63), then K and V (kv_heads*64 each); K and V are rounded to FP16 and kept for the positions after; ` +
-	`for each head i, with g = i / (heads / kv_heads): a_i = f16(softmax_{s<=p}(q_i . k_g[s] * attention_scale) . v_g[s]); ` +
-	`x = x + wo @ a; h = f16(rmsnorm(x) * ffn_norm); x = x + w2 @ f16(relu(w1 @ h)). ` +
-	`Then logits = (embedding^T @ f16(rmsnorm(x) * final_norm)) * output_scale: the logits at position p predict t_(p+1), which greedy decoding takes as their argmax. ` +
-	`rmsnorm(x) = x / sqrt(mean(x^2) + rms_eps); f16() rounds to FP16, to nearest even; everything else is float32, the GEMMs accumulated in FP32 (or wider).`
+	`x = embedding[:, t_p] + positions[:, p]. For each layer: attn_in = rmsnorm(x) * attn_norm; qkv = qkv_w @ attn_in, ` +
+	`its rows Q (heads*64: head i at rows 64i..64i+63), then K and V (kv_heads*64 each); k and v are K and V rounded to FP16, kept for the positions after; ` +
+	`for each head i, with g = i / (heads / kv_heads): attn_out_i = softmax_{s<=p}(q_i . k_g[s] * attention_scale) . v_g[s]; ` +
+	`x = x + wo @ attn_out; ffn_in = rmsnorm(x) * ffn_norm; ffn_hidden = relu(w1 @ ffn_in); x = x + w2 @ ffn_hidden. ` +
+	`Then final_in = rmsnorm(x) * final_norm and logits = (embedding^T @ final_in) * output_scale: the logits at position p predict t_(p+1), which greedy decoding takes as their argmax. ` +
+	`rmsnorm(x) = x / sqrt(mean(x^2) + rms_eps). The weights are FP16; "activations" gives each activation's type: only k and v are rounded to FP16 (to nearest even), ` +
+	`every other value is float32, the GEMMs accumulated in FP32 (or wider). ` +
+	`The device keeps each float32 GEMM input as two FP16 halves, hi = f16(a) and lo = f16((a - hi) * 2048), and adds W @ lo / 2048 to W @ hi (FP16 GEMMs accumulating in FP32): within about 2^-23 of W @ a, as a float32 GEMM would be.`
 
 // dump writes the weights, each variant's prompts and the tokens its paged
 // run generated, the logits of the steps dumpSteps names, and the
@@ -96,6 +108,7 @@ func dump(c config, w *weights, variants []variant, results []*runResult) error 
 		Model: modelInfo{Layers: s.layers, Width: s.width, Heads: s.heads, KVHeads: s.kvHeads, HeadDim: headDim, FFN: s.ffn, Vocab: s.vocab, Context: s.ctx,
 			RMSEps: rmsEps, AttnScale: attnScale, OutputScale: float64(lmScale(s))},
 		Computation: dumpComputation,
+		Activations: activationInfos(),
 		Seed:        c.seed,
 		Tolerance:   toleranceInfo{relTol, absTol},
 	}
@@ -135,4 +148,16 @@ func dump(c config, w *weights, variants []variant, results []*runResult) error 
 		mf.Variants = append(mf.Variants, vf)
 	}
 	return dumpdir.Write(c.dump, files, mf)
+}
+
+// activationInfos is activations as the manifest lists them.
+func activationInfos() []activationInfo {
+	out := make([]activationInfo, len(activations))
+	for i, a := range activations {
+		out[i] = activationInfo{Name: a.name, Type: "float32", What: a.what}
+		if a.fp16 {
+			out[i].Type = "float16"
+		}
+	}
+	return out
 }

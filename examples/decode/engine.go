@@ -40,12 +40,18 @@ type engine struct {
 	maxSample int // sequences a step: the page tables' rows
 	swapPages int
 
-	weights, x, h, qkv, att, ff, g, logits, tokens, desc cudart.DevicePtr
-	contig                                               cudart.DevicePtr // the baseline's KV arena
-	contigTable                                          cudart.DevicePtr // its [slots][ctx/pageTokens] page table
-	contigSlots                                          int
-	descHost, tokHost, logitsHost                        []byte
+	weights, x, qkv, ff, logits, tokens, desc cudart.DevicePtr
+	h, att, g                                 halves           // the GEMMs' inputs: normed, attention's output, FFN's after the ReLU
+	contig                                    cudart.DevicePtr // the baseline's KV arena
+	contigTable                               cudart.DevicePtr // its [slots][ctx/pageTokens] page table
+	contigSlots                               int
+	descHost, tokHost, logitsHost             []byte
 }
+
+// halves is where a float32 activation that a GEMM reads is kept, as its
+// two FP16 halves (split): hi, and lo scaled by loScale, each a matrix of
+// the same shape.
+type halves struct{ hi, lo cudart.DevicePtr }
 
 // engineConfig is what sizes the engine.
 type engineConfig struct {
@@ -66,7 +72,7 @@ func newEngine(rt cudart.Full, lib *cublas.Library, w *weights, ec engineConfig)
 	if e.mod, err = rt.ModuleLoadData(dev, kernelsPTX); err != nil {
 		return nil, fmt.Errorf("load the kernels: %w", err)
 	}
-	for _, name := range []string{"embed", "rmsnorm", "kv_store", "attention", "relu_f16", "argmax"} {
+	for _, name := range []string{"embed", "rmsnorm", "kv_store", "attention", "relu", "argmax"} {
 		if e.fn[name], err = rt.ModuleGetFunction(dev, e.mod, name); err != nil {
 			return nil, err
 		}
@@ -90,11 +96,14 @@ func newEngine(rt cudart.Full, lib *cublas.Library, w *weights, ec engineConfig)
 	}{
 		{&e.weights, 2 * uint64(len(w.bits)), "weights"},
 		{&e.x, 4 * uint64(s.width) * R, "residual"},
-		{&e.h, 2 * uint64(max(s.width, s.qDim())) * R, "normed"},
+		{&e.h.hi, 2 * uint64(s.width) * R, "normed (hi)"},
+		{&e.h.lo, 2 * uint64(s.width) * R, "normed (lo)"},
 		{&e.qkv, 4 * uint64(s.qkvRows()) * R, "qkv"},
-		{&e.att, 2 * uint64(s.qDim()) * R, "attention"},
+		{&e.att.hi, 2 * uint64(s.qDim()) * R, "attention (hi)"},
+		{&e.att.lo, 2 * uint64(s.qDim()) * R, "attention (lo)"},
 		{&e.ff, 4 * uint64(s.ffn) * R, "ffn"},
-		{&e.g, 2 * uint64(s.ffn) * R, "ffn relu"},
+		{&e.g.hi, 2 * uint64(s.ffn) * R, "ffn relu (hi)"},
+		{&e.g.lo, 2 * uint64(s.ffn) * R, "ffn relu (lo)"},
 		{&e.logits, 4 * uint64(s.vocab) * S, "logits"},
 		{&e.tokens, 4 * S, "tokens"},
 		{&e.desc, 4 * (4*R + S), "rows"},
@@ -274,12 +283,7 @@ func (e *engine) step(rows []rowDesc, sample []int32, capture []int, kv kvView) 
 	if err := e.norm(e.w.finalNorm, uint32(ns), e.desc.Add(16*uint64(n))); err != nil {
 		return stepOut{}, err
 	}
-	if err := e.blas.Gemm(cublas.Gemm{
-		TransA: cublas.Trans, TransB: cublas.NoTrans, M: s.vocab, N: ns, K: s.width, Alpha: lmScale(s),
-		A: cublas.Matrix{Ptr: e.ptr(e.w.emb), Type: cublas.Float16, LD: s.width},
-		B: cublas.Matrix{Ptr: e.h, Type: cublas.Float16, LD: s.width},
-		C: cublas.Matrix{Ptr: e.logits, Type: cublas.Float32, LD: s.vocab},
-	}); err != nil {
+	if err := e.logitsOf(ns); err != nil {
 		return stepOut{}, err
 	}
 	if err := e.launch("argmax", cudart.Dim1(uint32(ns)), cudart.Dim1(block),
@@ -317,11 +321,12 @@ func (e *engine) step(rows []rowDesc, sample []int32, capture []int, kv kvView) 
 
 // layer queues one transformer block over n rows.
 func (e *engine) layer(l int, lt layerTensors, n uint32, kv kvView) error {
+	cols := int(n)
 	s := e.s
 	if err := e.norm(lt.attnNorm, n, 0); err != nil {
 		return err
 	}
-	if err := e.gemm(lt.qkv, e.h, e.qkv, int(n), cublas.Float32, 0); err != nil {
+	if err := e.project(lt.qkv, e.h, e.qkv, cols, 0); err != nil {
 		return err
 	}
 	kvdim := uint32(s.kvDim())
@@ -332,25 +337,25 @@ func (e *engine) layer(l int, lt layerTensors, n uint32, kv kvView) error {
 		return err
 	}
 	if err := e.launch("attention", cudart.Dim3{X: uint32(s.heads), Y: n, Z: 1}, cudart.Dim1(32),
-		cudart.Arg(e.att), cudart.Arg(e.qkv), cudart.Arg(e.desc), cudart.Arg(kv.table), cudart.Arg(kv.pages), cudart.Arg(kv.stride),
+		cudart.Arg(e.att.hi), cudart.Arg(e.att.lo), cudart.Arg(e.qkv), cudart.Arg(e.desc), cudart.Arg(kv.table), cudart.Arg(kv.pages), cudart.Arg(kv.stride),
 		cudart.Arg(uint32(kv.maxPages)), cudart.Arg(uint32(l)), cudart.Arg(uint32(s.heads)), cudart.Arg(uint32(s.kvHeads)),
 		cudart.Arg[uint32](pageTokens), cudart.Arg[float32](attnScale)); err != nil {
 		return err
 	}
-	if err := e.gemm(lt.wo, e.att, e.x, int(n), cublas.Float32, 1); err != nil {
+	if err := e.project(lt.wo, e.att, e.x, cols, 1); err != nil {
 		return err
 	}
 	if err := e.norm(lt.ffnNorm, n, 0); err != nil {
 		return err
 	}
-	if err := e.gemm(lt.w1, e.h, e.ff, int(n), cublas.Float32, 0); err != nil {
+	if err := e.project(lt.w1, e.h, e.ff, cols, 0); err != nil {
 		return err
 	}
 	f := uint32(s.ffn) * n
-	if err := e.launch("relu_f16", grid(f), cudart.Dim1(block), cudart.Arg(e.g), cudart.Arg(e.ff), cudart.Arg(f)); err != nil {
+	if err := e.launch("relu", grid(f), cudart.Dim1(block), cudart.Arg(e.g.hi), cudart.Arg(e.g.lo), cudart.Arg(e.ff), cudart.Arg(f)); err != nil {
 		return err
 	}
-	return e.gemm(lt.w2, e.g, e.x, int(n), cublas.Float32, 1)
+	return e.project(lt.w2, e.g, e.x, cols, 1)
 }
 
 // attnScale is 1/sqrt(headDim), exact in float32.
@@ -360,22 +365,48 @@ const attnScale = 0.125
 // logits' spread near 1.
 func lmScale(s shape) float32 { return float32(1 / math.Sqrt(float64(s.width))) }
 
-// gemm queues C = W × B (+ C when beta is 1): W the tensor t (FP16, rows ×
-// cols), B cols × n FP16, C rows × n of type ct.
-func (e *engine) gemm(t tensor, b, c cudart.DevicePtr, n int, ct cublas.DataType, beta float32) error {
-	return e.blas.Gemm(cublas.Gemm{
+// project queues C = W × B (+ C when beta is 1): W the tensor t (FP16,
+// rows × cols), B the cols × n float32 activations b holds, C rows × n
+// FP32.
+func (e *engine) project(t tensor, b halves, c cudart.DevicePtr, n int, beta float32) error {
+	return e.gemmSplit(cublas.Gemm{
 		TransA: cublas.NoTrans, TransB: cublas.NoTrans, M: t.rows, N: n, K: t.cols, Alpha: 1, Beta: beta,
 		A: cublas.Matrix{Ptr: e.ptr(t), Type: cublas.Float16, LD: t.rows},
-		B: cublas.Matrix{Ptr: b, Type: cublas.Float16, LD: t.cols},
-		C: cublas.Matrix{Ptr: c, Type: ct, LD: t.rows},
-	})
+		B: cublas.Matrix{Type: cublas.Float16, LD: t.cols},
+		C: cublas.Matrix{Ptr: c, Type: cublas.Float32, LD: t.rows},
+	}, b)
+}
+
+// logitsOf queues the logits of the first ns columns of the normed
+// activations: the embedding's transpose times them, scaled by lmScale.
+func (e *engine) logitsOf(ns int) error {
+	s := e.s
+	return e.gemmSplit(cublas.Gemm{
+		TransA: cublas.Trans, TransB: cublas.NoTrans, M: s.vocab, N: ns, K: s.width, Alpha: lmScale(s),
+		A: cublas.Matrix{Ptr: e.ptr(e.w.emb), Type: cublas.Float16, LD: s.width},
+		B: cublas.Matrix{Type: cublas.Float16, LD: s.width},
+		C: cublas.Matrix{Ptr: e.logits, Type: cublas.Float32, LD: s.vocab},
+	}, e.h)
+}
+
+// gemmSplit queues g with B the float32 activations b holds: g over b's
+// high halves, then g over its low ones, alpha divided by loScale, added
+// to C. Both are FP16 GEMMs accumulating in FP32: together they multiply
+// by the float32 activations, not by their FP16 roundings.
+func (e *engine) gemmSplit(g cublas.Gemm, b halves) error {
+	g.B.Ptr = b.hi
+	if err := e.blas.Gemm(g); err != nil {
+		return err
+	}
+	g.B.Ptr, g.Alpha, g.Beta = b.lo, g.Alpha/loScale, 1
+	return e.blas.Gemm(g)
 }
 
 // norm queues rmsnorm of n columns of the residual into e.h, column j
 // from column idx[j] where idx is not 0.
 func (e *engine) norm(gain tensor, n uint32, idx cudart.DevicePtr) error {
 	return e.launch("rmsnorm", cudart.Dim1(n), cudart.Dim1(block),
-		cudart.Arg(e.h), cudart.Arg(e.x), cudart.Arg(e.ptr(gain)), cudart.Arg(idx),
+		cudart.Arg(e.h.hi), cudart.Arg(e.h.lo), cudart.Arg(e.x), cudart.Arg(e.ptr(gain)), cudart.Arg(idx),
 		cudart.Arg(uint32(e.s.width)), cudart.Arg[float32](rmsEps))
 }
 

@@ -23,7 +23,7 @@ func registerKernels(rt cudart.Runtime) {
 	f.RegisterKernel("rmsnorm", fakeRMSNorm)
 	f.RegisterKernel("kv_store", fakeKVStore)
 	f.RegisterKernel("attention", fakeAttention)
-	f.RegisterKernel("relu_f16", fakeReLU)
+	f.RegisterKernel("relu", fakeReLU)
 	f.RegisterKernel("argmax", fakeArgmax)
 }
 
@@ -77,6 +77,17 @@ func (d mem) putHalves(p cudart.DevicePtr, v []float32) {
 	d.k.Write(p, b)
 }
 
+// putSplit writes v as the GEMMs read it: its FP16 halves (split) at hi
+// and lo.
+func (d mem) putSplit(hi, lo cudart.DevicePtr, v []float32) {
+	h, l := make([]float32, len(v)), make([]float32, len(v))
+	for i, x := range v {
+		h[i], l[i] = split(x)
+	}
+	d.putHalves(hi, h)
+	d.putHalves(lo, l)
+}
+
 // rowDesc is one row of a step's descriptor.
 type rowDesc struct{ token, tableRow, pos int32 }
 
@@ -113,8 +124,8 @@ func fakeEmbed(k *cudarttest.KernelContext) error {
 
 func fakeRMSNorm(k *cudarttest.KernelContext) error {
 	d := mem{k}
-	out, x, gainPtr, idx := k.Ptr(0), k.Ptr(1), k.Ptr(2), k.Ptr(3)
-	width := int(k.Uint32(4))
+	hi, lo, x, gainPtr, idx := k.Ptr(0), k.Ptr(1), k.Ptr(2), k.Ptr(3), k.Ptr(4)
+	width := int(k.Uint32(5))
 	n := int(k.Grid().X)
 	if width == 0 || n == 0 {
 		return nil
@@ -131,7 +142,8 @@ func fakeRMSNorm(k *cudarttest.KernelContext) error {
 	col := make([]float32, width)
 	for j, c := range src {
 		rmsNorm(col, d.floats(x.Add(4*uint64(c)*uint64(width)), width), gain)
-		d.putHalves(out.Add(2*uint64(j*width)), col)
+		off := 2 * uint64(j*width)
+		d.putSplit(hi.Add(off), lo.Add(off), col)
 	}
 	return nil
 }
@@ -167,10 +179,10 @@ func fakeKVStore(k *cudarttest.KernelContext) error {
 
 func fakeAttention(k *cudarttest.KernelContext) error {
 	d := mem{k}
-	out, qkv, descPtr, table, pages := k.Ptr(0), k.Ptr(1), k.Ptr(2), k.Ptr(3), cudart.DevicePtr(k.Uint64(4))
-	stride := k.Uint64(5)
-	maxPages, layer, heads, kvheads, pt := int(k.Uint32(6)), int(k.Uint32(7)), int(k.Uint32(8)), int(k.Uint32(9)), int(k.Uint32(10))
-	scale := k.Float32(11)
+	hi, lo, qkv, descPtr, table, pages := k.Ptr(0), k.Ptr(1), k.Ptr(2), k.Ptr(3), k.Ptr(4), cudart.DevicePtr(k.Uint64(5))
+	stride := k.Uint64(6)
+	maxPages, layer, heads, kvheads, pt := int(k.Uint32(7)), int(k.Uint32(8)), int(k.Uint32(9)), int(k.Uint32(10)), int(k.Uint32(11))
+	scale := k.Float32(12)
 	g := k.Grid()
 	if heads == 0 || kvheads == 0 || pt == 0 || g.X == 0 || g.Y == 0 || k.Block().X < 32 {
 		return nil
@@ -206,7 +218,8 @@ func fakeAttention(k *cudarttest.KernelContext) error {
 			copy(q, row[h*headDim:(h+1)*headDim])
 			kh, vh := headOf(keys, m, kvdim, gi), headOf(vals, m, kvdim, gi)
 			attend(o, q, kh, vh, m, scale, scores)
-			d.putHalves(out.Add(2*uint64(r*qdim+h*headDim)), o)
+			off := 2 * uint64(r*qdim+h*headDim)
+			d.putSplit(hi.Add(off), lo.Add(off), o)
 		}
 	}
 	return nil
@@ -224,15 +237,15 @@ func headOf(v []float32, n, kvdim, g int) []float32 {
 
 func fakeReLU(k *cudarttest.KernelContext) error {
 	d := mem{k}
-	n := min(int(k.Uint32(2)), threads(k))
+	n := min(int(k.Uint32(3)), threads(k))
 	if n == 0 {
 		return nil
 	}
-	v := d.floats(k.Ptr(1), n)
+	v := d.floats(k.Ptr(2), n)
 	for i, x := range v {
-		v[i] = reluF16(x)
+		v[i] = relu(x)
 	}
-	d.putHalves(k.Ptr(0), v)
+	d.putSplit(k.Ptr(0), k.Ptr(1), v)
 	return nil
 }
 

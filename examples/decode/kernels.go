@@ -12,21 +12,26 @@ package main
 //
 //	embed(f32 *x, i32 *desc, f16 *emb, f16 *pos, u32 d, u32 n)
 //	    x[:, r] = emb[:, token_r] + pos[:, position_r]; a thread an element
-//	rmsnorm(f16 *out, f32 *x, f16 *gain, i32 *idx, u32 d, f32 eps)
-//	    out[:, j] = x[:, c] / sqrt(mean(x[:, c]²) + eps) × gain, c = idx[j]
-//	    (j where idx is 0); a block of 256 threads a column
+//	rmsnorm(f16 *hi, f16 *lo, f32 *x, f16 *gain, i32 *idx, u32 d, f32 eps)
+//	    column j = x[:, c] / sqrt(mean(x[:, c]²) + eps) × gain, c = idx[j]
+//	    (j where idx is 0), split into hi and lo; a block of 256 threads a
+//	    column
 //	kv_store(f32 *qkv, i32 *desc, i32 *table, u64 pages, u64 stride,
 //	         u32 maxPages, u32 layer, u32 qdim, u32 kvdim, u32 pt, u32 n)
 //	    the K and V rows of qkv (after Q's qdim) to row r's page and slot, FP16
-//	attention(f16 *out, f32 *qkv, i32 *desc, i32 *table, u64 pages,
+//	attention(f16 *hi, f16 *lo, f32 *qkv, i32 *desc, i32 *table, u64 pages,
 //	          u64 stride, u32 maxPages, u32 layer, u32 heads, u32 kvheads,
 //	          u32 pt, f32 scale)
 //	    grid (heads, n), a warp a block: row r's query of head h against the
 //	    keys and values of positions 0..position_r of its sequence, read
-//	    through the page table, online softmax, FP16 out
-//	relu_f16(f16 *out, f32 *in, u32 n)   out = FP16(max(in, 0))
+//	    through the page table, online softmax, split into hi and lo
+//	relu(f16 *hi, f16 *lo, f32 *in, u32 n)   max(in, 0), split into hi and lo
 //	argmax(i32 *out, f32 *logits, u32 vocab)
 //	    a block of 256 threads a column: the first index of the largest
+//
+// A kernel whose output a GEMM reads writes it split (ops.go's split): hi
+// = FP16(v), lo = FP16((v - hi) × 2048), which the GEMMs read as two FP16
+// matrices, adding W × lo with alpha 1/2048 to W × hi.
 const kernelsPTX = ptxHeader + elementwisePTX + pagedPTX
 
 // ptxHeader begins the module, and declares the shared memory of
@@ -95,14 +100,15 @@ $L_embed_done:
 	ret;
 }
 
-.visible .entry rmsnorm(.param .u64 p_out, .param .u64 p_x, .param .u64 p_gain, .param .u64 p_idx, .param .u32 p_d, .param .f32 p_eps)
+.visible .entry rmsnorm(.param .u64 p_hi, .param .u64 p_lo, .param .u64 p_x, .param .u64 p_gain, .param .u64 p_idx, .param .u32 p_d, .param .f32 p_eps)
 {
 	.reg .pred %p<4>;
 	.reg .b32 %r<10>;
-	.reg .b16 %h<3>;
+	.reg .b16 %h<4>;
 	.reg .f32 %f<12>;
-	.reg .b64 %rd<24>;
-	ld.param.u64 %rd1, [p_out];
+	.reg .b64 %rd<28>;
+	ld.param.u64 %rd1, [p_hi];
+	ld.param.u64 %rd24, [p_lo];
 	ld.param.u64 %rd2, [p_x];
 	ld.param.u64 %rd3, [p_gain];
 	ld.param.u64 %rd4, [p_idx];
@@ -167,6 +173,8 @@ $L_rms_red_done:
 	mul.wide.u32 %rd19, %r2, %r1;
 	shl.b64 %rd19, %rd19, 1;
 	add.s64 %rd18, %rd18, %rd19;
+	cvta.to.global.u64 %rd25, %rd24;
+	add.s64 %rd25, %rd25, %rd19;
 	cvta.to.global.u64 %rd20, %rd3;
 	mov.u32 %r6, %r3;
 $L_rms_out:
@@ -182,22 +190,29 @@ $L_rms_out:
 	mul.rn.f32 %f3, %f3, %f9;
 	mul.rn.f32 %f3, %f3, %f10;
 	cvt.rn.f16.f32 %h2, %f3;
+	cvt.f32.f16 %f11, %h2;
+	sub.rn.f32 %f11, %f3, %f11;
+	mul.rn.f32 %f11, %f11, 0f45000000;
+	cvt.rn.f16.f32 %h3, %f11;
 	add.s64 %rd23, %rd18, %rd21;
 	st.global.u16 [%rd23], %h2;
+	add.s64 %rd26, %rd25, %rd21;
+	st.global.u16 [%rd26], %h3;
 	add.s32 %r6, %r6, %r4;
 	bra $L_rms_out;
 $L_rms_done:
 	ret;
 }
 
-.visible .entry relu_f16(.param .u64 p_out, .param .u64 p_in, .param .u32 p_n)
+.visible .entry relu(.param .u64 p_hi, .param .u64 p_lo, .param .u64 p_in, .param .u32 p_n)
 {
 	.reg .pred %p<2>;
 	.reg .b32 %r<8>;
-	.reg .b16 %h<2>;
-	.reg .f32 %f<3>;
-	.reg .b64 %rd<8>;
-	ld.param.u64 %rd1, [p_out];
+	.reg .b16 %h<3>;
+	.reg .f32 %f<4>;
+	.reg .b64 %rd<10>;
+	ld.param.u64 %rd1, [p_hi];
+	ld.param.u64 %rd8, [p_lo];
 	ld.param.u64 %rd2, [p_in];
 	ld.param.u32 %r1, [p_n];
 	mov.u32 %r2, %ctaid.x;
@@ -212,10 +227,17 @@ $L_rms_done:
 	ld.global.f32 %f1, [%rd5];
 	max.f32 %f2, %f1, 0f00000000;
 	cvt.rn.f16.f32 %h1, %f2;
+	cvt.f32.f16 %f3, %h1;
+	sub.rn.f32 %f3, %f2, %f3;
+	mul.rn.f32 %f3, %f3, 0f45000000;
+	cvt.rn.f16.f32 %h2, %f3;
 	cvta.to.global.u64 %rd6, %rd1;
 	mul.wide.u32 %rd7, %r5, 2;
 	add.s64 %rd6, %rd6, %rd7;
 	st.global.u16 [%rd6], %h1;
+	cvta.to.global.u64 %rd9, %rd8;
+	add.s64 %rd9, %rd9, %rd7;
+	st.global.u16 [%rd9], %h2;
 $L_relu_done:
 	ret;
 }

@@ -74,14 +74,15 @@ $L_kv_done:
 	ret;
 }
 
-.visible .entry attention(.param .u64 p_out, .param .u64 p_qkv, .param .u64 p_desc, .param .u64 p_table, .param .u64 p_pages, .param .u64 p_stride, .param .u32 p_maxPages, .param .u32 p_layer, .param .u32 p_heads, .param .u32 p_kvheads, .param .u32 p_pt, .param .f32 p_scale)
+.visible .entry attention(.param .u64 p_hi, .param .u64 p_lo, .param .u64 p_qkv, .param .u64 p_desc, .param .u64 p_table, .param .u64 p_pages, .param .u64 p_stride, .param .u32 p_maxPages, .param .u32 p_layer, .param .u32 p_heads, .param .u32 p_kvheads, .param .u32 p_pt, .param .f32 p_scale)
 {
 	.reg .pred %p<3>;
 	.reg .b32 %r<40>;
-	.reg .b16 %h<8>;
+	.reg .b16 %h<10>;
 	.reg .f32 %f<40>;
-	.reg .b64 %rd<32>;
-	ld.param.u64 %rd1, [p_out];
+	.reg .b64 %rd<34>;
+	ld.param.u64 %rd1, [p_hi];
+	ld.param.u64 %rd30, [p_lo];
 	ld.param.u64 %rd2, [p_qkv];
 	ld.param.u64 %rd3, [p_desc];
 	ld.param.u64 %rd4, [p_table];
@@ -208,12 +209,24 @@ $L_att_done:
 	cvt.rn.f16.f32 %h5, %f18;
 	cvt.rn.f16.f32 %h6, %f19;
 	mov.b32 %r29, {%h5, %h6};
+	cvt.f32.f16 %f20, %h5;
+	cvt.f32.f16 %f21, %h6;
+	sub.rn.f32 %f20, %f18, %f20;
+	sub.rn.f32 %f21, %f19, %f21;
+	mul.rn.f32 %f20, %f20, 0f45000000;
+	mul.rn.f32 %f21, %f21, 0f45000000;
+	cvt.rn.f16.f32 %h7, %f20;
+	cvt.rn.f16.f32 %h8, %f21;
+	mov.b32 %r30, {%h7, %h8};
 	mul.wide.u32 %rd27, %r7, %r9;
 	add.s64 %rd27, %rd27, %rd8;
 	shl.b64 %rd27, %rd27, 1;
 	cvta.to.global.u64 %rd28, %rd1;
 	add.s64 %rd29, %rd28, %rd27;
 	st.global.b32 [%rd29], %r29;
+	cvta.to.global.u64 %rd31, %rd30;
+	add.s64 %rd32, %rd31, %rd27;
+	st.global.b32 [%rd32], %r30;
 	ret;
 }
 `

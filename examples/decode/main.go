@@ -20,14 +20,24 @@
 // projection is the embedding's transpose, scaled by 1/sqrt(width).
 //
 // A step: embed (token and position) -> for each block: RMSNorm, the fused
-// QKV projection (cuBLAS GEMM, FP16 in, FP32 out and accumulation), the
+// QKV projection (cuBLAS GEMMs, FP16 in, FP32 out and accumulation), the
 // new keys and values stored FP16 into the sequences' pages (kv_store),
 // attention over the pages (a PTX kernel reading K and V through the page
 // table's int32 ids; a warp per row and head, online softmax), the output
-// projection added to the FP32 residual (GEMM with beta 1), RMSNorm, the
-// FFN's two GEMMs around a ReLU -> final RMSNorm of each sequence's last
-// row -> logits (GEMM) -> argmax (PTX). The fake runs each PTX kernel as a
-// Go function that reads what the PTX reads.
+// projection added to the FP32 residual (GEMMs with beta 1), RMSNorm, the
+// FFN's GEMMs around a ReLU -> final RMSNorm of each sequence's last row ->
+// logits (GEMMs) -> argmax (PTX). The fake runs each PTX kernel as a Go
+// function that reads what the PTX reads.
+//
+// Every activation is float32 but the keys and values the cache keeps
+// (FP16). A kernel whose output a GEMM reads writes it as two FP16 halves,
+// hi = FP16(v) and lo = FP16((v - hi) × 2048), and each projection is two
+// FP16 GEMMs, W × hi plus W × lo / 2048, accumulating in FP32: the product
+// of the weights and the float32 activations, for twice the GEMMs' work.
+// Were the GEMMs' inputs rounded to FP16 instead, two correct
+// implementations (the GPU's, the CPU's) would round a few of them the
+// other way, and the flips would spread until logits differed by about
+// the tolerance (reference.go says how).
 //
 // Prefill: a step's rows are tokens, not sequences. A sequence admitted
 // brings every token of its prompt not found in the prefix cache as rows
@@ -69,14 +79,14 @@
 //
 // The check: the logits of the first -check-steps tokens generated for the
 // first -check requests of each variant are copied back from both runs
-// and compared with the CPU's recomputation (reference.go: FP32 with
-// float64 sums, rounding to FP16 where the device does), within 1e-2
-// relative or 1e-3 absolute, and each greedy token with the reference's
-// where its top two logits differ by more. The report gives, beside the
-// count out of tolerance, the worst and the RMS difference, the same
-// figures for a second CPU recomputation that sums its GEMMs in float32:
-// two FP32 implementations of an FP16-activation model differ by about
-// an FP16 ulp of the activations, which is near the tolerance. A
+// and compared with the CPU's recomputation (reference.go: float32 with
+// float64 sums, the keys and values rounded to FP16, as the manifest of
+// -dump says), within 1e-2 relative or 1e-3 absolute, and each greedy
+// token with the reference's where its top two logits differ by more. The
+// report gives, beside the count out of tolerance, the worst and the RMS
+// difference, the same figures for a second CPU recomputation that sums
+// its GEMMs in float32: the spread two FP32 implementations show, from
+// the keys and values they round to FP16 the other way now and then. A
 // difference fails the run (exit 1) at its end, after both variants, the
 // report and the dump; a kernel's fault fails it at once. On the fake the
 // defaults check every request's every token.

@@ -24,22 +24,58 @@ func (s *refSeq) clone() *refSeq {
 // reference is the model on the CPU, token by token: the same operations
 // as the device (ops.go), each GEMM as a float64 sum over its inputs in
 // order rounded once to float32 (as the fake's cuBLAS computes it; CUDA's
-// sums differ within cuBLAS's documented bound), and the FP16 roundings at
-// the points where the device rounds: the normalised activations (the
-// GEMMs' inputs), the keys and values as stored, the attention's output
-// and the ReLU's; the residual, the GEMMs' outputs and the logits stay
-// float32.
+// sums differ within cuBLAS's documented bound). Every activation is
+// float32 but the keys and values, rounded to FP16 as the KV cache keeps
+// them: activations lists them, as the dump's manifest does, and observe,
+// when set, is given each as it is made.
+//
+// The device holds each GEMM's float32 input as two FP16 halves (split)
+// and runs two FP16 GEMMs; the reference multiplies the float32 values.
+// The two agree to about float32's precision. Were the GEMMs' inputs
+// rounded to FP16 (both computations rounding at the same points), they
+// would not agree so well: a last-bit difference before a rounding flips
+// it now and then, a flipped input moves every output of the next GEMM,
+// and after a few layers most FP16 activations differ by an ulp, which
+// puts a logit here and there past the tolerance (at the size, 5
+// of 2,048,000 on an H200, and as many between two CPU recomputations).
 //
 // With sum32 each GEMM (the logits' too) is summed in float32 instead, 32
 // products at a time and those blocks in order, as a GPU's GEMM may: a
 // second recomputation, as exact as the first within FP32, whose distance
-// from it is the spread any two FP32 implementations of this FP16 model
-// show. It is not small: a last-bit difference before an FP16 rounding
-// flips it now and then, a flipped input moves every output of the next
-// GEMM, and after a few roundings most FP16 values differ by an ulp.
+// from it is the spread any two FP32 implementations of this model show.
 type reference struct {
-	w     *weights
-	sum32 bool
+	w       *weights
+	sum32   bool
+	observe func(name string, v []float32)
+}
+
+// activation is one of a step's activations, as the dump's manifest names
+// it.
+type activation struct {
+	name string
+	fp16 bool // rounded to FP16 (to nearest even) where it is made; else float32
+	what string
+}
+
+// activations are a token's activations in the order the model makes them
+// (those of a layer once a layer); only the keys and values are FP16.
+var activations = []activation{
+	{"x", false, "the residual stream: embedding[:, t_p] + positions[:, p], then after each layer's attention and FFN, x + its output"},
+	{"attn_in", false, "rmsnorm(x) * attn_norm"},
+	{"qkv", false, "qkv_w @ attn_in: Q (heads*64 rows, head i at rows 64i..64i+63), then K and V (kv_heads*64 rows each)"},
+	{"k", true, "the keys, as the KV cache keeps them for this position and the ones after"},
+	{"v", true, "the values, likewise"},
+	{"attn_out", false, "for each head i, with g = i / (heads / kv_heads): softmax_{s<=p}(q_i . k_g[s] * attention_scale) . v_g[s]"},
+	{"ffn_in", false, "rmsnorm(x) * ffn_norm, x after the attention's wo @ attn_out is added"},
+	{"ffn_hidden", false, "relu(w1 @ ffn_in); x + w2 @ ffn_hidden is the next x"},
+	{"final_in", false, "rmsnorm(x) * final_norm, after the last layer"},
+	{"logits", false, "(embedding^T @ final_in) * output_scale"},
+}
+
+func (r reference) see(name string, v []float32) {
+	if r.observe != nil {
+		r.observe(name, v)
+	}
 }
 
 func newRefSeq(s shape) *refSeq {
@@ -54,6 +90,7 @@ func (r reference) forward(seq *refSeq, token int32, logits []float32) {
 	x := make([]float32, s.width)
 	emb, posT := w.of(w.emb), w.of(w.pos)
 	embedOne(x, emb[int(token)*s.width:(int(token)+1)*s.width], posT[pos*s.width:(pos+1)*s.width])
+	r.see("x", x)
 	h := make([]float32, s.width)
 	qkv := make([]float32, s.qkvRows())
 	att := make([]float32, s.qDim())
@@ -63,38 +100,48 @@ func (r reference) forward(seq *refSeq, token int32, logits []float32) {
 	qd, kvd := s.qDim(), s.kvDim()
 	for l, lt := range w.layers {
 		rmsNorm(h, x, w.of(lt.attnNorm))
+		r.see("attn_in", h)
 		r.gemv(lt.qkv, h, acc)
 		for i := range qkv {
 			qkv[i] = float32(acc[i])
 		}
+		r.see("qkv", qkv)
 		for i := range kvd {
 			seq.k[l] = append(seq.k[l], f16(qkv[qd+i]))
 			seq.v[l] = append(seq.v[l], f16(qkv[qd+kvd+i]))
 		}
+		r.see("k", seq.k[l][pos*kvd:])
+		r.see("v", seq.v[l][pos*kvd:])
 		for hd := range s.heads {
 			g := hd / (s.heads / s.kvHeads)
 			attend(att[hd*headDim:(hd+1)*headDim], qkv[hd*headDim:(hd+1)*headDim],
 				headOf(seq.k[l], pos+1, kvd, g), headOf(seq.v[l], pos+1, kvd, g), pos+1, attnScale, scores)
 		}
+		r.see("attn_out", att)
 		r.gemv(lt.wo, att, acc)
 		for i := range x {
 			x[i] = float32(acc[i] + float64(x[i]))
 		}
+		r.see("x", x)
 		rmsNorm(h, x, w.of(lt.ffnNorm))
+		r.see("ffn_in", h)
 		r.gemv(lt.w1, h, acc)
 		for i := range f {
-			f[i] = reluF16(float32(acc[i]))
+			f[i] = relu(float32(acc[i]))
 		}
+		r.see("ffn_hidden", f)
 		r.gemv(lt.w2, f, acc)
 		for i := range x {
 			x[i] = float32(acc[i] + float64(x[i]))
 		}
+		r.see("x", x)
 	}
 	seq.n++
 	if logits == nil {
 		return
 	}
 	rmsNorm(h, x, w.of(w.finalNorm))
+	r.see("final_in", h)
 	alpha := float64(lmScale(s))
 	parallel(s.vocab, s.vocab*s.width, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
@@ -110,6 +157,7 @@ func (r reference) forward(seq *refSeq, token int32, logits []float32) {
 			logits[t] = float32(alpha * a)
 		}
 	})
+	r.see("logits", logits)
 }
 
 // gemv is acc[:t.rows] = t × x, column-major t, summed over the columns in
