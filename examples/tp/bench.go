@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/cudapool/cudapool/choose"
@@ -15,21 +16,26 @@ import (
 // smallSizes are the all-reduces timed eager and from a graph.
 var smallSizes = []uint64{4 << 10, 64 << 10, 1 << 20}
 
-// nonBlockingComms names package nccl's communicators in the bench's first
-// line, as cref/allreduce.c -nonblocking names its own.
-const nonBlockingComms = "non-blocking (ncclCommInitRankConfig, blocking = 0)"
+// The communicators of the bench, as its tables name them: cref/allreduce.c
+// -nonblocking names its own as nonBlockingComms, and without it its
+// blocking ones (ncclCommInitAll), which launch as blockingComms do.
+const (
+	nonBlockingComms = "non-blocking (ncclCommInitRankConfig, blocking = 0)"
+	blockingComms    = "blocking (nccl.WithInlineLaunch: ncclCommSplit, blocking = 1, of non-blocking ones)"
+)
 
 // benchRank is one device's buffers and stream.
 type benchRank struct {
 	dev       int
 	send, rcv cudart.DevicePtr
 	st        cudart.Stream
-	comm      *nccl.Comm
 }
 
-// benchAllReduce prints the all-reduce table of cref/allreduce.c: the
+// benchAllReduce prints the all-reduce tables of cref/allreduce.c: the
 // same calls (a communicator a visible device, one process; float32 sum,
-// out of place), timed the same way.
+// out of place), timed the same way, with each kind of package nccl's
+// communicators in turn (non-blocking, then blocking), and their eager
+// times side by side.
 func benchAllReduce(rt *choose.Runtime, c config, stdout, stderr io.Writer) (err error) {
 	lib, err := nccl.Open(rt)
 	if err != nil {
@@ -39,15 +45,8 @@ func benchAllReduce(rt *choose.Runtime, c config, stdout, stderr io.Writer) (err
 	if err != nil {
 		return err
 	}
-	devices := make([]int, n)
-	for i := range devices {
-		devices[i] = i
-	}
-	comms, err := lib.InitAll(devices, nccl.WithTimeout(c.initTimeout()))
-	if err != nil {
-		return err
-	}
 	ranks := make([]benchRank, n)
+	devices := make([]int, n)
 	defer func() {
 		for _, r := range ranks {
 			for _, p := range []cudart.DevicePtr{r.send, r.rcv} {
@@ -59,11 +58,10 @@ func benchAllReduce(rt *choose.Runtime, c config, stdout, stderr io.Writer) (err
 				err = errors.Join(err, rt.StreamDestroy(r.dev, r.st))
 			}
 		}
-		err = errors.Join(err, destroyAll([][]*nccl.Comm{comms}))
 	}()
-	for i, d := range devices {
-		r := &ranks[i]
-		r.dev, r.comm = d, comms[i]
+	for d := range n {
+		r := &ranks[d]
+		r.dev, devices[d] = d, d
 		if r.send, err = rt.Malloc(d, c.benchMax); err != nil {
 			return err
 		}
@@ -77,10 +75,44 @@ func benchAllReduce(rt *choose.Runtime, c config, stdout, stderr io.Writer) (err
 			return err
 		}
 	}
+	kinds := []struct {
+		name string
+		opts []nccl.CommOption
+	}{
+		{nonBlockingComms, nil},
+		{blockingComms, []nccl.CommOption{nccl.WithInlineLaunch()}},
+	}
+	eager := make([][]time.Duration, len(kinds))
+	for k, kind := range kinds {
+		if k > 0 {
+			fmt.Fprintln(stdout)
+		}
+		comms, err := lib.InitAll(devices, append(kind.opts, nccl.WithTimeout(c.initTimeout()))...)
+		if err != nil {
+			return err
+		}
+		eager[k], err = benchComms(rt, c, lib, ranks, comms, kind.name, stdout, stderr)
+		if err := errors.Join(err, destroyAll([][]*nccl.Comm{comms})); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(stdout, "\neager all-reduces, a time a call, each kind of communicator")
+	fmt.Fprintf(stdout, "%12s  %15s  %11s  %14s\n", "size_B", "non-blocking_us", "blocking_us", "blocking/non-b")
+	for i, size := 0, uint64(1<<20); size <= c.benchMax; i, size = i+1, size*2 {
+		fmt.Fprintf(stdout, "%12d  %15.2f  %11.2f  %14.2f\n", size, us(eager[0][i]), us(eager[1][i]), eager[1][i].Seconds()/eager[0][i].Seconds())
+	}
+	return nil
+}
+
+// benchComms prints cref/allreduce.c's two tables for comms, a
+// communicator a rank of ranks, named kind, and returns the eager time of
+// each size of the first, in its order.
+func benchComms(rt *choose.Runtime, c config, lib *nccl.Library, ranks []benchRank, comms []*nccl.Comm, kind string, stdout, stderr io.Writer) ([]time.Duration, error) {
+	n := len(ranks)
+	ops := make([]nccl.Op, n)
 	group := func(bytes uint64) error {
-		ops := make([]nccl.Op, n)
 		for i, r := range ranks {
-			ops[i] = r.comm.AllReduceOp(r.send, r.rcv, bytes/4, nccl.Float32, nccl.Sum, r.st)
+			ops[i] = comms[i].AllReduceOp(r.send, r.rcv, bytes/4, nccl.Float32, nccl.Sum, r.st)
 		}
 		return lib.Group(ops...)
 	}
@@ -114,16 +146,18 @@ func benchAllReduce(rt *choose.Runtime, c config, stdout, stderr io.Writer) (err
 		}
 		return time.Since(start) / time.Duration(c.iters*calls), nil
 	}
-	fmt.Fprintln(stdout, "communicators: "+nonBlockingComms)
+	fmt.Fprintln(stdout, "communicators: "+kind)
 	fmt.Fprintf(stdout, "allreduce: %d devices, float32 sum, out of place, %d warm-up and %d timed calls a size; busbw = algbw * 2(n-1)/n\n", n, c.warmup, c.iters)
 	// The widths are cref/allreduce.c's: the tables are the same.
 	fmt.Fprintf(stdout, "%12s  %10s  %9s  %9s  %9s\n", "size_B", "count", "time_us", "algbw_GBs", "busbw_GBs")
+	var eager []time.Duration
 	for size := uint64(1 << 20); size <= c.benchMax; size *= 2 {
-		fmt.Fprintf(stderr, "tp: all-reduce of %s...\n", mib(size))
+		fmt.Fprintf(stderr, "tp: all-reduce of %s, %s communicators...\n", mib(size), strings.Fields(kind)[0])
 		d, err := timed(func() error { return group(size) }, 1)
 		if err != nil {
-			return fmt.Errorf("all-reduce of %d B: %w", size, err)
+			return nil, fmt.Errorf("all-reduce of %d B: %w", size, err)
 		}
+		eager = append(eager, d)
 		algbw := float64(size) / d.Seconds() / 1e9
 		fmt.Fprintf(stdout, "%12d  %10d  %9.2f  %9.2f  %9.2f\n", size, size/4, us(d), algbw, algbw*2*float64(n-1)/float64(n))
 	}
@@ -136,17 +170,17 @@ func benchAllReduce(rt *choose.Runtime, c config, stdout, stderr io.Writer) (err
 	}
 	fmt.Fprintf(stdout, "\nsmall all-reduces: eager against one CUDA graph of %d captured, a time a call\n", perGraph)
 	fmt.Fprintf(stdout, "%8s  %8s  %8s  %11s\n", "size_B", "eager_us", "graph_us", "graph/eager")
+	on := make([]capture.Stream, len(ranks))
+	for i, r := range ranks {
+		on[i] = capture.Stream{Device: r.dev, Stream: r.st}
+	}
 	for _, size := range smallSizes {
 		if size > c.benchMax {
 			continue
 		}
-		eager, err := timed(func() error { return group(size) }, 1)
+		e, err := timed(func() error { return group(size) }, 1)
 		if err != nil {
-			return err
-		}
-		on := make([]capture.Stream, len(ranks))
-		for i, r := range ranks {
-			on[i] = capture.Stream{Device: r.dev, Stream: r.st}
+			return nil, err
 		}
 		execs, _, err := capture.Instantiate(rt, on, func() error {
 			for range perGraph {
@@ -157,7 +191,7 @@ func benchAllReduce(rt *choose.Runtime, c config, stdout, stderr io.Writer) (err
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("capturing all-reduces of %d B: %w", size, err)
+			return nil, fmt.Errorf("capturing all-reduces of %d B: %w", size, err)
 		}
 		launch := func() error {
 			for i, r := range ranks {
@@ -172,11 +206,11 @@ func benchAllReduce(rt *choose.Runtime, c config, stdout, stderr io.Writer) (err
 			err = errors.Join(err, rt.GraphExecDestroy(r.dev, execs[i]))
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		fmt.Fprintf(stdout, "%8d  %8.2f  %8.2f  %11.2f\n", size, us(eager), us(graph), graph.Seconds()/eager.Seconds())
+		fmt.Fprintf(stdout, "%8d  %8.2f  %8.2f  %11.2f\n", size, us(e), us(graph), graph.Seconds()/e.Seconds())
 	}
-	return nil
+	return eager, nil
 }
 
 // us is d in microseconds.

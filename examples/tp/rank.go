@@ -78,7 +78,7 @@ func serveRank(rt *choose.Runtime, c config, stdout, stderr io.Writer) error {
 	var comms [][]*nccl.Comm
 	defer func() { err = errors.Join(err, destroyAll(comms)) }()
 	for k, id := range ids {
-		cm, err := s.lib.InitRank(dev, id, world, rank, nccl.WithTimeout(c.initTimeout()))
+		cm, err := s.lib.InitRank(dev, id, world, rank, c.commOptions()...)
 		if err != nil {
 			return fmt.Errorf("communicator %d: %w", k, err)
 		}
@@ -88,7 +88,7 @@ func serveRank(rt *choose.Runtime, c config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s.notes = append(s.notes, fmt.Sprintf("NCCL's communicators, rank %d: %d, at init: %s on its GPU (cudaMemGetInfo, outside every pool)", rank, len(comms), signedBytes(free0-free1)))
+	s.notes = append(s.notes, fmt.Sprintf("NCCL's communicators, rank %d: %d, %s, at init: %s on its GPU (cudaMemGetInfo, outside every pool)", rank, len(comms), commKind(comms), signedBytes(free0-free1)))
 	if err := s.serveGroups([]int{dev}, nil, comms, c.tpSlots, true, c.soak > 0); err != nil {
 		return err
 	}

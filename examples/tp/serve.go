@@ -212,7 +212,7 @@ func (s *session) serveTP(devices []int, soak bool) (err error) {
 	var comms [][]*nccl.Comm
 	defer func() { err = errors.Join(err, destroyAll(comms)) }()
 	for range s.c.tpSlots {
-		cs, err := s.lib.InitAll(devices, nccl.WithTimeout(s.c.initTimeout()))
+		cs, err := s.lib.InitAll(devices, s.c.commOptions()...)
 		if err != nil {
 			return err
 		}
@@ -222,8 +222,8 @@ func (s *session) serveTP(devices []int, soak bool) (err error) {
 	if err != nil {
 		return err
 	}
-	s.notes = append(s.notes, fmt.Sprintf("NCCL's communicators, %s: %d sets of %d, at init: %s in all, %s a GPU (cudaMemGetInfo, outside every pool)",
-		gpusOf(len(devices)), s.c.tpSlots, len(devices), signedBytes(free0-free1), signedBytes((free0-free1)/int64(len(devices)))))
+	s.notes = append(s.notes, fmt.Sprintf("NCCL's communicators, %s: %d sets of %d, %s, at init: %s in all, %s a GPU (cudaMemGetInfo, outside every pool)",
+		gpusOf(len(devices)), s.c.tpSlots, len(devices), commKind(comms), signedBytes(free0-free1), signedBytes((free0-free1)/int64(len(devices)))))
 	return s.serveGroups(devices, devices, comms, s.clientsFor(s.c.tpSlots), false, soak)
 }
 

@@ -15,14 +15,18 @@
  * fails with cudaErrorStreamCaptureUnsupported and invalidates that
  * capture. It prints the Go tool's tables.
  *
- * With -nonblocking it makes the communicators package nccl makes: one
- * ncclCommInitRankConfig a device (config.blocking = 0) in a group, and
- * after every group end (ncclInProgress: NCCL posts the work from a thread
- * of its own) it polls each communicator's ncclCommGetAsyncError, back to
- * back, until none is in progress, as NCCL requires before the next call
- * and as package nccl does. The difference between the two runs is NCCL's
- * own cost of non-blocking communicators; the difference between this one
- * and the Go tool's is the binding's.
+ * With -nonblocking it makes the communicators package nccl makes by
+ * default: one ncclCommInitRankConfig a device (config.blocking = 0) in a
+ * group, and after every group end (ncclInProgress: NCCL posts the work
+ * from a thread of its own) it polls each communicator's
+ * ncclCommGetAsyncError, back to back, until none is in progress, as NCCL
+ * requires before the next call and as package nccl does. The difference
+ * between the two runs is NCCL's own cost of non-blocking communicators.
+ * The Go tool prints a table for each kind of package nccl's
+ * communicators: its non-blocking one compares with this one's
+ * -nonblocking, its blocking one (nccl.WithInlineLaunch, which NCCL
+ * launches as it does ncclCommInitAll's) with this one's default; each
+ * difference is the binding's.
  *
  *   nvcc -O2 -o allreduce_c allreduce.c -lnccl
  *   cc -O2 -o allreduce_c allreduce.c -I/usr/local/cuda/include -L/usr/local/cuda/lib64 -lnccl -lcudart
