@@ -2,11 +2,12 @@ package main
 
 import (
 	"bytes"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/examples/cli/clitest"
 )
 
 func TestEveryOrderOnTheFake(t *testing.T) {
@@ -29,10 +30,9 @@ func TestEveryOrderOnTheFake(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
-	var out, errOut bytes.Buffer
-	assert.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
-	assert.True(t, strings.HasPrefix(errOut.String(), about+"\n\nFlags:\n"), "-h: a paragraph, then the flags:\n%s", errOut.String())
-	assert.Contains(t, errOut.String(), "-order")
-	assert.Equal(t, 2, run([]string{"-order=sideways"}, &out, &errOut))
-	assert.Equal(t, 2, run([]string{"extra"}, &out, &errOut))
+	clitest.Help(t, run, about, "-order")
+	for _, args := range [][]string{{"-order=sideways"}, {"extra"}} {
+		code, _, _ := clitest.Exit(run, args...)
+		assert.Equal(t, 2, code, "%q", args)
+	}
 }

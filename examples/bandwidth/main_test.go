@@ -13,16 +13,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/examples/cli/clitest"
 )
 
 func TestBandwidthOnTheFake(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "out.svg")
-	var out, errOut bytes.Buffer
-	code := run([]string{"-runtime=fake", "-size", "8MiB", "-pin-size", "16MiB", "-reps", "2", "-svg", svg}, &out, &errOut)
-	require.Equal(t, 0, code, errOut.String())
-	text := out.String()
+	text, stderr := clitest.OK(t, run, "-runtime=fake", "-size", "8MiB", "-pin-size", "16MiB", "-reps", "2", "-svg", svg)
 	assert.Contains(t, text, "median of 2 (fake runtime: not a GPU timing)")
-	assert.Contains(t, errOut.String(), "bandwidth: [5/5] pinned HostAlloc (cudaHostAlloc): copy 8.0 MiB each way, 2 times\n", "progress on stderr")
+	assert.Contains(t, stderr, "bandwidth: [5/5] pinned HostAlloc (cudaHostAlloc): copy 8.0 MiB each way, 2 times\n", "progress on stderr")
 	for _, s := range sources {
 		assert.Contains(t, text, s.name)
 	}
@@ -115,9 +114,4 @@ func TestFillIsCheckedByFilled(t *testing.T) {
 }
 
 // -h says what the program does, then lists the flags, and is no error.
-func TestHelp(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
-	assert.True(t, strings.HasPrefix(errOut.String(), about+"\n\nFlags:\n"), "%s", errOut.String())
-	assert.Contains(t, errOut.String(), "-runtime")
-}
+func TestHelp(t *testing.T) { clitest.Help(t, run, about, "-runtime") }

@@ -2,21 +2,19 @@ package main
 
 import (
 	"bytes"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/examples/cli/clitest"
 )
 
 func TestCallCostOnTheFake(t *testing.T) {
-	var out, errOut bytes.Buffer
-	code := run([]string{"-runtime=fake", "-rounds", "3", "-calls", "100"}, &out, &errOut)
-	require.Equal(t, 0, code, errOut.String())
-	assert.Contains(t, out.String(), "(fake runtime: not a GPU timing)")
-	assert.Contains(t, errOut.String(), "callcost: timing cudaMemGetInfo(0), 3 rounds of 100 calls\n", "progress on stderr")
+	stdout, stderr := clitest.OK(t, run, "-runtime=fake", "-rounds", "3", "-calls", "100")
+	assert.Contains(t, stdout, "(fake runtime: not a GPU timing)")
+	assert.Contains(t, stderr, "callcost: timing cudaMemGetInfo(0), 3 rounds of 100 calls\n", "progress on stderr")
 	for _, want := range []string{"runtime: fake", "build: ", "CGO_ENABLED=", "median ns/call", "cudaMemGetInfo(0)", "cudaMemcpy 4 B D2D", " 300 "} {
-		assert.Contains(t, out.String(), want)
+		assert.Contains(t, stdout, want)
 	}
 }
 
@@ -32,9 +30,4 @@ func TestMedian(t *testing.T) {
 }
 
 // -h says what the program does, then lists the flags, and is no error.
-func TestHelp(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
-	assert.True(t, strings.HasPrefix(errOut.String(), about+"\n\nFlags:\n"), "%s", errOut.String())
-	assert.Contains(t, errOut.String(), "-runtime")
-}
+func TestHelp(t *testing.T) { clitest.Help(t, run, about, "-runtime") }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/examples/cli/clitest"
 )
 
 // charged maps "count size" to the charged-bytes column of each row.
@@ -42,8 +44,7 @@ func TestChargeOnTheFake(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
-	var out, errOut bytes.Buffer
-	assert.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
-	assert.True(t, strings.HasPrefix(errOut.String(), about+"\n\nFlags:\n"), "-h: a paragraph, then the flags:\n%s", errOut.String())
-	assert.Equal(t, 2, run([]string{"-bogus"}, &out, &errOut))
+	clitest.Help(t, run, about)
+	code, _, _ := clitest.Exit(run, "-bogus")
+	assert.Equal(t, 2, code)
 }

@@ -4,7 +4,8 @@
 // the error and exits 1. Main runs a program so; Runtime is the -runtime
 // flag every example takes, Default a flag's smaller value on the fake
 // runtime, Positives and Launches the parsers of the flags several
-// examples share.
+// examples share. Package clitest checks these promises in each example's
+// tests.
 //
 // It is not part of cudapool's API. It lives under examples/, not
 // internal/, only so that an example copied into another module still

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/examples/cli/clitest"
 	"github.com/cudapool/cudapool/examples/dumpdir"
 )
 
@@ -136,9 +137,8 @@ func TestServesUnderMemcheck(t *testing.T) {
 
 func TestDumpRoundTrips(t *testing.T) {
 	dir := t.TempDir()
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-runtime=fake", "-requests", "6", "-system", "32", "-dump", dir}, &out, &errOut), errOut.String())
-	assert.Contains(t, out.String(), "dumped to "+dir)
+	stdout, _ := clitest.OK(t, run, "-runtime=fake", "-requests", "6", "-system", "32", "-dump", dir)
+	assert.Contains(t, stdout, "dumped to "+dir)
 	var mf manifest
 	require.NoError(t, dumpdir.Read(dir, &mf))
 	require.Len(t, mf.Variants, 2)
@@ -402,12 +402,8 @@ func (m *fileModel) logits(tokens []int32) []float64 {
 }
 
 func TestHelpPrintsAParagraphThenTheFlags(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
-	h := errOut.String()
-	assert.True(t, strings.HasPrefix(h, "decode: a decoder-only transformer"))
-	assert.Less(t, strings.Index(h, "Flags:"), strings.Index(h, "-kvseqs"))
-	assert.Empty(t, out.String())
+	require.True(t, strings.HasPrefix(about, "decode: a decoder-only transformer"))
+	clitest.Help(t, run, about, "-kvseqs")
 }
 
 func TestBadFlagsAreRefused(t *testing.T) {

@@ -13,12 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cudapool/cudapool/cublas"
+	"github.com/cudapool/cudapool/examples/cli/clitest"
 )
 
 func TestGemmOnTheFake(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-runtime=fake"}, &out, &errOut), errOut.String())
-	s := out.String()
+	s, stderr := clitest.OK(t, run, "-runtime=fake")
 	for _, want := range []string{"runtime: fake", "cuBLAS 13.1.0 (fake)", "workspace 32 MiB from the pool", "ms/GEMM", "host us/call",
 		"every shape's last GEMM checked against the CPU: 256 elements each", "(fake runtime: not a GPU timing)"} {
 		assert.Contains(t, s, want)
@@ -27,7 +26,7 @@ func TestGemmOnTheFake(t *testing.T) {
 		assert.Regexp(t, fmt.Sprintf(`(?m)^%s +%s +%d +%d +%d +2 +3 `, regexpQuote(sh.name), typeName(sh.t), sh.m, sh.n, sh.k), s, "one row a shape, at the fake's defaults")
 	}
 	assert.NotContains(t, s, "gemm: shape=", "machine lines only with -machine")
-	assert.Contains(t, errOut.String(), "gemm: cube.f32 128x128x128: 1 warm-up calls, 3 trials of 2\n", "progress on stderr")
+	assert.Contains(t, stderr, "gemm: cube.f32 128x128x128: 1 warm-up calls, 3 trials of 2\n", "progress on stderr")
 }
 
 func regexpQuote(s string) string { return strings.ReplaceAll(s, ".", `\.`) }
@@ -209,12 +208,7 @@ func TestRefusesBadFlags(t *testing.T) {
 
 // -h says what the program does, then lists the flags, and is no error.
 func TestHelp(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
-	assert.True(t, strings.HasPrefix(errOut.String(), about+"\n\nFlags:\n"), "%s", errOut.String())
-	for _, f := range []string{"-runtime", "-reps", "-trials", "-warmup", "-scale", "-machine", "-compare"} {
-		assert.Contains(t, errOut.String(), f)
-	}
+	clitest.Help(t, run, about, "-runtime", "-reps", "-trials", "-warmup", "-scale", "-machine", "-compare")
 }
 
 func TestMedian(t *testing.T) {

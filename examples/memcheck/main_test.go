@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/examples/cli/clitest"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -53,10 +54,9 @@ func TestEveryBugIsCaughtOnTheFake(t *testing.T) {
 }
 
 func TestNoDetectorRunsTheBugsSilently(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-runtime=fake", "-detector=none"}, &out, &errOut), errOut.String())
-	assert.Equal(t, len(bugs), strings.Count(out.String(), "ran; nothing in the program checks it (run under compute-sanitizer)"))
-	assert.NotContains(t, out.String(), " yes ")
+	stdout, _ := clitest.OK(t, run, "-runtime=fake", "-detector=none")
+	assert.Equal(t, len(bugs), strings.Count(stdout, "ran; nothing in the program checks it (run under compute-sanitizer)"))
+	assert.NotContains(t, stdout, " yes ")
 }
 
 // Under compute-sanitizer the bad access faults even with -detector none;
@@ -70,9 +70,8 @@ func TestNoDetectorReportsAFaultFromOutside(t *testing.T) {
 }
 
 func TestOneBugOneDetector(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-runtime=fake", "-bug=padding", "-detector=memcheck"}, &out, &errOut), errOut.String())
-	got := rows(out.String())
+	stdout, _ := clitest.OK(t, run, "-runtime=fake", "-bug=padding", "-detector=memcheck")
+	got := rows(stdout)
 	assert.Len(t, got, 1)
 	assert.Contains(t, got["padding memcheck"], `"scratch" (100 B)`)
 }
@@ -138,9 +137,4 @@ func TestReadOfBytesReusedAtOnceIsMissed(t *testing.T) {
 }
 
 // -h says what the program does, then lists the flags, and is no error.
-func TestHelp(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
-	assert.True(t, strings.HasPrefix(errOut.String(), about+"\n\nFlags:\n"), "%s", errOut.String())
-	assert.Contains(t, errOut.String(), "-runtime")
-}
+func TestHelp(t *testing.T) { clitest.Help(t, run, about, "-runtime") }

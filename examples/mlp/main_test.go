@@ -12,6 +12,7 @@ import (
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 
+	"github.com/cudapool/cudapool/examples/cli/clitest"
 	"github.com/cudapool/cudapool/examples/mlpmodel"
 )
 
@@ -19,9 +20,7 @@ func TestDefaultRunOnTheFake(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the plain run covers the default flags; under the race detector they take minutes, and TestConcurrentRequests runs instead")
 	}
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-runtime=fake"}, &out, &errOut), errOut.String())
-	s := out.String()
+	s, stderr := clitest.OK(t, run, "-runtime=fake")
 	for _, want := range []string{
 		"model 64 -> 256 -> 256 -> 64, FP32",
 		"one CUDA graph a request, batch 1:", "call by call, batch 32:",
@@ -40,14 +39,13 @@ func TestDefaultRunOnTheFake(t *testing.T) {
 	}
 	assert.Regexp(t, `slots=8 +batch 32  memory nodes 0`, s)
 	assert.NotContains(t, s, "dumped to")
-	assert.Contains(t, errOut.String(), "mlp: call by call, batch 32, slots=8 then cudaMallocAsync, 8 clients, run 1 of 1: 12 requests each...", "progress on stderr")
+	assert.Contains(t, stderr, "mlp: call by call, batch 32, slots=8 then cudaMallocAsync, 8 clients, run 1 of 1: 12 requests each...", "progress on stderr")
 }
 
 func TestConcurrentRequests(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-runtime=fake", "-slots", "2,8", "-batches", "1,8", "-requests", "8"}, &out, &errOut), errOut.String())
+	stdout, _ := clitest.OK(t, run, "-runtime=fake", "-slots", "2,8", "-batches", "1,8", "-requests", "8")
 	for _, want := range []string{"slots=2", "slots=8", "mutex pool", "worst absolute 0, worst relative 0;"} {
-		assert.Contains(t, out.String(), want)
+		assert.Contains(t, stdout, want)
 	}
 }
 
@@ -80,9 +78,8 @@ func TestAWrongOutputIsCaught(t *testing.T) {
 
 func TestDumpRoundTrips(t *testing.T) {
 	dir := t.TempDir()
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-runtime=fake", "-slots", "1", "-launch", "graph", "-requests", "2", "-dump", dir}, &out, &errOut), errOut.String())
-	assert.Contains(t, out.String(), "dumped to "+dir)
+	stdout, _ := clitest.OK(t, run, "-runtime=fake", "-slots", "1", "-launch", "graph", "-requests", "2", "-dump", dir)
+	assert.Contains(t, stdout, "dumped to "+dir)
 	mf, err := mlpmodel.CheckDump(dir)
 	require.NoError(t, err, "recomputed from the files and the manifest alone")
 	require.Len(t, mf.Layers, 3)
@@ -91,14 +88,9 @@ func TestDumpRoundTrips(t *testing.T) {
 }
 
 func TestHelpPrintsAParagraphThenTheFlags(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
-	h := errOut.String()
-	assert.True(t, strings.HasPrefix(h, "mlp: a multi-layer perceptron"))
-	assert.Less(t, strings.Index(h, "Flags:"), strings.Index(h, "-batches"))
-	assert.Less(t, strings.Index(h, "grows as -requests x -repeat"), strings.Index(h, "Flags:"), "how to keep a GPU run short")
-	assert.Contains(t, h, "-repeat")
-	assert.Empty(t, out.String())
+	require.True(t, strings.HasPrefix(about, "mlp: a multi-layer perceptron"))
+	assert.Contains(t, about, "grows as -requests x -repeat", "how to keep a GPU run short")
+	clitest.Help(t, run, about, "-batches", "-repeat")
 }
 
 func TestBadFlagsAreRefused(t *testing.T) {

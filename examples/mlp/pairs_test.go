@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/examples/cli/clitest"
 )
 
 func TestSummaryIsTheMedianRun(t *testing.T) {
@@ -95,13 +97,12 @@ func TestPairsRunAtTheSameConcurrency(t *testing.T) {
 // clients: its baseline is cudaMallocAsync from all of them, which is then
 // also the reference, not measured again.
 func TestFewerClientsThanSlots(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-runtime=fake", "-clients", "2", "-slots", "1,4", "-batches", "1", "-launch", "graph", "-requests", "4"}, &out, &errOut), errOut.String())
-	assert.Contains(t, out.String(), "slots=1 / 1 client  slots=4 / 2 clients")
-	assert.Contains(t, out.String(), "for reference, over cudaMallocAsync with 2 clients")
-	assert.Contains(t, errOut.String(), "slots=4 then cudaMallocAsync, 2 clients, run 1 of 1")
-	assert.NotContains(t, errOut.String(), "one CUDA graph a request, cudaMallocAsync, 2 clients, batch 1:", "the reference is the pair's baseline")
-	assert.Contains(t, errOut.String(), "one CUDA graph a request, mutex pool, batch 1:")
+	stdout, stderr := clitest.OK(t, run, "-runtime=fake", "-clients", "2", "-slots", "1,4", "-batches", "1", "-launch", "graph", "-requests", "4")
+	assert.Contains(t, stdout, "slots=1 / 1 client  slots=4 / 2 clients")
+	assert.Contains(t, stdout, "for reference, over cudaMallocAsync with 2 clients")
+	assert.Contains(t, stderr, "slots=4 then cudaMallocAsync, 2 clients, run 1 of 1")
+	assert.NotContains(t, stderr, "one CUDA graph a request, cudaMallocAsync, 2 clients, batch 1:", "the reference is the pair's baseline")
+	assert.Contains(t, stderr, "one CUDA graph a request, mutex pool, batch 1:")
 }
 
 // The target is the lowest median of the pairs, not the lowest single

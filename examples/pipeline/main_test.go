@@ -2,19 +2,17 @@ package main
 
 import (
 	"bytes"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/examples/cli/clitest"
 )
 
 func TestPipelineOnTheFake(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-runtime=fake", "-n", "10000", "-replays", "3"}, &out, &errOut), errOut.String())
-	s := out.String()
+	s, stderr := clitest.OK(t, run, "-runtime=fake", "-n", "10000", "-replays", "3")
 	assert.Contains(t, s, "(5 rounds of 3 launches) (fake runtime: not a GPU timing)")
-	assert.Contains(t, errOut.String(), "pipeline: timing replays: round 5 of 5, 3 launches\n", "progress on stderr")
+	assert.Contains(t, stderr, "pipeline: timing replays: round 5 of 5, 3 launches\n", "progress on stderr")
 	assert.Contains(t, s, "run 1: graph launched; output matches the CPU")
 	assert.Contains(t, s, "every buffer at the same address")
 	assert.Contains(t, s, "run 2: graph replayed on new input; output matches the CPU")
@@ -38,9 +36,4 @@ func TestReferenceIsTheChain(t *testing.T) {
 }
 
 // -h says what the program does, then lists the flags, and is no error.
-func TestHelp(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
-	assert.True(t, strings.HasPrefix(errOut.String(), about+"\n\nFlags:\n"), "%s", errOut.String())
-	assert.Contains(t, errOut.String(), "-runtime")
-}
+func TestHelp(t *testing.T) { clitest.Help(t, run, about, "-runtime") }

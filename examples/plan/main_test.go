@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cudapool/cudapool/examples/cli/clitest"
 	"github.com/cudapool/cudapool/plan"
 )
 
@@ -322,9 +323,4 @@ func keys(m map[string]json.RawMessage) []string {
 }
 
 // -h says what the program does, then lists the flags, and is no error.
-func TestHelp(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
-	assert.True(t, strings.HasPrefix(errOut.String(), about+"\n\nFlags:\n"), "%s", errOut.String())
-	assert.Contains(t, errOut.String(), "-in")
-}
+func TestHelp(t *testing.T) { clitest.Help(t, run, about, "-in") }

@@ -2,18 +2,15 @@ package main
 
 import (
 	"bytes"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/examples/cli/clitest"
 )
 
 func TestQuickstartOnTheFake(t *testing.T) {
-	var out, errOut bytes.Buffer
-	code := run([]string{"-runtime=fake"}, &out, &errOut)
-	require.Equal(t, 0, code, errOut.String())
-	s := out.String()
+	s, _ := clitest.OK(t, run, "-runtime=fake")
 	assert.Contains(t, s, "runtime: fake")
 	assert.Contains(t, s, "output matches input")
 	for _, name := range []string{"input.staging", "input", "conv1.out", "conv2.out", "output", "output.staging"} {
@@ -30,20 +27,8 @@ func TestQuickstartRefusesUnknownRuntime(t *testing.T) {
 }
 
 func TestQuickstartCUDAWithoutCUDAFailsWithTheLoadersMessage(t *testing.T) {
-	t.Setenv("CUDAPOOL_CUDART", "/nonexistent/libcudart.so")
-	var out, errOut bytes.Buffer
-	code := run([]string{"-runtime=cuda"}, &out, &errOut)
-	if code == 0 {
-		t.Skip("CUDA is present on this machine")
-	}
-	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut.String(), "/nonexistent/libcudart.so")
+	clitest.WithoutCUDA(t, run)
 }
 
 // -h says what the program does, then lists the flags, and is no error.
-func TestHelp(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
-	assert.True(t, strings.HasPrefix(errOut.String(), about+"\n\nFlags:\n"), "%s", errOut.String())
-	assert.Contains(t, errOut.String(), "-runtime")
-}
+func TestHelp(t *testing.T) { clitest.Help(t, run, about, "-runtime") }

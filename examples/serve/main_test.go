@@ -15,14 +15,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/examples/cli/clitest"
 	"github.com/cudapool/cudapool/examples/loadgen"
 	"github.com/cudapool/cudapool/pool"
 )
 
 func TestServeOnTheFake(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-runtime=fake", "-requests", "40", "-n", "512", "-layers", "3", "-mix", "1,4", "-slots", "1,2", "-handoffs", "800"}, &out, &errOut), errOut.String())
-	s := out.String()
+	s, stderr := clitest.OK(t, run, "-runtime=fake", "-requests", "40", "-n", "512", "-layers", "3", "-mix", "1,4", "-slots", "1,2", "-handoffs", "800")
 	for _, want := range []string{
 		"in process", "through HTTP", "one CUDA graph a request:", "kernel by kernel:",
 		"slots=1", "slots=2", "mutex pool", "per client", "cudaMallocAsync",
@@ -33,7 +32,7 @@ func TestServeOnTheFake(t *testing.T) {
 	} {
 		assert.Contains(t, s, want)
 	}
-	assert.Contains(t, errOut.String(), "serve: through HTTP, kernel by kernel, cudaMallocAsync: 40 requests...", "progress on stderr")
+	assert.Contains(t, stderr, "serve: through HTTP, kernel by kernel, cudaMallocAsync: 40 requests...", "progress on stderr")
 }
 
 // Each table holds one launch mode, cudaMallocAsync included: in a graph,
@@ -61,11 +60,8 @@ func TestEveryConfigurationInATableLaunchesTheSameWay(t *testing.T) {
 }
 
 func TestHelpSaysWhatItDoes(t *testing.T) {
-	var out, errOut bytes.Buffer
-	assert.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
-	assert.Contains(t, errOut.String(), "concurrent inference requests from pool.Slots")
-	assert.Contains(t, errOut.String(), "Flags:\n")
-	assert.Contains(t, errOut.String(), "-launch")
+	assert.Contains(t, about, "concurrent inference requests from pool.Slots")
+	clitest.Help(t, run, about, "-launch")
 }
 
 func TestBadFlagsAreRefused(t *testing.T) {
@@ -227,7 +223,6 @@ func TestTheServerAnswersAndPublishesStats(t *testing.T) {
 }
 
 func TestTheRunPublishesTheSlotsAtDebugVars(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-runtime=fake", "-requests", "8", "-n", "256", "-slots", "1", "-via", "inproc", "-handoffs", "0"}, &out, &errOut), errOut.String())
+	clitest.OK(t, run, "-runtime=fake", "-requests", "8", "-n", "256", "-slots", "1", "-via", "inproc", "-handoffs", "0")
 	assert.NotNil(t, expvar.Get("slots"), "published once, at the first run")
 }

@@ -7,16 +7,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/examples/cli/clitest"
 )
 
 func TestSoakOnTheFake(t *testing.T) {
-	var out, errOut bytes.Buffer
-	code := run([]string{"-runtime=fake", "-cycles", "2000", "-buffers", "32", "-check-every", "100"}, &out, &errOut)
-	require.Equal(t, 0, code, errOut.String()+out.String())
-	s := out.String()
+	s, stderr := clitest.OK(t, run, "-runtime=fake", "-cycles", "2000", "-buffers", "32", "-check-every", "100")
 	assert.Contains(t, s, "elapsed (fake runtime: not a GPU timing)")
-	assert.Contains(t, errOut.String(), "soak: cycle 2000 of 2000: ", "a progress line a sample, on stderr")
+	assert.Contains(t, stderr, "soak: cycle 2000 of 2000: ", "a progress line a sample, on stderr")
 	assert.Contains(t, s, "runtime: fake")
 	assert.Contains(t, s, "pool.New: pool: reserve 81 GiB device arena on device 0")
 	assert.Contains(t, s, "cudaErrorMemoryAllocation")
@@ -36,10 +34,7 @@ func TestSoakOnTheFake(t *testing.T) {
 }
 
 func TestSoakGrowableTrimmedOnTheFake(t *testing.T) {
-	var out, errOut bytes.Buffer
-	code := run([]string{"-runtime=fake", "-cycles", "500", "-buffers", "16", "-growable", "-trim"}, &out, &errOut)
-	require.Equal(t, 0, code, errOut.String()+out.String())
-	s := out.String()
+	s, _ := clitest.OK(t, run, "-runtime=fake", "-cycles", "500", "-buffers", "16", "-growable", "-trim")
 	assert.Contains(t, s, "growable arena of 81 GiB, Satisfy of 81 GiB: pool: grow the device arena")
 	assert.Contains(t, s, "cudaErrorMemoryAllocation")
 	assert.Contains(t, s, "growable, trimmed at every ReleaseAll,")
@@ -104,9 +99,4 @@ func TestSamplePoints(t *testing.T) {
 }
 
 // -h says what the program does, then lists the flags, and is no error.
-func TestHelp(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
-	assert.True(t, strings.HasPrefix(errOut.String(), about+"\n\nFlags:\n"), "%s", errOut.String())
-	assert.Contains(t, errOut.String(), "-runtime")
-}
+func TestHelp(t *testing.T) { clitest.Help(t, run, about, "-runtime") }

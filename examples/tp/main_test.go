@@ -17,13 +17,12 @@ import (
 
 	"github.com/cudapool/cudapool/choose"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/examples/cli/clitest"
 	"github.com/cudapool/cudapool/examples/mlpmodel"
 )
 
 func TestDefaultRunOnTheFake(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-runtime=fake"}, &out, &errOut), errOut.String())
-	s := out.String()
+	s, stderr := clitest.OK(t, run, "-runtime=fake")
 	for _, want := range []string{
 		"model 64 -> 256 -> 256 -> 64, FP32", "NCCL's transport: NCCL's choice",
 		"layer 3 whole on every GPU",
@@ -37,15 +36,14 @@ func TestDefaultRunOnTheFake(t *testing.T) {
 		assert.Contains(t, s, want)
 	}
 	assert.Regexp(t, `tensor parallel, 4 GPUs, 2 groups, split +8 +\d+ +[0-9.]+x .* 0 B +0`, s, "no memory outside the pools, no memory node")
-	assert.Contains(t, errOut.String(), "tp: tensor parallel, 4 GPUs, 2 groups, split, batch 32: 8 requests...", "progress on stderr")
+	assert.Contains(t, stderr, "tp: tensor parallel, 4 GPUs, 2 groups, split, batch 32: 8 requests...", "progress on stderr")
 }
 
 func TestEagerAndSoak(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-runtime=fake", "-gpus", "2", "-modes", "tp", "-launch", "eager", "-batches", "8", "-soak", "40"}, &out, &errOut), errOut.String())
-	assert.Contains(t, out.String(), "tensor parallel, 2 GPUs, 2 groups, eager")
-	assert.Contains(t, out.String(), "no graph")
-	assert.Contains(t, out.String(), "soak: 40 tensor-parallel requests on 2 GPUs at batch 8 ended in")
+	stdout, _ := clitest.OK(t, run, "-runtime=fake", "-gpus", "2", "-modes", "tp", "-launch", "eager", "-batches", "8", "-soak", "40")
+	assert.Contains(t, stdout, "tensor parallel, 2 GPUs, 2 groups, eager")
+	assert.Contains(t, stdout, "no graph")
+	assert.Contains(t, stdout, "soak: 40 tensor-parallel requests on 2 GPUs at batch 8 ended in")
 }
 
 func TestAWrongOutputIsCaught(t *testing.T) {
@@ -58,9 +56,8 @@ func TestAWrongOutputIsCaught(t *testing.T) {
 
 func TestDumpIsMlpsFormat(t *testing.T) {
 	dir := t.TempDir()
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-runtime=fake", "-gpus", "2", "-modes", "tp", "-dump", dir}, &out, &errOut), errOut.String())
-	assert.Contains(t, out.String(), "dumped to "+dir)
+	stdout, _ := clitest.OK(t, run, "-runtime=fake", "-gpus", "2", "-modes", "tp", "-dump", dir)
+	assert.Contains(t, stdout, "dumped to "+dir)
 	mf, err := mlpmodel.CheckDump(dir)
 	require.NoError(t, err, "recomputed from the files and the manifest alone")
 	assert.Len(t, mf.Batches, 2)
@@ -233,12 +230,8 @@ func TestBenchAllReduceOnTheFake(t *testing.T) {
 }
 
 func TestHelpPrintsAParagraphThenTheFlags(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
-	h := errOut.String()
-	assert.True(t, strings.HasPrefix(h, "tp: the MLP of examples/mlp"))
-	assert.Less(t, strings.Index(h, "Flags:"), strings.Index(h, "\n  -bench-allreduce"))
-	assert.Empty(t, out.String())
+	require.True(t, strings.HasPrefix(about, "tp: the MLP of examples/mlp"))
+	clitest.Help(t, run, about, "-bench-allreduce")
 }
 
 func TestBadFlagsAreRefused(t *testing.T) {

@@ -11,15 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/examples/cli/clitest"
 )
 
 func TestVectorOnTheFake(t *testing.T) {
-	var out, errOut bytes.Buffer
-	code := run([]string{"-runtime=fake", "-max", "256MiB", "-step", "16MiB", "-probe", "512MiB", "-reps", "3"}, &out, &errOut)
-	require.Equal(t, 0, code, errOut.String())
-	s := out.String()
+	s, stderr := clitest.OK(t, run, "-runtime=fake", "-max", "256MiB", "-step", "16MiB", "-probe", "512MiB", "-reps", "3")
 	assert.Contains(t, s, "median of 3 rounds (fake runtime: not a GPU timing)")
-	assert.Contains(t, errOut.String(), "vector: the largest buffer vmem reaches\n", "progress on stderr")
+	assert.Contains(t, stderr, "vector: the largest buffer vmem reaches\n", "progress on stderr")
 	assert.Contains(t, s, "runtime: fake")
 	assert.Contains(t, s, "2.0 MiB -> 256 MiB (7 doublings)")
 	assert.Regexp(t, regexp.MustCompile(`(?m)^\s+realloc\s+\S+\s+23\s+-\s*$`), s,
@@ -78,16 +76,7 @@ func TestVectorRejectsBadFlags(t *testing.T) {
 	}
 }
 
-func TestVectorCUDAWithoutCUDAFailsWithTheLoadersMessage(t *testing.T) {
-	t.Setenv("CUDAPOOL_CUDART", "/nonexistent/libcudart.so")
-	var out, errOut bytes.Buffer
-	code := run([]string{"-runtime=cuda"}, &out, &errOut)
-	if code == 0 {
-		t.Skip("CUDA is present on this machine")
-	}
-	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut.String(), "/nonexistent/libcudart.so")
-}
+func TestVectorCUDAWithoutCUDAFailsWithTheLoadersMessage(t *testing.T) { clitest.WithoutCUDA(t, run) }
 
 func TestMethodsFlagOrdersAndFilters(t *testing.T) {
 	var out, errOut bytes.Buffer
@@ -104,9 +93,4 @@ func TestMethodsFlagOrdersAndFilters(t *testing.T) {
 }
 
 // -h says what the program does, then lists the flags, and is no error.
-func TestHelp(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
-	assert.True(t, strings.HasPrefix(errOut.String(), about+"\n\nFlags:\n"), "%s", errOut.String())
-	assert.Contains(t, errOut.String(), "-runtime")
-}
+func TestHelp(t *testing.T) { clitest.Help(t, run, about, "-runtime") }
