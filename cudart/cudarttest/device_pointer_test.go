@@ -27,16 +27,7 @@ func TestPointerAttributesOfEveryKind(t *testing.T) {
 	t.Cleanup(func() { assert.NoError(t, f.HostUnregister(1, reg)) })
 	regAt := cudart.DevicePtr(reflect.ValueOf(reg).Pointer())
 
-	g, err := f.MemGetAllocationGranularity(0, false)
-	require.NoError(t, err)
-	h, err := f.MemCreate(0, g)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, f.MemRelease(h)) })
-	va, err := f.MemAddressReserve(2*g, 0, 0)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, f.MemAddressFree(va, 2*g)) })
-	require.NoError(t, f.MemMap(va, g, 0, h))
-	t.Cleanup(func() { assert.NoError(t, f.MemUnmap(va, g)) })
+	_, va := mapped(t, f, g, 2*g)
 	require.NoError(t, f.MemSetAccess(va, g, []int{0}))
 
 	for name, c := range map[string]struct {

@@ -12,6 +12,22 @@ import (
 
 const g = 2 * mib // the fake's default granularity
 
+// mapped is size bytes of physical memory on device 0, its first granule
+// mapped at the start of a reservation of reserve bytes; the mapping, the
+// reservation and the memory go at cleanup.
+func mapped(t *testing.T, f *cudarttest.Fake, size, reserve uint64) (cudart.PhysHandle, cudart.DevicePtr) {
+	t.Helper()
+	h, err := f.MemCreate(0, size)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, f.MemRelease(h)) })
+	va, err := f.MemAddressReserve(reserve, 0, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, f.MemAddressFree(va, reserve)) })
+	require.NoError(t, f.MemMap(va, g, 0, h))
+	t.Cleanup(func() { assert.NoError(t, f.MemUnmap(va, g)) })
+	return h, va
+}
+
 func TestGranularityOption(t *testing.T) {
 	f := cudarttest.NewFake(cudarttest.WithGranularity(64 * kib))
 	for _, rec := range []bool{false, true} {
@@ -23,14 +39,7 @@ func TestGranularityOption(t *testing.T) {
 
 func TestVirtualMemoryArgumentsAreChecked(t *testing.T) {
 	f := cudarttest.NewFakeT(t)
-	h, err := f.MemCreate(0, 2*g)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, f.MemRelease(h)) })
-	va, err := f.MemAddressReserve(4*g, 0, 0)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, f.MemAddressFree(va, 4*g)) })
-	require.NoError(t, f.MemMap(va, g, 0, h))
-	t.Cleanup(func() { assert.NoError(t, f.MemUnmap(va, g)) })
+	h, va := mapped(t, f, 2*g, 4*g)
 
 	tests := []struct {
 		name string
@@ -64,7 +73,7 @@ func TestVirtualMemoryArgumentsAreChecked(t *testing.T) {
 		})
 	}
 	assert.ErrorIs(t, f.MemSetAccess(va, g, []int{1}), cudart.ErrInvalidDevice)
-	_, err = f.MemAddressReserve(1<<60, 0, 0)
+	_, err := f.MemAddressReserve(1<<60, 0, 0)
 	assert.ErrorIs(t, err, cudart.ErrMemoryAllocation, "more than a GPU's address space")
 	assert.Equal(t, before, f.Live())
 }

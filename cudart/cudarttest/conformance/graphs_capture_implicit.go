@@ -127,11 +127,7 @@ func (s *suite) testInstantiateDuringCapture(t *testing.T, g cudart.Graphs, st c
 		if exec != 0 {
 			assert.NoError(t, g.GraphExecDestroy(s.dev, exec))
 		}
-		graph, end := g.StreamEndCapture(s.dev, stream)
-		t.Logf("then the capture ends with: %v", end)
-		if graph != 0 {
-			assert.NoError(t, g.GraphDestroy(s.dev, graph))
-		}
+		end := s.endCapture(t, g, stream)
 		if mode == cudart.CaptureModeRelaxed {
 			assert.NoError(t, err, "cudaGraphInstantiate in a relaxed capture")
 			assert.NoError(t, end, "a relaxed capture ends as usual")
@@ -141,6 +137,18 @@ func (s *suite) testInstantiateDuringCapture(t *testing.T, g cudart.Graphs, st c
 		}
 		require.NoError(t, st.StreamSynchronize(s.dev, stream), "the stream is usable")
 	}
+}
+
+// endCapture ends stream's capture, destroys the graph it made if any, and
+// returns and logs how the capture ended.
+func (s *suite) endCapture(t *testing.T, g cudart.Graphs, stream cudart.Stream) error {
+	t.Helper()
+	graph, err := g.StreamEndCapture(s.dev, stream)
+	t.Logf("then the capture ends with: %v", err)
+	if graph != 0 {
+		assert.NoError(t, g.GraphDestroy(s.dev, graph))
+	}
+	return err
 }
 
 // testMallocDuringCapture: cudaMalloc, unsafe during a capture, is refused
@@ -156,11 +164,7 @@ func (s *suite) testMallocDuringCapture(t *testing.T, g cudart.Graphs, st cudart
 		if p != 0 {
 			once(t, calls.Free, func() error { return s.rt.Free(s.dev, p) })
 		}
-		graph, end := g.StreamEndCapture(s.dev, stream)
-		t.Logf("then the capture ends with: %v", end)
-		if graph != 0 {
-			assert.NoError(t, g.GraphDestroy(s.dev, graph))
-		}
+		end := s.endCapture(t, g, stream)
 		if mode == cudart.CaptureModeRelaxed {
 			assert.NoError(t, err, "cudaMalloc in a relaxed capture")
 			assert.NoError(t, end, "a relaxed capture ends as usual")
