@@ -128,11 +128,7 @@ func (f *Fake) StreamWaitEvent(device int, s cudart.Stream, e cudart.Event) erro
 func (f *Fake) EventSynchronize(device int, e cudart.Event) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(calls.EventSynchronize, device)
-	var ev *event
-	if x == nil {
-		ev, x = f.event(e, device)
-	}
+	ev, x := live(f, calls.EventSynchronize, device, f.evs.live, e, "event")
 	if x == nil && ev.captured {
 		x = invalid("event 0x%x was last recorded in a capture, which is now invalidated", uintptr(e))
 		if cp := f.graph.captures[ev.stream]; cp != nil {
@@ -153,11 +149,7 @@ func (f *Fake) EventSynchronize(device int, e cudart.Event) error {
 func (f *Fake) EventQuery(device int, e cudart.Event) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(calls.EventQuery, device)
-	var ev *event
-	if x == nil {
-		ev, x = f.event(e, device)
-	}
+	ev, x := live(f, calls.EventQuery, device, f.evs.live, e, "event")
 	if x == nil {
 		x = ev.hostWait(e)
 	}
@@ -173,11 +165,8 @@ func (f *Fake) EventQuery(device int, e cudart.Event) (bool, error) {
 func (f *Fake) EventElapsedTime(device int, start, end cudart.Event) (time.Duration, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(calls.EventElapsedTime, device)
-	var a, b *event
-	if x == nil {
-		a, x = f.event(start, device)
-	}
+	a, x := live(f, calls.EventElapsedTime, device, f.evs.live, start, "event")
+	var b *event
 	if x == nil {
 		b, x = f.event(end, device)
 	}
@@ -200,10 +189,7 @@ func (f *Fake) EventElapsedTime(device int, start, end cudart.Event) (time.Durat
 func (f *Fake) EventDestroy(device int, e cudart.Event) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.check(calls.EventDestroy, device)
-	if x == nil {
-		_, x = f.event(e, device)
-	}
+	_, x := live(f, calls.EventDestroy, device, f.evs.live, e, "event")
 	if x != nil {
 		return x.err(calls.EventDestroy, "(event 0x%x) on device %d", uintptr(e), device)
 	}
