@@ -173,6 +173,13 @@ func newEngine(rt cudart.Full, lib *cublas.Library, w *weights, ec engineConfig)
 	if err := e.blas.SetWorkspace(ws); err != nil {
 		return nil, err
 	}
+	// The GEMMs read columns past a step's rows (gemmCols): zeros until a
+	// step writes them, never bytes that may hold NaN.
+	for _, b := range devBufs[1:] {
+		if err := rt.MemsetAsync(dev, *b.ptr, 0, b.size, e.st); err != nil {
+			return nil, err
+		}
+	}
 	if err := e.upload(e.weights, w.bytes()); err != nil {
 		return nil, err
 	}
@@ -276,14 +283,14 @@ func (e *engine) step(rows []rowDesc, sample []int32, capture []int, kv kvView) 
 		return stepOut{}, err
 	}
 	for l, lt := range e.w.layers {
-		if err := e.layer(l, lt, un, kv); err != nil {
+		if err := e.layer(l, lt, un, gemmCols(n, e.maxRows), kv); err != nil {
 			return stepOut{}, fmt.Errorf("layer %d: %w", l, err)
 		}
 	}
 	if err := e.norm(e.w.finalNorm, uint32(ns), e.desc.Add(16*uint64(n))); err != nil {
 		return stepOut{}, err
 	}
-	if err := e.logitsOf(ns); err != nil {
+	if err := e.logitsOf(gemmCols(ns, e.maxSample)); err != nil {
 		return stepOut{}, err
 	}
 	if err := e.launch("argmax", cudart.Dim1(uint32(ns)), cudart.Dim1(block),
@@ -319,9 +326,9 @@ func (e *engine) step(rows []rowDesc, sample []int32, capture []int, kv kvView) 
 	return out, nil
 }
 
-// layer queues one transformer block over n rows.
-func (e *engine) layer(l int, lt layerTensors, n uint32, kv kvView) error {
-	cols := int(n)
+// layer queues one transformer block over n rows, its GEMMs over cols
+// columns (gemmCols).
+func (e *engine) layer(l int, lt layerTensors, n uint32, cols int, kv kvView) error {
 	s := e.s
 	if err := e.norm(lt.attnNorm, n, 0); err != nil {
 		return err
@@ -364,6 +371,64 @@ const attnScale = 0.125
 // lmScale is the output projection's alpha, 1/sqrt(width), which keeps the
 // logits' spread near 1.
 func lmScale(s shape) float32 { return float32(1 / math.Sqrt(float64(s.width))) }
+
+// gemmCols is the columns a GEMM over n rows runs on, of at most most: n
+// rounded up to a power of 2 up to 128, then to a multiple of 128, so that
+// the GEMMs of every step have one of a few shapes, each run once before
+// the measured runs (warmGEMMs), as vLLM pads a batch to a size it has
+// captured. The columns past n hold what the buffers held (zeros, or an
+// earlier step's activations) and their results are never read: a GEMM's
+// columns do not mix.
+func gemmCols(n, most int) int {
+	c := 1
+	for c < min(n, 128) {
+		c *= 2
+	}
+	if n > 128 {
+		c = (n + 127) / 128 * 128
+	}
+	return min(c, most)
+}
+
+// colCounts are the values gemmCols takes for 1 to most rows.
+func colCounts(most int) []int {
+	var out []int
+	for n := 1; n <= most; n++ {
+		if c := gemmCols(n, most); len(out) == 0 || c != out[len(out)-1] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// warmGEMMs queues every GEMM a step may queue, one layer's projections
+// (the layers' are of the same shapes) at each column count gemmCols gives
+// and the logits' at each count of sampled rows, and waits for them: cuBLAS
+// then has loaded every kernel the runs use, which CUDA loads at its first
+// launch, taking device memory that would show as taken during a run. They
+// read the activation buffers as they are and write outputs the steps
+// overwrite.
+func (e *engine) warmGEMMs() error {
+	lt := e.w.layers[0]
+	for _, c := range colCounts(e.maxRows) {
+		for _, p := range []struct {
+			t    tensor
+			b    halves
+			out  cudart.DevicePtr
+			beta float32
+		}{{lt.qkv, e.h, e.qkv, 0}, {lt.wo, e.att, e.x, 1}, {lt.w1, e.h, e.ff, 0}, {lt.w2, e.g, e.x, 1}} {
+			if err := e.project(p.t, p.b, p.out, c, p.beta); err != nil {
+				return fmt.Errorf("warm-up, %d columns: %w", c, err)
+			}
+		}
+	}
+	for _, c := range colCounts(e.maxSample) {
+		if err := e.logitsOf(c); err != nil {
+			return fmt.Errorf("warm-up, logits of %d rows: %w", c, err)
+		}
+	}
+	return e.rt.StreamSynchronize(dev, e.st)
+}
 
 // project queues C = W × B (+ C when beta is 1): W the tensor t (FP16,
 // rows × cols), B the cols × n float32 activations b holds, C rows × n

@@ -73,9 +73,14 @@
 // first token and time per output token (p50, p99); prefix hits;
 // preemptions and pages swapped; with the system prompt, the bytes
 // holding tokens over those of the unshared tokens plus one copy of the
-// system prompt; and device memory taken outside the pool during the run
-// (cudaMemGetInfo before and after). Timings on the fake are labelled: they
-// are not a GPU's.
+// system prompt; and device memory taken outside the pool during the run:
+// the drops of cudaMemGetInfo's free memory after each step, added up, a
+// rise (memory given back, which this program does not do while it runs:
+// cudaMemGetInfo counts the whole device) reported apart. Before the runs,
+// a warm-up queues every GEMM shape a step may queue (the GEMMs' columns
+// are padded to a few counts) and serves two requests of its own, so that
+// CUDA has loaded every kernel the runs launch. Timings on the fake are
+// labelled: they are not a GPU's.
 //
 // The check: the logits of the first -check-steps tokens generated for the
 // first -check requests of each variant are copied back from both runs

@@ -35,7 +35,7 @@ func TestDefaultRunOnTheFake(t *testing.T) {
 		"shared system prompt, paged: 24 requests", "shared system prompt, contiguous: 24 requests",
 		"KV utilization (bytes of tokens over the bytes taken for sequences",
 		"time per output token p50", "most sequences at once:",
-		"device memory taken outside the pool during the run (cudaMemGetInfo): 0 B",
+		"device memory taken outside the pool during the run (drops of cudaMemGetInfo's free memory after each step, added up): 0 B",
 		"the baseline generated the same tokens for 24 of 24 requests",
 		"targets (the issue's, on a GPU):",
 		"the CPU's own spread at the same logits",

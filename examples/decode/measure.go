@@ -75,8 +75,12 @@ func measure(rt *choose.Runtime, c config, stdout, stderr io.Writer) (err error)
 		mib(pooled), loadgen.SignedBytes(int64(free0)-int64(free1)-int64(pooled)))
 
 	fmt.Fprintln(stderr, "decode: warming up...")
+	if err := e.warmGEMMs(); err != nil {
+		return err
+	}
 	// Requests of their own, whose pages the runs' prompts cannot find
-	// cached.
+	// cached: every kernel, the page tables' copies and the swaps' run
+	// once before the measured runs.
 	warm := c.work
 	warm.requests, warm.system = 2, 0
 	warmReqs, _ := newWorkload(warm, ^c.seed)

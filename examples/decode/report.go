@@ -29,7 +29,10 @@ func report(out io.Writer, e *engine, results []*runResult, checks map[string]*c
 		if r.system > 0 {
 			fmt.Fprintf(out, "  bytes holding tokens over the unshared tokens' plus one system prompt's: average %.3fx, most %.3fx\n", mean(r.sharedRatio), maxOf(r.sharedRatio))
 		}
-		fmt.Fprintf(out, "  device memory taken outside the pool during the run (cudaMemGetInfo): %s\n", loadgen.SignedBytes(r.outside))
+		fmt.Fprintf(out, "  device memory taken outside the pool during the run (drops of cudaMemGetInfo's free memory after each step, added up): %s\n", loadgen.SignedBytes(int64(r.taken)))
+		if r.givenBack > 0 {
+			fmt.Fprintf(out, "  device memory given back during the run: %s, not by this program, which frees none while it runs (cudaMemGetInfo counts the whole device: another process's, or memory its libraries took before the run)\n", loadgen.SignedBytes(int64(r.givenBack)))
+		}
 	}
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -37,7 +40,7 @@ func report(out io.Writer, e *engine, results []*runResult, checks map[string]*c
 	for _, r := range results {
 		tpot := pct(r.tpot)
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.1f%%\t%d\t%v\t%v\t%d\t%d\t%s\t\n", r.variant, r.store, r.steps, float64(r.generated)/r.elapsed.Seconds(),
-			100*mean(r.util), r.mostRunning, tpot.P50, tpot.P99, r.hitTokens, r.swapOuts, loadgen.SignedBytes(r.outside))
+			100*mean(r.util), r.mostRunning, tpot.P50, tpot.P99, r.hitTokens, r.swapOuts, loadgen.SignedBytes(int64(r.taken)))
 	}
 	tw.Flush()
 	fmt.Fprintln(out, "\ntargets (the issue's, on a GPU):")

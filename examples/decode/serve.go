@@ -38,7 +38,7 @@ type runResult struct {
 	swapOuts, swapIns uint64 // pages
 	preemptSwap       int
 	preemptRecompute  int
-	outside           int64 // device bytes cudaMemGetInfo saw taken during the run
+	taken, givenBack  uint64 // device bytes cudaMemGetInfo saw taken and given back during the run, a step at a time
 	outputs           map[int][]int32
 	logits            map[int]map[int][]float32 // by request, by position
 	dumped            []dumpStep
@@ -83,10 +83,11 @@ func (e *engine) serve(kv kvStore, reqs []*request, opt runOptions) (*runResult,
 	var running, swapped []*live
 	maxRun := min(kv.rows(), e.maxSample)
 	out0, in0 := kv.counts()
-	free0, _, err := e.rt.MemGetInfo(dev)
+	lastFree, _, err := e.rt.MemGetInfo(dev)
 	if err != nil {
 		return nil, err
 	}
+	var sampling time.Duration // spent in cudaMemGetInfo, not counted in the run's time
 	start := time.Now()
 	lastProgress := start
 	rows := make([]rowDesc, 0, e.maxRows)
@@ -197,7 +198,21 @@ func (e *engine) serve(kv kvStore, reqs []*request, opt runOptions) (*runResult,
 		}
 		now := time.Now()
 		res.stepT = append(res.stepT, now.Sub(t0))
-		at := now.Sub(start)
+		at := now.Sub(start) - sampling
+		// After each step, so that memory taken and memory given back
+		// (by something else: cudaMemGetInfo is the whole device's) are
+		// seen apart, not netted over the run.
+		free, _, err := e.rt.MemGetInfo(dev)
+		if err != nil {
+			return nil, err
+		}
+		if free < lastFree {
+			res.taken += lastFree - free
+		} else {
+			res.givenBack += free - lastFree
+		}
+		lastFree = free
+		sampling += time.Since(now)
 		var ds *dumpStep
 		if opt.dumpSteps[step] {
 			res.dumped = append(res.dumped, dumpStep{step: step})
@@ -250,12 +265,7 @@ func (e *engine) serve(kv kvStore, reqs []*request, opt runOptions) (*runResult,
 				opt.label, step, len(running), len(waiting), len(swapped), len(res.outputs), len(reqs))
 		}
 	}
-	res.elapsed = time.Since(start)
-	free1, _, err := e.rt.MemGetInfo(dev)
-	if err != nil {
-		return nil, err
-	}
-	res.outside = int64(free0) - int64(free1)
+	res.elapsed = time.Since(start) - sampling
 	out1, in1 := kv.counts()
 	res.swapOuts, res.swapIns = out1-out0, in1-in0
 	return res, nil
