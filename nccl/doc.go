@@ -50,6 +50,19 @@
 // InitAll, and run a first collective, before the pool asks the device what
 // is free, or subtract it.
 //
+// # Registered buffers and windows
+//
+// Register registers a buffer with one rank's communicator
+// (ncclCommRegister), a pool's buffer or a slot's as well as any other
+// device memory, so that NCCL may skip its own copies. A window
+// (RegisterWindow, or RegisterWindows for one goroutine's ranks; NCCL
+// 2.27 and later, HasWindows) is registered by every rank alike, and NCCL
+// maps each rank's into the others', for collectives that read and write
+// the peers' memory directly: its memory must be exportable, as a vmem
+// Arena made with vmem.WithHandleTypes(cudart.HandleTypePOSIXFileDescriptor)
+// is, and a window must lie in one of the arena's growths. What windows
+// cost NCCL in device memory is not measured.
+//
 // # A communicator per slot
 //
 // A server's slots (pool.NewSlots, pool.NewMultiSlots on several devices)

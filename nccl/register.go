@@ -39,17 +39,24 @@ func (c *Comm) Register(p cudart.DevicePtr, size uint64) (*Registration, error) 
 // after the communicator is closed it returns nil, the registration gone
 // with it.
 func (r *Registration) Deregister() error {
-	c := r.c
+	return r.c.deregister(ncclabi.CommDeregister, &r.h, r.ptr, r.size)
+}
+
+// deregister ends the registration or window *h of size bytes at p with
+// call (ncclCommDeregister or ncclCommWindowDeregister), and zeroes *h: at
+// once where it is 0 (deregistered, or nothing NCCL registered) or c is
+// closed, which ended it.
+func (c *Comm) deregister(call ncclabi.Call, h *uintptr, p cudart.DevicePtr, size uint64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r.h == 0 || c.raw == 0 {
-		r.h = 0
+	if *h == 0 || c.raw == 0 {
+		*h = 0
 		return nil
 	}
-	fs := []ncclabi.Frame{{Call: ncclabi.CommDeregister, Device: c.device, Comm: c.raw, Handle: r.h}}
-	err := c.do(fs, fmt.Sprintf("ncclCommDeregister(%s, %d B) on %s", r.ptr, r.size, c))
+	fs := []ncclabi.Frame{{Call: call, Device: c.device, Comm: c.raw, Handle: *h}}
+	err := c.do(fs, fmt.Sprintf("%s(%s, %d B) on %s", call, p, size, c))
 	if err == nil {
-		r.h = 0
+		*h = 0
 	}
 	return err
 }

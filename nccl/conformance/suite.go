@@ -23,11 +23,14 @@ import (
 // SplitNoColor (a rank of NoColor gets no communicator, the others one
 // without it), BadArguments (what NCCL refuses, and that the communicator is failed
 // after), Timeout (a rank alone times out within its bound), Register
-// (an all-reduce on registered buffers), Capture (an all-reduce
+// (an all-reduce on registered buffers), RegisterPool (a pool's buffer and
+// a slot's, registered), Capture (an all-reduce
 // captured on each rank's stream, replayed: its results, and no memory
-// taken by the replays) and Inline (blocking communicators,
+// taken by the replays), Inline (blocking communicators,
 // WithInlineLaunch: results, ranks on goroutines, a split, the refusal of
-// a group of both kinds, a refused argument, and the bounds).
+// a group of both kinds, a refused argument, and the bounds) and Windows
+// (vmem arenas as windows, and what NCCL refuses of them; last, as it
+// aborts communicators in the middle of a registration; see testWindows).
 func TestNCCL(t *testing.T, rt cudart.Runtime, devices []int) {
 	require.GreaterOrEqual(t, len(devices), 2, "TestNCCL needs two devices or more")
 	lib, err := nccl.Open(rt)
@@ -45,8 +48,10 @@ func TestNCCL(t *testing.T, rt cudart.Runtime, devices []int) {
 	t.Run("BadArguments", s.testBadArguments)
 	t.Run("Timeout", s.testTimeout)
 	t.Run("Register", s.testRegister)
+	t.Run("RegisterPool", s.testRegisterPool)
 	t.Run("Capture", s.testCapture)
 	t.Run("Inline", s.testInline)
+	t.Run("Windows", s.testWindows)
 }
 
 type suite struct {

@@ -41,6 +41,10 @@ type comm struct {
 	// finalize runs.
 	queued []*piece
 	regs   map[uintptr]reg
+	// windows counts its windows posted, the next one's place in the
+	// order every rank registers them; wins are those registered.
+	windows int
+	wins    map[uintptr]reg
 	// dropped: aborted or destroyed; a piece of it that runs after fails.
 	dropped atomic.Bool
 }
@@ -237,14 +241,19 @@ func (b *Backend) register(c *comm, fr *ncclabi.Frame) ncclabi.Result {
 	case a.Device != c.device:
 		return b.fail(c, ncclabi.InvalidArgument, "ncclCommRegister: buffer 0x%x is on device %d, the communicator on device %d", fr.Send, a.Device, c.device)
 	}
-	if c.regs == nil {
-		c.regs = make(map[uintptr]reg)
+	fr.Out = uint64(b.handle(&c.regs, reg{ptr: p, size: fr.Size}))
+	return ncclabi.Success
+}
+
+// handle adds r to *m under a new handle of the fake's, and returns it.
+func (b *Backend) handle(m *map[uintptr]reg, r reg) uintptr {
+	if *m == nil {
+		*m = make(map[uintptr]reg)
 	}
 	b.nextReg += 0x10
 	h := 0xd_0000 + b.nextReg
-	c.regs[h] = reg{ptr: p, size: fr.Size}
-	fr.Out = uint64(h)
-	return ncclabi.Success
+	(*m)[h] = r
+	return h
 }
 
 // String names the communicator, for messages.

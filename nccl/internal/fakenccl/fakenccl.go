@@ -111,14 +111,16 @@ type Backend struct {
 // part (the fake makes every collective a blocking NCCL's first, which
 // waits for its peers while it connects them), and which a refused
 // argument does not fail. A blocking call whose peers' communicators are
-// aborted or destroyed before they post fails with ncclRemoteError. It has
-// no window registration (as a library before NCCL 2.27).
+// aborted or destroyed before they post fails with ncclRemoteError.
+//
+// Windows (ncclCommWindowRegister) follow NCCL 2.28 on a host whose GPUs
+// all reach each other, where NCCL makes them symmetric memory (see
+// windowCheck and windowsAgree); they charge no device memory, which is
+// not measured.
 func Open(f *cudarttest.Fake) *Backend {
-	var names []string
+	names := make([]string, ncclabi.Count)
 	for c := range ncclabi.Count {
-		if c != ncclabi.CommWindowRegister && c != ncclabi.CommWindowDeregister {
-			names = append(names, c.String())
-		}
+		names[c] = c.String()
 	}
 	return cudarttest.Attach(f, "NCCL", names, func(l *cudarttest.Library) *Backend {
 		b := &Backend{lib: l, comms: make(map[uintptr]*comm), cliques: make(map[ncclabi.UniqueID]*clique), ids: make(map[ncclabi.UniqueID]bool), kept: make(map[int]uintptr)}
@@ -127,10 +129,8 @@ func Open(f *cudarttest.Fake) *Backend {
 	})
 }
 
-// Has reports every call but window registration.
-func (*Backend) Has(c ncclabi.Call) bool {
-	return c < ncclabi.Count && c != ncclabi.CommWindowRegister && c != ncclabi.CommWindowDeregister
-}
+// Has reports every call of the table: the fake is NCCL 2.28.
+func (*Backend) Has(c ncclabi.Call) bool { return c < ncclabi.Count }
 
 // Do runs the batch as NCCL would: a group's operations are posted together
 // at its end, or not at all if one of them was refused. A group of
@@ -232,9 +232,10 @@ func (b *Backend) mode(fr *ncclabi.Frame) int {
 }
 
 // deferred reports whether c is posted to its clique (at its group's end,
-// inside one): an init, a split or an operation on device memory.
+// inside one): an init, a split, a window or an operation on device
+// memory.
 func deferred(c ncclabi.Call) bool {
-	return c == ncclabi.CommInitRankConfig || c == ncclabi.CommSplit || c.Collective()
+	return c == ncclabi.CommInitRankConfig || c == ncclabi.CommSplit || c == ncclabi.CommWindowRegister || c.Collective()
 }
 
 // fail records the last error, of c and of the fake, and returns r.
@@ -321,6 +322,8 @@ func (b *Backend) call(fr *ncclabi.Frame) ncclabi.Result {
 		}
 		delete(c.regs, fr.Handle)
 		return ncclabi.Success
+	case ncclabi.CommWindowDeregister:
+		return b.deregisterWindow(c, fr)
 	}
 	if c.err != ncclabi.Success {
 		return b.fail(c, c.err, "%s: comm 0x%x failed before: %s", fr.Call, c.raw, c.last)
@@ -328,8 +331,14 @@ func (b *Backend) call(fr *ncclabi.Frame) ncclabi.Result {
 	if !c.ready || c.finalized {
 		return b.fail(c, ncclabi.InvalidUsage, "%s: comm 0x%x is %s", fr.Call, c.raw, map[bool]string{true: "finalized", false: "not initialized yet"}[c.finalized])
 	}
-	if fr.Call == ncclabi.CommSplit {
+	switch fr.Call {
+	case ncclabi.CommSplit:
 		return b.splitCheck(c, fr)
+	case ncclabi.CommWindowRegister:
+		if c.pending > 0 {
+			return b.fail(c, ncclabi.InvalidArgument, "ncclCommWindowRegister: Attempt to use communicator before the previous operation returned ncclSuccess")
+		}
+		return ncclabi.Success
 	}
 	// A refused operation fails a non-blocking communicator for good, as
 	// NCCL's ncclEnqueueCheck sets its asynchronous error; a blocking one's

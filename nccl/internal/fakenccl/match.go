@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/internal/ncclabi"
 )
 
@@ -22,6 +23,7 @@ type clique struct {
 // order, a transfer by its sender, receiver and count between them.
 type key struct {
 	p2p       bool
+	window    bool // a window, by its place in the order of windows
 	seq       int
 	from, to  int
 	transfers int
@@ -41,14 +43,20 @@ type part struct {
 	f     ncclabi.Frame
 	child *comm // a split's new communicator; nil for NCCL_SPLIT_NOCOLOR
 	// out is the caller's newcomm of a split, which NCCL writes once the
-	// split is done (or failed), not when ncclCommSplit returns.
+	// split is done (or failed), not when ncclCommSplit returns, or its
+	// window, written once every rank registered it.
 	out *uint64
+	// mem is the allocation that holds a window.
+	mem cudarttest.Allocation
 }
 
 // post posts the calls of one group (or one call outside any) to their
 // cliques. A non-blocking group reports InProgress until each of them is
 // matched by every rank; a blocking one waits for that (await).
 func (b *Backend) post(frames []*ncclabi.Frame, blocking bool) ncclabi.Result {
+	if r := b.windowChecks(frames); r != ncclabi.Success {
+		return r
+	}
 	var touched []*comm
 	for _, fr := range frames {
 		if fr.Call == ncclabi.CommInitRankConfig {
@@ -158,6 +166,9 @@ func (b *Backend) postOp(c *comm, fr *ncclabi.Frame) {
 			c.recvd[peer]++
 			slot = 1
 		}
+	case ncclabi.CommWindowRegister:
+		k = key{window: true, seq: c.windows}
+		c.windows++
 	default:
 		c.issued++
 	}
@@ -191,6 +202,14 @@ func (b *Backend) postOp(c *comm, fr *ncclabi.Frame) {
 			p.child = child
 		}
 	}
+	if fr.Call == ncclabi.CommWindowRegister {
+		// NCCL writes the window from its thread once every rank has
+		// registered: the caller reads it once c is no longer in
+		// progress.
+		p.out = &fr.Out
+		atomic.StoreUint64(p.out, 0)
+		p.mem, _ = b.lib.Allocation(cudart.DevicePtr(fr.Send))
+	}
 	p.f = *fr
 	o.parts[slot] = p
 	o.posted++
@@ -210,6 +229,9 @@ func (b *Backend) postOp(c *comm, fr *ncclabi.Frame) {
 		return
 	}
 	if o.posted < want {
+		return
+	}
+	if o.key.window && b.unshared(o) {
 		return
 	}
 	delete(cl.open, k)
@@ -238,6 +260,12 @@ func mismatch(o *op, slot int) string {
 			continue
 		}
 		other := q.f
+		if o.key.window {
+			if why := windowsAgree(o.parts[slot], q); why != "" {
+				return fmt.Sprintf("window #%d of the communicator differs between ranks: %s", o.key.seq+1, why)
+			}
+			continue
+		}
 		if o.key.p2p {
 			if p.Count != other.Count || p.Type != other.Type {
 				return fmt.Sprintf("ncclSend and ncclRecv #%d from rank %d to rank %d disagree: %s %d × %s, %s %d × %s",
@@ -281,8 +309,12 @@ func (b *Backend) matched(o *op) {
 	for _, p := range o.parts {
 		p.comm.pending--
 	}
-	if o.parts[0].f.Call == ncclabi.CommSplit {
+	switch o.parts[0].f.Call {
+	case ncclabi.CommSplit:
 		b.split(o)
+		return
+	case ncclabi.CommWindowRegister:
+		b.windowsMade(o)
 		return
 	}
 	for _, p := range o.parts {
