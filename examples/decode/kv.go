@@ -35,8 +35,9 @@ type kvStore interface {
 	// usage is the bytes of the tokens held and the bytes that hold
 	// them (pages or reservations), against reserved, the arena's bytes.
 	usage(running []*live) (tokenBytes, held, reserved uint64)
-	// counts are the pages swapped out and in.
-	counts() (swapOuts, swapIns uint64)
+	// counts are the pages swapped out and in, and those a swap-in found
+	// on the device.
+	counts() (swapOuts, swapIns, swapHits uint64)
 }
 
 // paged keeps sequences in the kvcache: pages taken as they grow, prefix
@@ -155,9 +156,9 @@ func (p *paged) usage([]*live) (uint64, uint64, uint64) {
 	return st.TokenBytes, uint64(st.Used) * p.e.cache.PageStride(), st.Reserved
 }
 
-func (p *paged) counts() (uint64, uint64) {
+func (p *paged) counts() (uint64, uint64, uint64) {
 	st := p.e.cache.Stats()
-	return st.SwapOuts, st.SwapIns
+	return st.SwapOuts, st.SwapIns, st.SwapHits
 }
 
 // contiguous is the baseline: each sequence reserves the context's tokens
@@ -229,7 +230,7 @@ func (c *contiguous) usage(running []*live) (uint64, uint64, uint64) {
 	return toks * tb, uint64(c.inUse) * ctxPages * c.e.cache.PageStride(), uint64(c.e.cache.Pages()) * c.e.cache.PageStride()
 }
 
-func (c *contiguous) counts() (uint64, uint64) { return 0, 0 }
+func (c *contiguous) counts() (uint64, uint64, uint64) { return 0, 0, 0 }
 
 // tokenBytes is one token's keys and values over every layer.
 func (e *engine) tokenBytes() uint64 {

@@ -69,18 +69,23 @@
 //
 // The report, for each run: KV utilization (bytes of tokens held over the
 // arena's) over the run in tenths of its steps and averaged over its
-// steps; the most sequences running at once; output tokens/s; time to
-// first token and time per output token (p50, p99); prefix hits;
-// preemptions and pages swapped; with the system prompt, the bytes
-// holding tokens over those of the unshared tokens plus one copy of the
-// system prompt; and device memory taken outside the pool during the run:
-// the drops of cudaMemGetInfo's free memory after each step, added up, a
-// rise (memory given back, which this program does not do while it runs:
-// cudaMemGetInfo counts the whole device) reported apart. Before the runs,
-// a warm-up queues every GEMM shape a step may queue (the GEMMs' columns
-// are padded to a few counts) and serves two requests of its own, so that
-// CUDA has loaded every kernel the runs launch. Timings on the fake are
-// labelled: they are not a GPU's.
+// steps; the most sequences running at once, and what bounded admission
+// then and at every step (the KV pages, the rows, the step's rows of
+// prompt, or no request left waiting); output tokens/s; time to first
+// token and time per output token (p50, p99); prefix hits; preemptions,
+// and the pages and bytes swapped out and in (and the pages a swap-in
+// found on the device, shared with other sequences); with the system
+// prompt, the bytes holding tokens over those of the unshared tokens plus
+// one copy of the system prompt; and device memory taken outside the pool
+// during the run: the drops of cudaMemGetInfo's free memory after each
+// step, added up, a rise (memory given back, which this program does not
+// do while it runs: cudaMemGetInfo counts the whole device) reported
+// apart. Against the baseline, it gives the most at once and tokens/s as
+// ratios, the latter as the product of fewer steps and the time a step.
+// Before the runs, a warm-up queues every GEMM shape a step may queue (the
+// GEMMs' columns are padded to a few counts) and serves two requests of
+// its own, so that CUDA has loaded every kernel the runs launch. Timings
+// on the fake are labelled: they are not a GPU's.
 //
 // The check: the logits of the first -check-steps tokens generated for the
 // first -check requests of each variant are copied back from both runs

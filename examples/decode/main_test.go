@@ -57,7 +57,9 @@ func TestDefaultRunOnTheFake(t *testing.T) {
 	}
 	assert.NotContains(t, s, "dumped to")
 	assert.Regexp(t, `shared system prompt, paged: .*\n(.*\n){4}  prefix hits: [1-9]\d* prompt tokens`, s, "the system prompt's pages are found cached")
-	assert.Regexp(t, `preempted: [1-9]\d* swapped out \([1-9]\d* pages out, [1-9]\d* in\)`, s, "the default KV memory runs short: sequences are swapped out and back")
+	assert.Regexp(t, `preempted: ([1-9]\d*) swapped out to the pinned arena \([1-9]\d* pages, [0-9.]+ KiB\), ([1-9]\d*) swapped back in \([1-9]\d* pages copied`, s, "the default KV memory runs short: sequences are swapped out and back")
+	assert.Regexp(t, `plain: most at once [0-9.]+x the baseline's \(target 2.5x\): \d+, bounded by the KV pages, against 2, bounded by the baseline's maximum-length slots \(-kvseqs\)`, s)
+	assert.Regexp(t, `plain: tokens/s [0-9.]+x the baseline's \(target 2x\) = [0-9.]+x fewer steps \((\d+) against (\d+); a run takes at least \d+, the longest output\)`, s)
 	most := regexp.MustCompile(`most sequences at once: (\d+)`).FindAllStringSubmatch(s, -1)
 	require.Len(t, most, 4)
 	paged, _ := strconv.Atoi(most[0][1])
@@ -133,6 +135,42 @@ func TestServesUnderMemcheck(t *testing.T) {
 	require.NoError(t, ch.check(base, shared))
 	assert.Equal(t, len(shared), sameOutputs(res, base))
 	assert.Equal(t, 0, e.cache.Stats().Seqs, "every sequence freed")
+}
+
+// Sequences preempted to the pinned arena and swapped back in generate
+// what they generate when nothing is swapped: the same tokens and, the
+// fake's GEMMs summing a column alike whatever the batch, the same logits,
+// which are the CPU's.
+func TestSwappedSequencesGenerateWhatUnswappedOnesDo(t *testing.T) {
+	f := cudarttest.NewFakeT(t)
+	lib, err := cublas.Open(f)
+	require.NoError(t, err)
+	w := newWeights(smallShape, 4)
+	wc := workloadConfig{requests: 12, promptMedian: 16, outputMedian: 40, sigma: 0.5, system: 32, vocab: smallShape.vocab, ctx: smallShape.ctx}
+	_, reqs := newWorkload(wc, 4)
+	all := map[int]bool{}
+	for _, r := range reqs {
+		all[r.id] = true
+	}
+	serve := func(kvPages int) *runResult {
+		e, err := newEngine(f, lib, w, engineConfig{kvPages: kvPages, maxBatch: len(reqs), swapPages: 4 * kvPages})
+		require.NoError(t, err)
+		defer func() { assert.NoError(t, e.close()) }()
+		res, err := e.serve(newPaged(e), reqs, runOptions{checked: all, checkSteps: 1 << 20, system: wc.system})
+		require.NoError(t, err)
+		return res
+	}
+	tight, ample := serve(16), serve(16*len(reqs))
+	require.Zero(t, ample.preemptSwap+ample.preemptRecompute, "nothing is preempted with a page table's worth of pages a request")
+	require.NotEmpty(t, tight.swappedIDs, "16 pages for 12 requests of 60 tokens and more: sequences are swapped out")
+	assert.Zero(t, tight.preemptRecompute, "the swap space holds every preempted sequence")
+	assert.Equal(t, tight.preemptSwap, tight.resumed, "every sequence swapped out comes back")
+	assert.Positive(t, tight.swapIns)
+	for id := range tight.swappedIDs {
+		assert.Equal(t, ample.outputs[id], tight.outputs[id], "request %d's tokens", id)
+		assert.Equal(t, ample.logits[id], tight.logits[id], "request %d's logits", id)
+	}
+	require.NoError(t, newChecker(w, reqs[0].prompt[:wc.system]).check(tight, reqs))
 }
 
 func TestDumpRoundTrips(t *testing.T) {

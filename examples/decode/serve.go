@@ -34,11 +34,17 @@ type runResult struct {
 	occupancy         []float64 // bytes taken for sequences over the arena's, a step each
 	sharedRatio       []float64 // bytes holding tokens over the unshared tokens' bytes plus one system prompt's, a step each (system > 0)
 	tpot, ttft, stepT []time.Duration
-	hitTokens         int    // prompt tokens found cached at admission
-	swapOuts, swapIns uint64 // pages
-	preemptSwap       int
-	preemptRecompute  int
-	taken, givenBack  uint64 // device bytes cudaMemGetInfo saw taken and given back during the run, a step at a time
+	hitTokens         int            // prompt tokens found cached at admission
+	swapOuts, swapIns uint64         // pages copied each way
+	swapHits          uint64         // pages a swap-in found on the device
+	preemptSwap       int            // sequences swapped out...
+	swappedIDs        map[int]bool   // ...which requests
+	resumed           int            // sequences swapped back in
+	preemptRecompute  int            // sequences freed to be recomputed
+	bounds            [numBounds]int // steps by what stopped admission
+	mostAt            int            // the first step that ran mostRunning
+	mostBound         bound          // what stopped admission then
+	taken, givenBack  uint64         // device bytes cudaMemGetInfo saw taken and given back during the run, a step at a time
 	outputs           map[int][]int32
 	logits            map[int]map[int][]float32 // by request, by position
 	dumped            []dumpStep
@@ -53,6 +59,36 @@ type dumpStep struct {
 type dumpRow struct {
 	request, position int
 	logits            []float32
+}
+
+// bound is what stopped a step's admissions.
+type bound int
+
+const (
+	boundNone    bound = iota // no request waited: every one was admitted
+	boundSwapped              // a swapped-out sequence waited to come back, which goes first
+	boundRows                 // every row of the page tables, or every slot of the baseline, was taken
+	boundBudget               // the step's rows of prompt reached the context (-ctx), what a step holds
+	boundPages                // the KV pages: the next prompt did not fit, with the watermark kept free
+	numBounds
+)
+
+// String says what b is, for the store's run.
+func (b bound) String(store string) string {
+	switch b {
+	case boundSwapped:
+		return "swapped-out sequences waiting to come back"
+	case boundRows:
+		if store == "contiguous" {
+			return "the baseline's maximum-length slots (-kvseqs)"
+		}
+		return "the page tables' rows (-maxbatch)"
+	case boundBudget:
+		return "the step's rows of prompt (-ctx)"
+	case boundPages:
+		return "the KV pages"
+	}
+	return "no request left waiting"
 }
 
 // runOptions say what a run records besides its measurements.
@@ -75,14 +111,14 @@ type runOptions struct {
 // every row through the model and samples each sequence's next token;
 // those that reach their output length leave.
 func (e *engine) serve(kv kvStore, reqs []*request, opt runOptions) (*runResult, error) {
-	res := &runResult{store: kv.name(), system: opt.system, outputs: map[int][]int32{}, logits: map[int]map[int][]float32{}}
+	res := &runResult{store: kv.name(), system: opt.system, outputs: map[int][]int32{}, logits: map[int]map[int][]float32{}, swappedIDs: map[int]bool{}}
 	waiting := make([]*live, 0, len(reqs))
 	for _, r := range reqs {
 		waiting = append(waiting, &live{request: r, tokens: slices.Clone(r.prompt), row: -1})
 	}
 	var running, swapped []*live
 	maxRun := min(kv.rows(), e.maxSample)
-	out0, in0 := kv.counts()
+	out0, in0, hits0 := kv.counts()
 	lastFree, _, err := e.rt.MemGetInfo(dev)
 	if err != nil {
 		return nil, err
@@ -113,6 +149,7 @@ func (e *engine) serve(kv kvStore, reqs []*request, opt runOptions) (*runResult,
 				if out {
 					swapped = append(swapped, victim)
 					res.preemptSwap++
+					res.swappedIDs[victim.id] = true
 				} else {
 					victim.computed = 0
 					waiting = slices.Insert(waiting, 0, victim)
@@ -133,6 +170,7 @@ func (e *engine) serve(kv kvStore, reqs []*request, opt runOptions) (*runResult,
 			}
 			running = append(running, swapped[0])
 			swapped = swapped[1:]
+			res.resumed++
 		}
 		// Admission never backs out: a prompt's full pages are in the
 		// prefix index from its Append on, and must have their keys and
@@ -143,13 +181,25 @@ func (e *engine) serve(kv kvStore, reqs []*request, opt runOptions) (*runResult,
 		for _, r := range running {
 			rowsNow += len(r.tokens) - r.computed
 		}
-		for len(swapped) == 0 && len(waiting) > 0 && len(running) < maxRun && rowsNow < e.s.ctx {
+		stop := boundNone
+		for len(waiting) > 0 {
+			if len(swapped) > 0 {
+				stop = boundSwapped
+			} else if len(running) >= maxRun {
+				stop = boundRows
+			} else if rowsNow >= e.s.ctx {
+				stop = boundBudget
+			}
+			if stop != boundNone {
+				break
+			}
 			r := waiting[0]
 			cached, ok, err := kv.admit(r)
 			if err != nil {
 				return nil, fmt.Errorf("admit request %d: %w", r.id, err)
 			}
 			if !ok {
+				stop = boundPages
 				break
 			}
 			if ok, err = kv.grow(r); err != nil || !ok {
@@ -164,7 +214,10 @@ func (e *engine) serve(kv kvStore, reqs []*request, opt runOptions) (*runResult,
 		if len(running) == 0 {
 			return nil, fmt.Errorf("nothing runs: %d requests wait and %d are swapped out, and none fits the KV memory alone", len(waiting), len(swapped))
 		}
-		res.mostRunning = max(res.mostRunning, len(running))
+		res.bounds[stop]++
+		if len(running) > res.mostRunning {
+			res.mostRunning, res.mostAt, res.mostBound = len(running), step, stop
+		}
 		tb, held, reserved := kv.usage(running)
 		res.util = append(res.util, float64(tb)/float64(max(held, 1)))
 		res.occupancy = append(res.occupancy, float64(held)/float64(reserved))
@@ -266,7 +319,7 @@ func (e *engine) serve(kv kvStore, reqs []*request, opt runOptions) (*runResult,
 		}
 	}
 	res.elapsed = time.Since(start) - sampling
-	out1, in1 := kv.counts()
-	res.swapOuts, res.swapIns = out1-out0, in1-in0
+	out1, in1, hits1 := kv.counts()
+	res.swapOuts, res.swapIns, res.swapHits = out1-out0, in1-in0, hits1-hits0
 	return res, nil
 }
