@@ -24,11 +24,14 @@ const replays = 5
 // mixing, its default), one each, as 2×H200 showed (NCCL 2.28.9, CUDA
 // 13.0, 2 ranks, NVLink); logged, "nccl capture:", with the nodes in the
 // order cudaGraphGetNodes gives, before the assertion.
-func (s *suite) testCapture(t *testing.T) {
+func (s *suite) testCapture(t *testing.T) { s.capture(t) }
+
+// capture is testCapture on communicators made with opts.
+func (s *suite) capture(t *testing.T, opts ...nccl.CommOption) {
 	gr, ok := s.rt.(cudart.Graphs)
 	require.True(t, ok, "the runtime captures graphs (cudart.Graphs)")
 	const n = count
-	w := newWorld(t, s.rt, s.lib, s.devs, n*4)
+	w := newWorld(t, s.rt, s.lib, s.devs, n*4, opts...)
 	ranks := w.n()
 	fill := func(round int) {
 		for r := range ranks {

@@ -26,13 +26,16 @@ func inlineWorld(t *testing.T, rt cudart.Runtime, lib *nccl.Library, devs []int,
 
 // testInline runs blocking communicators (WithInlineLaunch): every
 // collective's result in one group over every device, ranks on goroutines
-// made by InitRank, a split of a blocking communicator, the refusal of a
-// group of both kinds, a refused argument (which leaves a blocking
-// communicator usable), and the bounds: an init with a rank missing, and a
-// collective a peer never posts.
+// made by InitRank, Capture's graphs (the same nodes: NCCL launches a
+// blocking communicator's kernel as a non-blocking one's, in the call
+// rather than on its thread), a split of a blocking communicator, the
+// refusal of a group of both kinds, a refused argument (which leaves a
+// blocking communicator usable), and the bounds: an init with a rank
+// missing, and a collective a peer never posts.
 func (s *suite) testInline(t *testing.T) {
 	t.Run("Collectives", s.testInlineCollectives)
 	t.Run("RanksOnGoroutines", s.testInlineRanksOnGoroutines)
+	t.Run("Capture", func(t *testing.T) { s.capture(t, nccl.WithInlineLaunch()) })
 	t.Run("Split", s.testInlineSplit)
 	t.Run("MixedGroup", s.testInlineMixedGroup)
 	t.Run("BadArgument", s.testInlineBadArgument)

@@ -27,10 +27,11 @@ import (
 // a slot's, registered), Capture (an all-reduce
 // captured on each rank's stream, replayed: its results, and no memory
 // taken by the replays), Inline (blocking communicators,
-// WithInlineLaunch: results, ranks on goroutines, a split, the refusal of
-// a group of both kinds, a refused argument, and the bounds) and Windows
-// (vmem arenas as windows, and what NCCL refuses of them; last, as it
-// aborts communicators in the middle of a registration; see testWindows).
+// WithInlineLaunch: results, ranks on goroutines, graphs, a split, the
+// refusal of a group of both kinds, a refused argument, and the bounds)
+// and Windows (vmem arenas as windows, and what NCCL refuses of them;
+// last, as it aborts communicators in the middle of a registration; see
+// testWindows).
 func TestNCCL(t *testing.T, rt cudart.Runtime, devices []int) {
 	require.GreaterOrEqual(t, len(devices), 2, "TestNCCL needs two devices or more")
 	lib, err := nccl.Open(rt)
