@@ -23,17 +23,18 @@ type MultiSlots struct {
 	devices []int
 	next    atomic.Uint32 // where the next Acquire starts looking
 
-	// mu guards the fields below, and orders the group waiters' places in
-	// every device's queue: it is taken before a Slots' lock, never after.
+	// mu guards the fields below, and orders the any-device waiters'
+	// places in every device's queue: it is taken before a Slots' lock,
+	// never after.
 	mu      sync.Mutex
 	closed  bool
 	waiting int
-	spare   []*groupWaiter // finished group waiters, reused
+	spare   []*anyWaiter // finished any-device waiters, reused
 }
 
-// groupWaiter is one MultiSlots Acquire waiting for a slot: a waiter in
+// anyWaiter is one MultiSlots Acquire waiting for a slot: a waiter in
 // every device's queue, of which the first handed something claims it.
-type groupWaiter struct {
+type anyWaiter struct {
 	// won is the part that was handed the outcome, or cancelled once the
 	// Acquire gave up; nil while it waits.
 	won  atomic.Pointer[waiter]
@@ -42,7 +43,7 @@ type groupWaiter struct {
 	at   []*Slots      // the Slots of each part
 }
 
-// cancelled marks a group waiter whose Acquire gave up.
+// cancelled marks an any-device waiter whose Acquire gave up.
 var cancelled = new(waiter)
 
 // NewMultiSlots makes n slots of layout on each of devices, as NewSlots

@@ -52,15 +52,15 @@ func (s *Slots) tryReady(profile string) (Slot, bool, error) {
 	return out, true, err
 }
 
-// wait queues a group waiter on every device, starting at start, and waits
-// for the first slot handed to it.
+// wait queues an any-device waiter on every device, starting at start,
+// and waits for the first slot handed to it.
 func (m *MultiSlots) wait(ctx context.Context, profile string, start int) (Slot, error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
 		return Slot{}, fmt.Errorf("%w: acquire a slot for profile %q", ErrClosed, profile)
 	}
-	gw := m.newGroupWaiter()
+	gw := m.newAnyWaiter()
 	var err error
 	for i := range m.per {
 		s := m.per[(start+i)%len(m.per)]
@@ -106,7 +106,7 @@ func (m *MultiSlots) wait(ctx context.Context, profile string, start int) (Slot,
 
 // enlist queues gw's part in s's queue, and hands a ready slot to the first
 // waiter (gw's part, or one queued before it), returned to be woken.
-func (s *Slots) enlist(pr *planned, gw *groupWaiter) (*waiter, error) {
+func (s *Slots) enlist(pr *planned, gw *anyWaiter) (*waiter, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -116,7 +116,7 @@ func (s *Slots) enlist(pr *planned, gw *groupWaiter) (*waiter, error) {
 		return nil, s.resetError(pr)
 	}
 	w := s.queue(pr)
-	w.group = gw
+	w.anyOf = gw
 	gw.subs = append(gw.subs, w)
 	gw.at = append(gw.at, s)
 	if n := len(s.ready); n > 0 {
@@ -127,22 +127,22 @@ func (s *Slots) enlist(pr *planned, gw *groupWaiter) (*waiter, error) {
 	return nil, nil
 }
 
-// newGroupWaiter reuses a finished group waiter when there is one, and
+// newAnyWaiter reuses a finished any-device waiter when there is one, and
 // counts it waiting. The caller holds m.mu.
-func (m *MultiSlots) newGroupWaiter() *groupWaiter {
+func (m *MultiSlots) newAnyWaiter() *anyWaiter {
 	m.waiting++
 	if n := len(m.spare); n > 0 {
 		gw := m.spare[n-1]
 		m.spare = m.spare[:n-1]
 		return gw
 	}
-	return &groupWaiter{ch: make(chan struct{}, 1), subs: make([]*waiter, 0, len(m.per)), at: make([]*Slots, 0, len(m.per))}
+	return &anyWaiter{ch: make(chan struct{}, 1), subs: make([]*waiter, 0, len(m.per)), at: make([]*Slots, 0, len(m.per))}
 }
 
 // done takes gw's parts that were handed nothing off their queues and
 // recycles them, then gw. The part that won, if any, is its Slots' until
 // the slot's Release, or waitEnded's.
-func (m *MultiSlots) done(gw *groupWaiter) {
+func (m *MultiSlots) done(gw *anyWaiter) {
 	won := gw.won.Load()
 	for i, w := range gw.subs {
 		if w == won {

@@ -9,17 +9,17 @@ type waiter struct {
 	done bool          // handed a slot or an error; guarded by Slots.mu
 	slot *slot
 	err  error
-	// group is the MultiSlots Acquire this waiter is one device's part
+	// anyOf is the MultiSlots Acquire this waiter is one device's part
 	// of, nil for an Acquire of the Slots: only the part that claims it
-	// is handed anything, and it wakes the group's waiter.
-	group *groupWaiter
+	// is handed anything, and it wakes the any-device waiter.
+	anyOf *anyWaiter
 }
 
 // claim says whether w may be handed an outcome: always, unless it is part
-// of a group waiter that another part, or a cancellation, has claimed. The
-// caller holds Slots.mu.
+// of an any-device waiter that another part, or a cancellation, has
+// claimed. The caller holds Slots.mu.
 func (w *waiter) claim() bool {
-	return w.group == nil || w.group.won.CompareAndSwap(nil, w)
+	return w.anyOf == nil || w.anyOf.won.CompareAndSwap(nil, w)
 }
 
 // finish hands w its outcome and wakes it, if w claims it. The caller
@@ -40,16 +40,16 @@ func (w *waiter) hand(sl *slot, err error) {
 func (w *waiter) wake() {
 	switch {
 	case w == nil:
-	case w.group != nil:
-		w.group.ch <- struct{}{}
+	case w.anyOf != nil:
+		w.anyOf.ch <- struct{}{}
 	default:
 		w.ch <- struct{}{}
 	}
 }
 
 // first takes the first waiter that claims its outcome off the queue,
-// dropping those of group waiters claimed elsewhere (their owner recycles
-// them), or returns nil. The caller holds s.mu.
+// dropping those of any-device waiters claimed elsewhere (their owner
+// recycles them), or returns nil. The caller holds s.mu.
 func (s *Slots) first() *waiter {
 	for len(s.waiters) > 0 {
 		w := s.waiters[0]
@@ -75,7 +75,7 @@ func (s *Slots) newWaiter() *waiter {
 // recycle empties w, whose channel is empty, and keeps it for the next
 // wait. The caller holds s.mu.
 func (s *Slots) recycle(w *waiter) {
-	w.prof, w.slot, w.err, w.done, w.group = nil, nil, nil, false, nil
+	w.prof, w.slot, w.err, w.done, w.anyOf = nil, nil, nil, false, nil
 	s.spare = append(s.spare, w)
 }
 
