@@ -80,3 +80,44 @@ func TestAResetSeenAtReleaseFailsEveryWaiter(t *testing.T) {
 	assert.Zero(t, st.Profiles[1].Acquisitions, "no waiter was counted as served")
 	assert.ErrorIs(t, s.Close(), pool.ErrDeviceReset)
 }
+
+// busyQuery says the busy stream's work has not finished, calling during
+// (once) as it is asked.
+type busyQuery struct {
+	*cudarttest.Fake
+	busy   cudart.Stream
+	during func()
+}
+
+func (q *busyQuery) StreamQuery(dev int, s cudart.Stream) (bool, error) {
+	if s != q.busy {
+		return q.Fake.StreamQuery(dev, s)
+	}
+	if f := q.during; f != nil {
+		q.during = nil
+		f()
+	}
+	return false, nil
+}
+
+// TestASlotFreedWhileAcquireAsksIsTaken: an Acquire that asks CUDA about
+// the oldest released slot, and finds it busy, takes a slot freed
+// meanwhile rather than waiting behind it: a ready slot is one no waiter
+// takes, so the calls after it would take it first.
+func TestASlotFreedWhileAcquireAsksIsTaken(t *testing.T) {
+	q := &busyQuery{Fake: cudarttest.NewFakeT(t)}
+	s, err := pool.NewSlots(q, 2, newServingLayout(t).layout())
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, s.Close()) })
+	ctx := context.Background()
+	a, b := must(s.Acquire(ctx, "b1")), must(s.Acquire(ctx, "b1"))
+	q.busy = must(b.Stream())
+	require.NoError(t, s.Release(b))
+	require.Equal(t, 1, s.Stats().Draining)
+	q.during = func() { assert.NoError(t, s.Release(a)) }
+	got, err := s.Acquire(ctx, "b8")
+	require.NoError(t, err)
+	assert.Equal(t, a.Index(), got.Index(), "the slot freed while CUDA was asked")
+	assert.Zero(t, s.Stats().Profiles[1].Waits)
+	require.NoError(t, s.Release(got))
+}

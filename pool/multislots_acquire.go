@@ -34,20 +34,19 @@ func (m *MultiSlots) Acquire(ctx context.Context, profile string) (Slot, error) 
 	return m.wait(ctx, profile, start)
 }
 
-// tryReady holds a ready slot for profile, when one is and no call waits
-// before this one; the error is handOut's.
+// tryReady holds a ready slot for profile, when one is: no call waiting
+// before this one takes it (give); the error is handOut's.
 func (s *Slots) tryReady(profile string) (Slot, bool, error) {
 	pr := s.byName[profile]
 	s.mu.Lock()
-	n := len(s.ready)
-	if s.closed || len(s.waiters) > 0 || n == 0 || s.p.reset.Reset() {
-		s.mu.Unlock()
+	var sl *slot
+	if !s.closed && !s.p.reset.Reset() {
+		sl = s.takeReady(pr)
+	}
+	s.mu.Unlock()
+	if sl == nil {
 		return Slot{}, false, nil
 	}
-	sl := s.ready[n-1]
-	s.ready = s.ready[:n-1]
-	s.hold(sl, pr)
-	s.mu.Unlock()
 	out, err := s.handOut(sl, pr)
 	return out, true, err
 }

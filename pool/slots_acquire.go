@@ -78,25 +78,35 @@ func (s *Slots) take(pr *planned) (*slot, *waiter, error) {
 		s.mu.Unlock()
 		return nil, nil, fmt.Errorf("%w: acquire a slot for profile %q", ErrClosed, pr.name)
 	}
-	if len(s.waiters) == 0 {
-		if n := len(s.ready); n > 0 {
-			sl := s.ready[n-1]
-			s.ready = s.ready[:n-1]
-			s.hold(sl, pr)
-			s.mu.Unlock()
-			return sl, nil, nil
-		}
-		if s.draining.n > 0 {
-			// The oldest release is the likeliest to have finished.
-			d := s.draining.pop()
-			s.asking++
-			s.mu.Unlock()
-			return s.takeIfIdle(pr, d)
-		}
+	if sl := s.takeReady(pr); sl != nil {
+		s.mu.Unlock()
+		return sl, nil, nil
+	}
+	if len(s.waiters) == 0 && s.draining.n > 0 {
+		// The oldest release is the likeliest to have finished.
+		d := s.draining.pop()
+		s.asking++
+		s.mu.Unlock()
+		return s.takeIfIdle(pr, d)
 	}
 	w := s.queue(pr)
 	s.mu.Unlock()
 	return nil, w, nil
+}
+
+// takeReady holds the last slot made ready for pr, or returns nil when
+// none is. A ready slot is one no waiter queued takes (give): a waiter
+// queued, if any, is a MultiSlots Acquire served elsewhere. The caller
+// holds s.mu.
+func (s *Slots) takeReady(pr *planned) *slot {
+	n := len(s.ready)
+	if n == 0 {
+		return nil
+	}
+	sl := s.ready[n-1]
+	s.ready = s.ready[:n-1]
+	s.hold(sl, pr)
+	return sl
 }
 
 // takeIfIdle holds d for pr if its stream is idle; otherwise d goes back to
@@ -118,7 +128,11 @@ func (s *Slots) takeIfIdle(pr *planned, d *slot) (sl *slot, w *waiter, err error
 		case answered && s.closed:
 			err = fmt.Errorf("%w: acquire a slot for profile %q", ErrClosed, pr.name)
 		case answered && err == nil:
-			w = s.queue(pr)
+			// A slot freed while CUDA was asked is not left ready
+			// behind a waiter that would take it.
+			if sl = s.takeReady(pr); sl == nil {
+				w = s.queue(pr)
+			}
 		default:
 			s.wakeIfWaiting()
 		}
