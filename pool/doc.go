@@ -45,6 +45,11 @@
 // NewMultiSlots puts such slots on several devices, one Slots on each with
 // the shared buffers on each, and its Acquire hands out a free slot of any
 // device, or waits on all of them at once, FIFO, for the first one freed.
+// AcquireGroup hands out slot k of every device at once (a SlotGroup), for
+// a request split over the devices: the ranks of a communicator attached
+// per slot index. It takes the first index free on every device, reserving
+// one while it waits, without holding back the calls that need other
+// slots.
 //
 // Memory bugs inside the arenas are made visible three ways. When a memory
 // tool listens (cudart.Annotations: compute-sanitizer through NVTX, or the
@@ -93,7 +98,9 @@
 // slot's stream waits for) or the next request may see it. Close waits for
 // every slot's stream, including slots still held, whose Release then
 // returns ErrClosed. NewSlots starts one goroutine, which waits on the host
-// for released work when a request waits for a slot; Close stops it.
+// for released work when a request waits for a slot; Close stops it. A
+// goroutine that holds a slot of a MultiSlots and calls its AcquireGroup
+// may wait for ever, for the slot it holds.
 //
 // A failed New frees what it took and puts back the malloc heap size and
 // device flags it changed; a failed Close keeps what it could not free and

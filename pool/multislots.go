@@ -14,22 +14,35 @@ import (
 // each, the same layout on all, the shared buffers once on each device (load
 // the weights through each device's Slots.Shared). Acquire hands out a free
 // slot of any device, and when none is free waits for whichever frees first,
-// behind the calls already waiting (FIFO across devices). A slot's
-// attachments are opened on its own device (a cuBLAS handle per slot, on
-// the slot's stream). It is safe for concurrent use. Create it with
-// NewMultiSlots.
+// behind the calls already waiting (FIFO across devices). AcquireGroup
+// hands out slot k of every device at once, for a request that runs on
+// all of them (tensor parallel). A slot's attachments are opened on its
+// own device (a cuBLAS handle per slot, on the slot's stream; a
+// communicator per slot index, whose ranks are one group's slots). It is
+// safe for concurrent use. Create it with NewMultiSlots.
 type MultiSlots struct {
 	per     []*Slots // by position in the devices given
 	devices []int
 	next    atomic.Uint32 // where the next Acquire starts looking
 
-	// mu guards the fields below, and orders the any-device waiters'
-	// places in every device's queue: it is taken before a Slots' lock,
-	// never after.
-	mu      sync.Mutex
-	closed  bool
-	waiting int
-	spare   []*anyWaiter // finished any-device waiters, reused
+	groups []indexGroup // by slot index
+
+	// mu guards the fields below, and orders the waiters' places in every
+	// device's queue: it is taken before a Slots' lock, never after. An
+	// AcquireGroup holds every Slots' lock at once, taken in the order of
+	// per; every other holder of a Slots' lock holds one.
+	mu            sync.Mutex
+	closed        bool
+	waiting       int
+	spare         []*anyWaiter // finished any-device waiters, reused
+	waitingGroups int          // AcquireGroup calls waiting
+	spareGroups   []*groupWaiter
+	count         []int // AcquireGroup's tally of ready slots by index, all 0 between calls
+
+	// bind guards each index's bound group waiter (indexGroup.bound) and
+	// each group waiter's index. It is taken under a Slots' lock, and no
+	// lock is taken under it.
+	bind sync.Mutex
 }
 
 // anyWaiter is one MultiSlots Acquire waiting for a slot: a waiter in
@@ -67,6 +80,11 @@ func NewMultiSlots(rt cudart.Runtime, devices []int, n int, layout SlotLayout, o
 			return nil, errors.Join(fmt.Errorf("pool: NewMultiSlots: the slots of device %d: %w", d, err), m.closeAll())
 		}
 		m.per = append(m.per, s)
+	}
+	// Once NewSlots has accepted n.
+	m.groups, m.count = make([]indexGroup, n), make([]int, n)
+	for k := range m.groups {
+		m.groups[k] = indexGroup{m: m, index: k, gens: make([]atomic.Uint64, len(devices))}
 	}
 	return m, nil
 }
@@ -115,16 +133,18 @@ func (m *MultiSlots) closeAll() error {
 type MultiSlotsStats struct {
 	Slots, InUse, Ready, Draining int          // summed over the devices
 	Waiting                       int          // MultiSlots.Acquire calls waiting for a slot
+	WaitingGroups                 int          // AcquireGroup calls waiting for their slots
 	PerDevice                     []SlotsStats // in the order of Devices
 	Closed                        bool
 }
 
 // Stats is a snapshot of every device's slots. A device's own Waiting
-// counts the MultiSlots' waiting calls too: each waits on every device.
+// counts the MultiSlots' waiting calls too: an Acquire waits on every
+// device, an AcquireGroup on every device whose slot it has not taken.
 func (m *MultiSlots) Stats() MultiSlotsStats {
 	var st MultiSlotsStats
 	m.mu.Lock()
-	st.Waiting, st.Closed = m.waiting, m.closed
+	st.Waiting, st.WaitingGroups, st.Closed = m.waiting, m.waitingGroups, m.closed
 	m.mu.Unlock()
 	for _, s := range m.per {
 		ps := s.Stats()

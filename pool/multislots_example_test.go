@@ -39,3 +39,36 @@ func ExampleNewMultiSlots() {
 	// two requests on two devices: true
 	// slots: 4
 }
+
+// A request that runs on both GPUs at once (tensor parallel) takes slot k
+// of each: the slots of one index, whose communicators (one InitAll a slot
+// index, attached with nccl's ForSlots) are one communicator's ranks.
+func ExampleMultiSlots_AcquireGroup() {
+	rt := cudarttest.NewFake(cudarttest.WithDevices(2))
+	pr := pool.NewProfile("batch1")
+	_, _ = pr.Device(4096, pool.Name("x"))
+	m, err := pool.NewMultiSlots(rt, []int{0, 1}, 2, pool.SlotLayout{Profiles: []*pool.Profile{pr}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer m.Close()
+	ctx := context.Background()
+	a, _ := m.AcquireGroup(ctx, "batch1")
+	b, _ := m.AcquireGroup(ctx, "batch1")
+	for _, g := range []pool.SlotGroup{a, b} {
+		// State kept per group (graphs captured on its slots) is by Index.
+		fmt.Printf("group %d:", g.Index())
+		for _, sl := range g.Slots() {
+			fmt.Printf(" slot %d of device %d", sl.Index(), sl.Device())
+		}
+		fmt.Println()
+	}
+	_ = a.Release()
+	_ = b.Release()
+	fmt.Println("in use:", m.Stats().InUse)
+	// Output:
+	// group 0: slot 0 of device 0 slot 0 of device 1
+	// group 1: slot 1 of device 0 slot 1 of device 1
+	// in use: 0
+}

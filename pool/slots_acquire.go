@@ -14,7 +14,8 @@ import (
 // slots whose work is done, and Acquire asks CUDA once, without waiting,
 // about the oldest of the others when no free slot is left. When no slot
 // is free it waits, behind the calls already waiting (FIFO), until one is,
-// the context is done, or the Slots close.
+// the context is done, or the Slots close. A MultiSlots' AcquireGroup
+// waiting for another slot index holds back no free slot.
 //
 // When it returns an error no slot is taken, and none is lost. The errors:
 //   - the context's, wrapped (errors.Is matches context.Canceled or
@@ -95,9 +96,9 @@ func (s *Slots) take(pr *planned) (*slot, *waiter, error) {
 }
 
 // takeReady holds the last slot made ready for pr, or returns nil when
-// none is. A ready slot is one no waiter queued takes (give): a waiter
-// queued, if any, is a MultiSlots Acquire served elsewhere. The caller
-// holds s.mu.
+// none is. A ready slot is one no waiter queued takes (give): the waiters
+// queued, if any, are a MultiSlots' AcquireGroups waiting for another
+// slot index, or calls served elsewhere. The caller holds s.mu.
 func (s *Slots) takeReady(pr *planned) *slot {
 	n := len(s.ready)
 	if n == 0 {
@@ -221,18 +222,8 @@ func (s *Slots) endWait(pr *planned, w *waiter, cancelled error) (next *waiter, 
 	defer s.mu.Unlock()
 	sl, err := w.slot, w.err
 	if sl != nil {
-		// Not this call's: undo the giver's count of it.
-		sl.handedTo = nil
-		sl.acquisitions--
-		sl.waits--
-		pr.acquisitions--
-		pr.waits--
-		s.unassign(sl)
-		if s.closed {
-			s.ready = append(s.ready, sl)
-		} else {
-			next = s.give(sl, s.p.reset.Reset())
-		}
+		// Not this call's.
+		next = s.unhold(sl, true)
 	}
 	switch {
 	case cancelled != nil:
@@ -252,6 +243,27 @@ func (s *Slots) endWait(pr *planned, w *waiter, cancelled error) (next *waiter, 
 		s.recycle(w)
 	}
 	return next, err
+}
+
+// unhold undoes the count of sl as held and acquired (and as waited for,
+// when it was handed to a waiter), for a call that cannot keep it, and
+// gives it to the next waiter, returned to be woken, or makes it ready.
+// The caller holds s.mu.
+func (s *Slots) unhold(sl *slot, waited bool) *waiter {
+	pr := sl.held
+	sl.handedTo = nil
+	sl.acquisitions--
+	pr.acquisitions--
+	if waited {
+		sl.waits--
+		pr.waits--
+	}
+	s.unassign(sl)
+	if s.closed {
+		s.ready = append(s.ready, sl)
+		return nil
+	}
+	return s.give(sl, s.p.reset.Reset())
 }
 
 // unknownProfile says which profiles there are.

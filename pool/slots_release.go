@@ -135,8 +135,7 @@ func (s *Slots) settleOne() bool {
 	s.doneAsking()
 	if err != nil {
 		s.draining.pushFront(d)
-		if w := s.first(); w != nil {
-			w.hand(nil, err)
+		if w := s.first(); w != nil && w.hand(nil, err) {
 			w.wake()
 		}
 		return true

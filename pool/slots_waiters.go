@@ -13,27 +13,51 @@ type waiter struct {
 	// of, nil for an Acquire of the Slots: only the part that claims it
 	// is handed anything, and it wakes the any-device waiter.
 	anyOf *anyWaiter
+	// group is the MultiSlots AcquireGroup this waiter is one device's
+	// part of: it takes only the slot of the index its group is bound
+	// to, and the part that settles the group wakes it.
+	group *groupWaiter
 }
 
 // claim says whether w may be handed an outcome: always, unless it is part
 // of an any-device waiter that another part, or a cancellation, has
-// claimed. The caller holds Slots.mu.
+// claimed, or of a group waiter that is no longer waiting. The caller holds
+// Slots.mu.
 func (w *waiter) claim() bool {
-	return w.anyOf == nil || w.anyOf.won.CompareAndSwap(nil, w)
+	switch {
+	case w.anyOf != nil:
+		return w.anyOf.won.CompareAndSwap(nil, w)
+	case w.group != nil:
+		return w.group.end.Load() == nil
+	}
+	return true
+}
+
+// accepts says whether w takes sl (a part of a group waiter binds its
+// group to sl's index if it may), and whether w is to stay queued if not.
+// The caller holds Slots.mu.
+func (w *waiter) accepts(sl *slot) (take, keep bool) {
+	if w.group != nil {
+		return w.group.wants(sl.index)
+	}
+	return w.claim(), false
 }
 
 // finish hands w its outcome and wakes it, if w claims it. The caller
 // holds Slots.mu.
 func (w *waiter) finish(sl *slot, err error) {
-	if w.claim() {
-		w.hand(sl, err)
+	if w.claim() && w.hand(sl, err) {
 		w.wake()
 	}
 }
 
-// hand gives w its outcome, for a wake to come. The caller holds Slots.mu.
-func (w *waiter) hand(sl *slot, err error) {
+// hand gives w its outcome, and says whether w is to be woken: always,
+// unless w is the part of a group waiter that this outcome does not
+// settle (it waits for the other devices' slots). The caller holds
+// Slots.mu.
+func (w *waiter) hand(sl *slot, err error) bool {
 	w.slot, w.err, w.done = sl, err, true
+	return w.group == nil || w.group.handed(w)
 }
 
 // wake tells w that it has its outcome, once; a nil w is no one to wake.
@@ -42,19 +66,41 @@ func (w *waiter) wake() {
 	case w == nil:
 	case w.anyOf != nil:
 		w.anyOf.ch <- struct{}{}
+	case w.group != nil:
+		w.group.ch <- struct{}{}
 	default:
 		w.ch <- struct{}{}
 	}
 }
 
 // first takes the first waiter that claims its outcome off the queue,
-// dropping those of any-device waiters claimed elsewhere (their owner
-// recycles them), or returns nil. The caller holds s.mu.
+// dropping the parts of any-device or group waiters no longer waiting
+// there (their owner recycles them), or returns nil. The caller holds
+// s.mu.
 func (s *Slots) first() *waiter {
 	for len(s.waiters) > 0 {
 		w := s.waiters[0]
 		s.waiters = slices.Delete(s.waiters, 0, 1)
 		if w.claim() {
+			return w
+		}
+	}
+	return nil
+}
+
+// firstFor takes the first waiter that accepts sl off the queue, as first
+// does, but passing over the parts of group waiters bound to another
+// index, which stay queued. The caller holds s.mu.
+func (s *Slots) firstFor(sl *slot) *waiter {
+	for i := 0; i < len(s.waiters); {
+		w := s.waiters[i]
+		take, keep := w.accepts(sl)
+		if keep && !take {
+			i++
+			continue
+		}
+		s.waiters = slices.Delete(s.waiters, i, i+1)
+		if take {
 			return w
 		}
 	}
@@ -75,7 +121,7 @@ func (s *Slots) newWaiter() *waiter {
 // recycle empties w, whose channel is empty, and keeps it for the next
 // wait. The caller holds s.mu.
 func (s *Slots) recycle(w *waiter) {
-	w.prof, w.slot, w.err, w.done, w.anyOf = nil, nil, nil, false, nil
+	w.prof, w.slot, w.err, w.done, w.anyOf, w.group = nil, nil, nil, false, nil, nil
 	s.spare = append(s.spare, w)
 }
 
@@ -89,13 +135,14 @@ func (s *Slots) queue(pr *planned) *waiter {
 	return w
 }
 
-// give hands a slot whose work has finished to the first waiter, counted
-// held and acquired from then on, or makes it ready. It returns that
-// waiter, for the caller to wake once it has let go of s.mu, so that the
-// woken goroutine is not made runnable under the lock. Once the device was
-// reset, as the caller saw last, no Acquire returns a slot: the slot is
-// made ready and every waiter is told, as an Acquire called then would be.
-// The caller holds s.mu.
+// give hands a slot whose work has finished to the first waiter that
+// accepts it, counted held and acquired from then on, or makes it ready:
+// so a ready slot is one no waiter queued takes. It returns that waiter
+// when it is to be woken, for the caller to wake once it has let go of
+// s.mu, so that the woken goroutine is not made runnable under the lock.
+// Once the device was reset, as the caller saw last, no Acquire returns a
+// slot: the slot is made ready and every waiter is told, as an Acquire
+// called then would be. The caller holds s.mu.
 func (s *Slots) give(sl *slot, reset bool) *waiter {
 	if reset {
 		for _, w := range s.waiters {
@@ -103,13 +150,15 @@ func (s *Slots) give(sl *slot, reset bool) *waiter {
 		}
 		s.waiters = s.waiters[:0]
 	}
-	if w := s.first(); w != nil {
+	if w := s.firstFor(sl); w != nil {
 		s.hold(sl, w.prof)
 		sl.waits++
 		w.prof.waits++
 		sl.handedTo = w
-		w.hand(sl, nil)
-		return w
+		if w.hand(sl, nil) {
+			return w
+		}
+		return nil
 	}
 	s.ready = append(s.ready, sl)
 	return nil
