@@ -3,14 +3,17 @@
 # tensor-parallel soak start; after SECONDS one is killed with SIGKILL; the
 # script prints how long the other took to exit, which issue 33 bounds at
 # 10 s. Runs alternate which rank dies. Needs two GPUs and the tp binary
-# that `make gpu` put beside it.
+# that `make gpu` put beside it. Arguments after LOGDIR go to both ranks:
+# -launch split soaks with an eager all-reduce a request, on blocking
+# communicators (nccl.WithInlineLaunch), where the default captures it.
 #
-#   .gpu/kill-rank.sh [RUNS] [SECONDS] [LOGDIR]     e.g. .gpu/kill-rank.sh 12 9 "$OUT"
+#   .gpu/kill-rank.sh [RUNS] [SECONDS] [LOGDIR] [TP FLAGS...]     e.g. .gpu/kill-rank.sh 12 9 "$OUT" -launch split
 set -u
 dir=$(cd "$(dirname "$0")" && pwd)
 runs=${1:-4}
 wait_s=${2:-9}
 logs=${3:-$dir/logs}
+shift $(($# < 3 ? $# : 3))
 rc=0
 for i in $(seq 1 "$runs"); do
 	victim=$((i % 2))
@@ -20,7 +23,7 @@ for i in $(seq 1 "$runs"); do
 	pids=()
 	for r in 0 1; do
 		WORLD_SIZE=2 RANK=$r LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-			timeout -s QUIT 60 "$dir/tp" -batches 1 -requests 100 -modes tp -soak 100000000 \
+			timeout -s QUIT 60 "$dir/tp" -batches 1 -requests 100 -modes tp -soak 100000000 "$@" \
 			>"$out/rank$r.out" 2>"$out/rank$r.err" &
 		pids[r]=$!
 	done
