@@ -26,9 +26,10 @@ type Queued struct {
 // the error, wrapping ErrTimeout for the bound. It returns within timeout +
 // AbortWait, and a millisecond's polling.
 //
-// rt is the runtime the streams are of. The fake's streams run their work only when
-// synchronised: on the fake, Wait returns nil only for streams with nothing
-// queued, and otherwise times out.
+// rt is the runtime the streams are of. On the fake, as on a GPU, the
+// queries let the work progress: Wait returns nil once every rank's part of
+// each collective is queued (a captured one: once every rank's graph is
+// launched), and times out while a peer's is not.
 func (l *Library) Wait(rt cudart.Streams, timeout time.Duration, qs ...Queued) error {
 	for i, q := range qs {
 		if q.Comm == nil || q.Comm.l != l {

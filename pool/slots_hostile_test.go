@@ -263,11 +263,12 @@ func TestAHandedOffSlotCountsInUse(t *testing.T) {
 }
 
 // TestAcquireReturnsAFailedQueryAndLosesNoSlot: when CUDA cannot say
-// whether a released slot's work has finished, Acquire returns CUDA's
+// whether a released slot's work (long, which no query finds done) has
+// finished, Acquire returns CUDA's
 // error, wrapped, as documented, and the slot stays queued: once CUDA
 // answers again it is handed out.
 func TestAcquireReturnsAFailedQueryAndLosesNoSlot(t *testing.T) {
-	f := cudarttest.NewFakeT(t)
+	f := cudarttest.NewFakeT(t, cudarttest.WithLongWork())
 	s, _ := newSlots(t, f, 1)
 	ctx := context.Background()
 	sl := must(s.Acquire(ctx, "b1"))

@@ -173,11 +173,12 @@ func TestTheRequestPathAllocatesNothingAndNeverSynchronises(t *testing.T) {
 	assert.Empty(t, count, "no other call: no malloc, free, event or synchronisation")
 }
 
-// A request that releases its slot with work still queued costs one more
-// query, at the next Acquire that finds no free slot, and one wait on the
-// host, off the request path, by the Slots' goroutine, which Stats counts.
+// A request that releases its slot with work still queued (long work, which
+// no query finds done) costs one more query, at the next Acquire that finds
+// no free slot, and one wait on the host, off the request path, by the
+// Slots' goroutine, which Stats counts.
 func TestAReleaseWithWorkQueuedIsSettledOffThePath(t *testing.T) {
-	f := cudarttest.NewFakeT(t)
+	f := cudarttest.NewFakeT(t, cudarttest.WithLongWork())
 	s, l := newSlots(t, f, 1)
 	ctx := context.Background()
 	const requests = 20

@@ -50,14 +50,15 @@
 //   - Kernels: RegisterKernel, a Go implementation (KernelFunc, which sees a
 //     KernelContext) for a PTX entry point.
 //   - Devices: fixed at NewFake by its options, WithDevices,
-//     WithDeviceMemory, WithGranularity, WithHostMemory, WithPeerAccess and
-//     WithMemcheck.
+//     WithDeviceMemory, WithGranularity, WithHostMemory, WithPeerAccess,
+//     WithMemcheck and WithLongWork.
 //
 // # Streams and synchronisation
 //
 // Asynchronous work is queued, per device, and takes effect only at a
-// synchronisation point, in stream order: a read that does not synchronise
-// sees the bytes from before. Queued are MemcpyAsync (with pinned host
+// synchronisation point or at a query that says it is done, in stream
+// order: a read that neither synchronises nor follows such a query sees
+// the bytes from before. Queued are MemcpyAsync (with pinned host
 // memory or device memory at both ends), Memset of device memory,
 // MemPrefetchAsync, FreeAsync, a device-to-device Memcpy, kernel launches,
 // event records and waits and graph launches, all of which CUDA may return
@@ -65,13 +66,29 @@
 // stream's work and what it waits for), EventSynchronize (the event's
 // stream), DeviceSynchronize (all of the device's work), and the calls CUDA
 // documents as synchronising: Memcpy with a host end, Memset of mapped host or managed
-// memory, Free, HostUnregister, and FreeHost (every device). Every stream is
-// a blocking stream: the legacy default stream (0 or cudaStreamLegacy) waits
-// for the earlier work of every stream of its device, and they wait for its
-// earlier work. With pageable host memory MemcpyAsync does what CUDA does: it
-// reads a pageable source before it returns, so a later change to the source
-// does not reach the device, and it writes a pageable destination, after the
-// stream's earlier work, before it returns.
+// memory, Free, HostUnregister, and FreeHost (every device). A wait for an
+// event (StreamWaitEvent, EventSynchronize) runs the event's stream up to
+// its record, not the work queued after it.
+//
+// Work also progresses without a synchronisation, as a GPU runs it, so that
+// a program that polls (StreamQuery, EventQuery) sees its work end: a
+// query runs all of the work it asks about, with what that waits for, and
+// says done, or runs none of it and says not done, so a result shows only
+// once the host has learnt that its work is done. It says not done,
+// running nothing, the first time it finds work it has not seen (CUDA may
+// answer either right after a launch; the fake answers what a program must
+// handle), and while some of the work cannot run yet: a library's piece of
+// a collective whose peers have not queued theirs (Work.Ready). The second
+// query of the same work runs it. WithLongWork makes work that no query
+// finds done, for tests of what a program does while its work runs.
+//
+// Every stream is a blocking stream: the legacy default stream (0 or
+// cudaStreamLegacy) waits for the earlier work of every stream of its
+// device, and they wait for its earlier work; a query of it is done once
+// all of the device's work is. With pageable host memory MemcpyAsync does
+// what CUDA does: it reads a pageable source before it returns, so a later
+// change to the source does not reach the device, and it writes a pageable
+// destination, after the stream's earlier work, before it returns.
 //
 // A stream belongs to the device it was created on, whichever device a call
 // names: a copy on another device's stream is that device's work and runs
@@ -231,8 +248,8 @@
 // respect to each other and a large copy blocks the others.
 //
 // The fake models no concurrency on the device. Queued work runs one piece
-// at a time, in issue order, when a synchronisation needs it, so a race
-// between two streams never shows: work on a stream that no synchronisation
+// at a time, in issue order, when a synchronisation or a query needs it, so
+// a race between two streams never shows: work on a stream that nothing
 // orders after another stream's work reads the bytes from before it,
 // always. Kernel launches, event records and waits, and graph launches are
 // queued like the rest; a wait for an event runs the event's stream up to

@@ -1,6 +1,7 @@
 package cudarttest
 
 import (
+	"slices"
 	"time"
 
 	"github.com/cudapool/cudapool/cudart"
@@ -24,12 +25,28 @@ type eventState struct {
 type event struct {
 	ownedBy
 	recorded bool // EventRecord was called
-	done     bool // its record ran
+	done     bool // its last record ran
 	captured bool // its last record was into a capture
 	stream   cudart.Stream
-	stamp    int // f.seq when its record ran
+	stamp    int    // f.seq when its record ran
+	rec      record // its last record, while queued
+	// seen is the latest record an EventQuery of it saw (see poll).
+	seen uint64
 
 	in *capture // the capture of its last record, while captured
+}
+
+// record is an event's record as queued: the device whose queue holds it,
+// its stream and its id there (0 in a capture).
+type record struct {
+	dev    int
+	stream cudart.Stream
+	id     uint64
+}
+
+// outstanding reports whether r is still queued.
+func (f *Fake) outstanding(r record) bool {
+	return r.id != 0 && slices.ContainsFunc(f.devs[r.dev].queue, func(p pending) bool { return p.id == r.id })
 }
 
 // EventCreate is cudaEventCreate.
@@ -78,10 +95,16 @@ func (f *Fake) EventRecord(device int, e cudart.Event, s cudart.Stream) error {
 		ev.recorded, ev.done, ev.stream = true, false, s
 		ev.in = f.graph.captures[s]
 		ev.captured = ev.in != nil
-		x = f.enqueue(qdev, s, calls.EventRecord, func() *failure {
-			ev.done, ev.stamp = true, f.seq
+		rec := record{dev: qdev, stream: canonical(s)}
+		// A record that runs after the event was recorded again leaves
+		// the event as the later record has it.
+		rec.id, x = f.enqueueTask(qdev, s, calls.EventRecord, task{op: func() *failure {
+			if ev.rec.id == rec.id {
+				ev.done, ev.stamp = true, f.seq
+			}
 			return nil
-		})
+		}})
+		ev.rec = rec
 	}
 	if x != nil {
 		return x.err(calls.EventRecord, "(event 0x%x, stream 0x%x) on device %d", uintptr(e), uintptr(s), device)
@@ -107,11 +130,17 @@ func (f *Fake) StreamWaitEvent(device int, s cudart.Stream, e cudart.Event) erro
 		x = fail(801, "event 0x%x was recorded in a capture: the fake does not join other streams into a capture", uintptr(e))
 	}
 	if x == nil {
-		x = f.enqueue(qdev, s, calls.StreamWaitEvent, func() *failure {
-			if ev.recorded && !ev.done {
-				return f.drain(device, ev.stream)
-			}
-			return nil
+		// The wait is for the record before it, not for later work of
+		// the event's stream, nor for a later record.
+		rec := ev.rec
+		_, x = f.enqueueTask(qdev, s, calls.StreamWaitEvent, task{
+			op: func() *failure {
+				if f.outstanding(rec) {
+					return f.runUpTo(rec.dev, rec.stream, rec.id)
+				}
+				return nil
+			},
+			ready: func(p *Progress) bool { return !f.outstanding(rec) || p.q.reaches(rec.dev, rec.stream, rec.id) },
 		})
 	}
 	if x != nil {
@@ -135,8 +164,8 @@ func (f *Fake) EventSynchronize(device int, e cudart.Event) error {
 			cp.invalid = "an event recorded in the capture was synchronised"
 		}
 	}
-	if x == nil && ev.recorded && !ev.done {
-		x = f.drain(device, ev.stream)
+	if x == nil && f.outstanding(ev.rec) {
+		x = f.drainUpTo(ev.rec.dev, ev.rec.stream, ev.rec.id)
 	}
 	if x != nil {
 		return x.err(calls.EventSynchronize, "(event 0x%x) on device %d", uintptr(e), device)
@@ -145,13 +174,19 @@ func (f *Fake) EventSynchronize(device int, e cudart.Event) error {
 }
 
 // EventQuery is cudaEventQuery: whether e, as last recorded, has completed;
-// true for an event never recorded.
+// true for an event never recorded. The work before the record progresses
+// as StreamQuery lets a stream's: the first query after a record says not
+// done, running nothing; a later one runs the stream up to the record, and
+// what that waits for, and says done, unless some of it cannot run yet.
 func (f *Fake) EventQuery(device int, e cudart.Event) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ev, x := live(f, calls.EventQuery, device, f.evs.live, e, "event")
 	if x == nil {
 		x = ev.hostWait(e)
+	}
+	if x == nil && f.outstanding(ev.rec) {
+		_, x = f.poll(ev.rec.dev, ev.rec.stream, ev.rec.id, &ev.seen)
 	}
 	if x != nil {
 		return false, x.err(calls.EventQuery, "(event 0x%x) on device %d", uintptr(e), device)

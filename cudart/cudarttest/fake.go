@@ -36,6 +36,7 @@ type Fake struct {
 
 	streams    map[cudart.Stream]streamInfo
 	nextStream cudart.Stream
+	issued     uint64 // the id of the work queued last (pending.id)
 
 	phys       map[cudart.PhysHandle]*physical
 	nextHandle cudart.PhysHandle
@@ -69,7 +70,10 @@ type deviceState struct {
 	// segments.
 	mallocChunks, asyncChunks chunkPool
 
-	queue      []pending   // work queued on the device's streams, in issue order
+	queue []pending // work queued on the device's streams, in issue order
+	// seen is, by canonical stream, the latest work a StreamQuery of the
+	// stream has seen (see poll).
+	seen       map[cudart.Stream]uint64
 	sticky     *failure    // the fault every call returns until DeviceReset
 	asyncFault cudart.Code // FailAsync's code for the next work to run; 0 for none
 	// lost is what every call that needs the device's context returns,

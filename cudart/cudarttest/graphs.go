@@ -37,13 +37,13 @@ type capture struct {
 // mark records a node of typ that runs nothing, for call: the nodes a
 // library's work has around its kernel (Work.Scratch, Work.Serial).
 func (cp *capture) mark(call calls.Call, typ cudart.GraphNodeType) {
-	cp.work = append(cp.work, step{call: call, run: func() *failure { return nil }, node: typ})
+	cp.work = append(cp.work, step{call: call, task: task{op: func() *failure { return nil }}, node: typ})
 }
 
 // step is one piece of recorded work.
 type step struct {
+	task
 	call calls.Call
-	run  func() *failure
 	node cudart.GraphNodeType // the type of its node in the graph, or noNode
 }
 
@@ -55,14 +55,14 @@ type recorded struct {
 	mem   *graphMem
 }
 
-// record appends op to the capture of s, with the node CUDA records for
+// record appends t to the capture of s, with the node CUDA records for
 // call, and reports whether s captures.
-func (c *captureState) record(s cudart.Stream, call calls.Call, op func() *failure) bool {
+func (c *captureState) record(s cudart.Stream, call calls.Call, t task) bool {
 	cp := c.captures[s]
 	if cp == nil {
 		return false
 	}
-	cp.work = append(cp.work, step{call: call, run: op, node: nodeOf(call)})
+	cp.work = append(cp.work, step{task: t, call: call, node: nodeOf(call)})
 	return true
 }
 
@@ -225,20 +225,37 @@ func (f *Fake) GraphLaunch(device int, e cudart.GraphExec, s cudart.Stream) erro
 		x = onDevice(ex, device, "graph exec 0x%x", uintptr(e))
 	}
 	if x == nil {
-		work := ex.work
-		x = f.enqueue(qdev, s, calls.GraphLaunch, func() *failure {
-			for i, st := range work {
-				if y := st.run(); y != nil {
-					return fail(y.code, "step %d of the graph, %s: %s", i, st.call, y.why)
-				}
-			}
-			return nil
-		})
+		_, x = f.enqueueTask(qdev, s, calls.GraphLaunch, replay(ex.work))
 	}
 	if x != nil {
 		return x.err(calls.GraphLaunch, "(graph exec 0x%x, stream 0x%x) on device %d", uintptr(e), uintptr(s), device)
 	}
 	return nil
+}
+
+// replay is the task of a launch of work: each step in order, ready when
+// every step is, holding what the steps hold.
+func replay(work []step) task {
+	t := task{op: func() *failure {
+		for i, st := range work {
+			if y := st.op(); y != nil {
+				return fail(y.code, "step %d of the graph, %s: %s", i, st.call, y.why)
+			}
+		}
+		return nil
+	}}
+	for _, st := range work {
+		t.keys = append(t.keys, st.keys...)
+	}
+	t.ready = func(p *Progress) bool {
+		for _, st := range work {
+			if st.ready != nil && !st.ready(p.asking(st.task)) {
+				return false
+			}
+		}
+		return true
+	}
+	return t
 }
 
 // GraphExecDestroy is cudaGraphExecDestroy.

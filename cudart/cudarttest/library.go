@@ -22,7 +22,8 @@ import (
 //     leak CheckLeaks lists with where it was made (and counts in
 //     Usage.LibraryHandles), and DeviceReset destroys the device's.
 //   - Enqueue queues its work on a stream: the work runs in stream order
-//     when a synchronisation reaches it, reading and writing device memory
+//     when a synchronisation reaches it, or a query that finds it can run
+//     (Work.Ready), reading and writing device memory
 //     through an Access that checks each access as a kernel's is; its error
 //     is the device's sticky fault, returned from that synchronisation and
 //     every later call, as a faulting kernel's is; a capture records it as
@@ -37,31 +38,36 @@ import (
 //
 // Work that must reach the streams of several devices before it runs (a
 // collective of NCCL's ranks) is one Work per stream, each queued on its
-// rank's device, and the library coordinates them. Each piece, when it
-// runs, marks its rank reached and waits for each rank not yet reached with
-// Access.Wait, which runs what is queued on that rank's stream (its piece
-// too, once queued, which then finds its own peers) as a stream's wait for
-// an event recorded on another does; the piece that finds every rank
-// reached computes the collective, reaching each device's memory through
-// Access.On, and the others find it done. Pieces run one at a time, under
-// the fake's lock, so what only they touch needs no lock of its own. A
-// rank's piece can be waited for only once it is queued, and queueing it
-// takes the fake's lock, which running work holds: the library's call
-// blocks, for a bounded time, until every rank has made its own call, as
-// NCCL documents its calls may, and only then queues its rank's piece, so
-// that by the time any piece runs every rank's earlier work is queued and
-// its arguments known.
+// rank's device, and the library coordinates them. Each piece, named by its
+// Work.Key, when it runs, marks its rank reached and waits for each rank
+// not yet reached with Access.Wait, which runs what is queued on that
+// rank's stream up to that rank's piece (which then finds its own peers)
+// as a stream's wait for an event recorded on another does; the piece that
+// finds every rank reached computes the collective, reaching each device's
+// memory through Access.On, and the others find it done. Its Work.Ready
+// asks, through Progress.Reaches, whether each rank not yet reached has its
+// piece queued behind work that can run: a query runs the collective only
+// then, as a GPU's kernel of a collective ends only once every peer's has
+// started; a synchronisation runs it whatever Ready says, and a piece whose
+// peer's is missing fails. Pieces run one at a time, under the fake's lock,
+// so what only they touch needs no lock of its own. A rank's piece can be
+// waited for only once it is queued, and queueing it takes the fake's lock,
+// which running work holds: the library's call blocks, for a bounded time,
+// until every rank has made its own call, as NCCL documents its calls may,
+// and only then queues its rank's piece, so that by the time any piece runs
+// every rank's earlier work is queued and its arguments known.
 //
 // # Caveats
 //
 // Each method takes the fake's lock for its own length only: two calls are
 // not atomic together, so a library's fake serialises its calls with a lock
-// of its own where that matters. Work.Run runs under the fake's lock, at
-// the synchronisation of whichever goroutine synchronises: it must not call
-// the Fake's or the Library's methods, which would deadlock, nor wait for a
-// lock the library holds while it calls them; it reaches the device only
-// through its Access, which is valid only while Run runs. No user code runs
-// under the fake's lock.
+// of its own where that matters. Work.Run and Work.Ready run under the
+// fake's lock, at the synchronisation or query of whichever goroutine makes
+// it: they must not call the Fake's or the Library's methods, which would
+// deadlock, nor wait for a lock the library holds while it calls them; Run
+// reaches the device only through its Access, valid only while Run runs,
+// and Ready the queues only through its Progress, valid only while Ready
+// runs. No user code runs under the fake's lock.
 type Library struct {
 	f     *Fake
 	name  string

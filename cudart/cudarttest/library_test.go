@@ -324,68 +324,126 @@ func nodeTypes(t *testing.T, f *cudarttest.Fake, g cudart.Graph) []cudart.GraphN
 	return types
 }
 
+// toyRank is a rank of the toy's collective: its word and its stream.
+type toyRank struct {
+	p cudart.DevicePtr
+	s cudart.Stream
+}
+
+// toyRanks makes a rank on each of the fake's 2 devices, its word set to
+// 10 times its number plus 10 on its stream.
+func toyRanks(t *testing.T, f *cudarttest.Fake) []*toyRank {
+	var ranks []*toyRank
+	for d := range 2 {
+		p, s := bufferAndStream(t, f, d, 4)
+		ranks = append(ranks, &toyRank{p, s})
+		require.NoError(t, f.MemsetAsync(d, p, byte(10*(d+1)), 4, s))
+	}
+	return ranks
+}
+
+// allReduce is the toy collective's piece of rank d, named by its rank:
+// the last rank reached sums every rank's word into each. It can run once
+// every other rank's piece is queued.
+func (y *toy) allReduce(ranks []*toyRank, d int) cudarttest.Work {
+	run := func(a *cudarttest.Access) error {
+		y.reach[d] = true
+		for o, r := range ranks {
+			if !y.reach[o] {
+				if err := a.Wait(o, r.s, r); err != nil {
+					return err
+				}
+			}
+		}
+		if y.done || len(y.reach) < len(ranks) {
+			return nil
+		}
+		y.done = true
+		var sum uint32
+		for o, r := range ranks {
+			word := make([]byte, 4)
+			if err := a.On(o).Read(r.p, word); err != nil {
+				return err
+			}
+			sum += binary.LittleEndian.Uint32(word)
+		}
+		for o, r := range ranks {
+			if err := a.On(o).Write(r.p, binary.LittleEndian.AppendUint32(nil, sum)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ready := func(p *cudarttest.Progress) bool {
+		for o, r := range ranks {
+			if o != d && !y.reach[o] && !p.Reaches(o, r.s, r, 1) {
+				return false
+			}
+		}
+		return true
+	}
+	return cudarttest.Work{Device: d, Stream: ranks[d].s, Call: "toyAllReduce", Run: run, Key: ranks[d], Ready: ready}
+}
+
+// checkSum checks that every rank's word is the sum of the words before.
+func checkSum(t *testing.T, f *cudarttest.Fake, ranks []*toyRank) {
+	t.Helper()
+	for d, r := range ranks {
+		out := make([]byte, 4)
+		require.NoError(t, f.Memcpy(d, cudart.HostMem(out), cudart.DeviceMem(r.p, 4), cudart.DeviceToHost))
+		assert.Equal(t, uint32(0x0a0a0a0a+0x14141414), binary.LittleEndian.Uint32(out), "device %d", d)
+	}
+}
+
 // A collective queued as a piece on each device's stream, coordinated by
 // the library as the Library documents: a synchronisation of one device
 // runs the other device's earlier work, then the sum, written to both.
 func TestLibraryCollectiveSpansDevices(t *testing.T) {
 	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
 	y := attachToy(f)
-	type rank struct {
-		p cudart.DevicePtr
-		s cudart.Stream
-	}
-	var ranks [2]rank
+	ranks := toyRanks(t, f)
 	for d := range ranks {
-		p, s := bufferAndStream(t, f, d, 4)
-		ranks[d] = rank{p, s}
-		require.NoError(t, f.MemsetAsync(d, p, byte(10*(d+1)), 4, s))
-	}
-	// allReduce's piece of rank d: the last rank reached sums every rank's
-	// word into each.
-	piece := func(d int) func(a *cudarttest.Access) error {
-		return func(a *cudarttest.Access) error {
-			y.reach[d] = true
-			for o, r := range ranks {
-				if !y.reach[o] {
-					if err := a.Wait(o, r.s); err != nil {
-						return err
-					}
-				}
-			}
-			if y.done || len(y.reach) < len(ranks) {
-				return nil
-			}
-			y.done = true
-			var sum uint32
-			for o, r := range ranks {
-				word := make([]byte, 4)
-				if err := a.On(o).Read(r.p, word); err != nil {
-					return err
-				}
-				sum += binary.LittleEndian.Uint32(word)
-			}
-			for o, r := range ranks {
-				if err := a.On(o).Write(r.p, binary.LittleEndian.AppendUint32(nil, sum)); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-	}
-	for d, r := range ranks {
-		require.NoError(t, y.lib.Enqueue(cudarttest.Work{Device: d, Stream: r.s, Call: "toyAllReduce", Run: piece(d)}))
+		require.NoError(t, y.lib.Enqueue(y.allReduce(ranks, d)))
 	}
 	require.NoError(t, f.StreamSynchronize(0, ranks[0].s))
 	assert.True(t, y.done, "synchronising device 0 ran the collective")
 	for d, r := range ranks {
 		require.NoError(t, f.StreamSynchronize(d, r.s))
-		out := make([]byte, 4)
-		require.NoError(t, f.Memcpy(d, cudart.HostMem(out), cudart.DeviceMem(r.p, 4), cudart.DeviceToHost))
-		assert.Equal(t, uint32(0x0a0a0a0a+0x14141414), binary.LittleEndian.Uint32(out), "device %d", d)
 	}
+	checkSum(t, f, ranks)
 	_, err := y.lib.StreamDevice(0, ranks[1].s)
 	require.NoError(t, err)
-	require.ErrorIs(t, y.lib.Enqueue(cudarttest.Work{Device: 0, Stream: ranks[1].s, Call: "toyAllReduce", Run: piece(0)}), cudart.ErrInvalidResourceHandle, "a stream of another device")
+	w := y.allReduce(ranks, 0)
+	w.Stream = ranks[1].s
+	require.ErrorIs(t, y.lib.Enqueue(w), cudart.ErrInvalidResourceHandle, "a stream of another device")
+}
+
+// A query runs a collective once every rank's piece is queued (Work.Ready),
+// and nothing before: not the rank's own earlier work either.
+func TestLibraryCollectiveRunsOnAQuery(t *testing.T) {
+	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
+	y := attachToy(f)
+	ranks := toyRanks(t, f)
+	require.NoError(t, y.lib.Enqueue(y.allReduce(ranks, 0)))
+	for range 3 {
+		done, err := f.StreamQuery(0, ranks[0].s)
+		require.NoError(t, err)
+		assert.False(t, done, "rank 1's piece is not queued")
+	}
+	assert.False(t, y.done, "nothing ran")
+	assert.Empty(t, y.reach, "nothing ran")
+	done, err := f.StreamQuery(1, ranks[1].s)
+	require.NoError(t, err)
+	assert.False(t, done, "rank 1's memset, seen for the first time")
+	require.NoError(t, y.lib.Enqueue(y.allReduce(ranks, 1)))
+	done, err = f.StreamQuery(0, ranks[0].s)
+	require.NoError(t, err)
+	assert.True(t, done, "rank 0's stream, with both pieces queued")
+	assert.True(t, y.done, "the query ran the collective")
+	done, err = f.StreamQuery(1, ranks[1].s)
+	require.NoError(t, err)
+	assert.True(t, done, "rank 1's piece ran with rank 0's")
+	checkSum(t, f, ranks)
 }
 
 // Allocation tells a library what the driver tells it of an address: a

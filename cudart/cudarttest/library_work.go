@@ -3,6 +3,7 @@ package cudarttest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/cudapool/cudapool/cudart"
@@ -113,10 +114,24 @@ type Work struct {
 	// records NCCL's cudaStreamWaitEvent with cudaEventWaitExternal and its
 	// cudaGraphAddEventRecordNode. The nodes run nothing at a launch.
 	Serial uintptr
-	// Run does the work when a synchronisation reaches it. An error faults
-	// the device: cudaErrorIllegalAddress, or the code of a *cudart.Error
-	// it wraps where FailAsync takes that code, with the error's text.
+	// Run does the work when a synchronisation reaches it, or a query
+	// that found that it can run (Ready). An error faults the device:
+	// cudaErrorIllegalAddress, or the code of a *cudart.Error it wraps
+	// where FailAsync takes that code, with the error's text.
 	Run func(a *Access) error
+	// Key, when not nil, names the work for other work's Ready
+	// (Progress.Reaches) and Run (Access.Wait): a comparable value, as a
+	// map key is, such as a pointer to the library's own record of it.
+	Key any
+	// Ready, when set, reports whether Run could run now without failing
+	// for want of work not yet queued: a piece of a collective whose
+	// peers' pieces are not all queued. A query (cudaStreamQuery,
+	// cudaEventQuery) runs the work it asks about only if every piece of
+	// it can run, and otherwise runs nothing and says it is not done, as a
+	// GPU's kernel that waits for its peers is not; a synchronisation runs
+	// the work whatever Ready says. Ready runs under the fake's lock, as
+	// Run does, and must change nothing. Nil: the work can always run.
+	Ready func(p *Progress) bool
 }
 
 // Enqueue queues w on its stream, to run in stream order with the rest of
@@ -156,7 +171,11 @@ func (l *Library) Enqueue(w Work) error {
 		cp.mark(calls.StreamWaitEvent, cudart.GraphNodeWaitEvent)
 	}
 	captured := w.Scratch && f.recordMemNode(w.Stream, cudart.GraphNodeMemAlloc)
-	if x := f.enqueue(w.Device, w.Stream, calls.CuLaunchKernel, run); x != nil {
+	t := task{op: run, ready: w.Ready}
+	if w.Key != nil {
+		t.keys = []any{w.Key}
+	}
+	if _, x := f.enqueueTask(w.Device, w.Stream, calls.CuLaunchKernel, t); x != nil {
 		return x.err(calls.CuLaunchKernel, " for %s on device %d", w.Call, w.Device)
 	}
 	if captured {
@@ -242,15 +261,20 @@ func (a *Access) Buffer(p cudart.DevicePtr) (name string, end cudart.DevicePtr, 
 	return "", 0, false
 }
 
-// Wait runs what is queued on stream s of device, and what that work waits
-// for, before it returns, as a stream's wait for an event recorded on s
-// would when it runs: for work that spans devices, a collective's (see
-// Library). Its error is device's sticky fault, or why s was refused.
-func (a *Access) Wait(device int, s cudart.Stream) error {
+// Wait runs what is queued on stream s of device up to and including its
+// first work of key (Work.Key; a graph's launch that holds it), and what
+// that work waits for, before it returns, as a stream's wait for an event
+// recorded on s after that work would when it runs: for work that spans
+// devices, a collective's (see Library). It runs nothing when s holds no
+// work of key. Its error is device's sticky fault, or why s was refused.
+func (a *Access) Wait(device int, s cudart.Stream, key any) error {
 	f := a.f
 	x := f.ownStream(device, s)
 	if x == nil {
-		x = f.drain(device, s)
+		i := slices.IndexFunc(f.devs[device].queue, func(p pending) bool { return p.stream == canonical(s) && p.holds(key) })
+		if i >= 0 {
+			x = f.runUpTo(device, s, f.devs[device].queue[i].id)
+		}
 	}
 	if x != nil {
 		return fmt.Errorf("%s waits for stream 0x%x of device %d: %s", a.call, uintptr(s), device, x.why)

@@ -25,6 +25,7 @@ type config struct {
 	hostMem     uint64
 	peers       [maxDevices]uint64 // bit p of peers[d]: d can access p's memory
 	memcheck    bool
+	longWork    bool
 }
 
 // maxDevices bounds WithDevices: access to virtual memory is kept as one bit
@@ -131,6 +132,15 @@ func WithMemcheck() Option { return set(func(c *config) { c.memcheck = true }) }
 // a test that accesses an annotated heap outside its regions on purpose, or
 // that counts the annotation calls a tool would see. The leak check stays.
 func WithoutMemcheck() Option { return set(func(c *config) { c.memcheck = false }) }
+
+// WithLongWork makes queued work long: it runs only when a
+// synchronisation waits for it, and until then every query (StreamQuery,
+// EventQuery) says it is not done, as a GPU's would of work that takes
+// longer than the test polls. For a test of what a program does while its
+// work still runs (a pool's slot released with work queued, handed on
+// only once its stream is synchronised), which on a GPU depends on timing.
+// By default work progresses at queries, as on a GPU (see StreamQuery).
+func WithLongWork() Option { return set(func(c *config) { c.longWork = true }) }
 
 // strict puts the memcheck in front of opts: a test's own options, applied
 // after it, may turn it off.

@@ -53,12 +53,16 @@ func (f *Fake) StreamSynchronize(device int, s cudart.Stream) error {
 }
 
 // StreamQuery is cudaStreamQuery: whether the work queued on s has
-// completed. The fake runs queued work only at a synchronisation point, so
-// the answer is false until one has run it, and the query runs nothing: a
-// program that polls must synchronise in the end, as it must on CUDA to
-// be sure. The legacy default stream is done only when nothing is queued on
-// its device, since its work waits for every stream's. A capturing stream
-// refuses the query and its capture is invalidated, as CUDA does.
+// completed. The work progresses as a GPU's does, without a
+// synchronisation: a query that finds work it has not seen before says not
+// done, running nothing; a later one runs the work, with what it waits
+// for, and says done, unless some of it cannot run yet (a piece of a
+// collective whose peers have not queued theirs): then it runs nothing and
+// says not done. A program that polls thus always sees cudaErrorNotReady
+// once, and the results only after a query said done. The legacy default
+// stream is done only when all of its device's work is, since its work
+// waits for every stream's. A capturing stream refuses the query and its
+// capture is invalidated, as CUDA does.
 func (f *Fake) StreamQuery(device int, s cudart.Stream) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -66,10 +70,20 @@ func (f *Fake) StreamQuery(device int, s cudart.Stream) (bool, error) {
 	if x == nil {
 		x = f.captureBlocksSync(qdev, s)
 	}
+	done := false
+	if x == nil {
+		ds := &f.devs[qdev]
+		if ds.seen == nil {
+			ds.seen = make(map[cudart.Stream]uint64)
+		}
+		seen := ds.seen[canonical(s)]
+		done, x = f.poll(qdev, s, upToAll, &seen)
+		ds.seen[canonical(s)] = seen
+	}
 	if x != nil {
 		return false, x.err(calls.StreamQuery, "(0x%x)", uintptr(s))
 	}
-	return !f.queued(qdev, s), nil
+	return done, nil
 }
 
 // StreamDestroy is cudaStreamDestroy. Destroying a stream twice, or a
@@ -83,6 +97,7 @@ func (f *Fake) StreamDestroy(device int, s cudart.Stream) error {
 	if _, ok := f.streams[s]; !ok {
 		return fail(400, "not a live stream from cudaStreamCreate").err(calls.StreamDestroy, "(0x%x)", uintptr(s))
 	}
+	delete(f.devs[f.streams[s].device].seen, s)
 	delete(f.streams, s)
 	return nil
 }

@@ -2,6 +2,7 @@ package cudarttest
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/cudapool/cudapool/cudart"
@@ -10,11 +11,40 @@ import (
 
 // pending is one piece of asynchronous work queued on a stream.
 type pending struct {
+	task
+	id     uint64        // its place in the fake's issue order, from 1
 	stream cudart.Stream // canonical: 0 for the legacy default stream
 	name   calls.Call    // the call that queued it
-	op     func() *failure
-	due    bool // marked to run by the synchronisation under way
+	due    bool          // marked to run by the synchronisation under way
 }
+
+// task is work as queued or recorded into a capture: what runs it, and
+// what a query asks of it before running it (see query).
+type task struct {
+	op func() *failure
+	// ready reports whether op could run now without failing for want of
+	// work not yet queued (a peer's part of a collective); nil for work
+	// that can always run.
+	ready func(p *Progress) bool
+	// keys are the Work.Key of the library work it holds: its own, or a
+	// launched graph's.
+	keys []any
+}
+
+// key is the Work.Key of the one library work t holds, nil for none or
+// several.
+func (t *task) key() any {
+	if len(t.keys) != 1 {
+		return nil
+	}
+	return t.keys[0]
+}
+
+// holds reports whether t holds library work of key.
+func (t *task) holds(key any) bool { return slices.Contains(t.keys, key) }
+
+// upToAll is an upto of drainUpTo that bounds nothing.
+const upToAll = math.MaxUint64
 
 // legacyStream is the canonical handle of the legacy default stream, which
 // CUDA names 0 and cudaStreamLegacy alike.
@@ -47,23 +77,31 @@ func canonical(s cudart.Stream) cudart.Stream {
 // thread to tie it to; the legacy default stream orders with every other:
 // its work waits for all earlier work of dev, and later work waits for it.
 func (f *Fake) enqueue(dev int, s cudart.Stream, name calls.Call, op func() *failure) *failure {
+	_, x := f.enqueueTask(dev, s, name, task{op: op})
+	return x
+}
+
+// enqueueTask is enqueue of a task that a query asks more of; it returns
+// the id of the work queued, 0 when a capture recorded it.
+func (f *Fake) enqueueTask(dev int, s cudart.Stream, name calls.Call, t task) (uint64, *failure) {
 	ds := &f.devs[dev]
 	if ds.sticky != nil {
-		return ds.sticky
+		return 0, ds.sticky
 	}
 	if canonical(s) == legacyStream {
 		if x := f.captureBlocksSync(dev, legacyStream); x != nil {
-			return x
+			return 0, x
 		}
 	}
-	if f.graph.record(s, name, op) {
-		return nil
+	if f.graph.record(s, name, t) {
+		return 0, nil
 	}
 	if f.opts.memcheck {
-		op = f.annot.checkedAsOf(op)
+		t.op = f.annot.checkedAsOf(t.op)
 	}
-	ds.queue = append(ds.queue, pending{stream: canonical(s), name: name, op: op})
-	return nil
+	f.issued++
+	ds.queue = append(ds.queue, pending{task: t, id: f.issued, stream: canonical(s), name: name})
+	return f.issued, nil
 }
 
 // drain runs what is queued on stream s of device dev, and the work that
@@ -74,38 +112,46 @@ func (f *Fake) enqueue(dev int, s cudart.Stream, name calls.Call, op func() *fai
 // faulted runs nothing more. A synchronisation with a capturing stream is
 // refused, and invalidates the capture, as in CUDA.
 func (f *Fake) drain(dev int, s cudart.Stream) *failure {
+	return f.drainUpTo(dev, s, upToAll)
+}
+
+// drainUpTo is drain of the work of s up to the work of id upto (an
+// event's record), and of what that work waits for: none of the later.
+func (f *Fake) drainUpTo(dev int, s cudart.Stream, upto uint64) *failure {
 	if x := f.captureBlocksSync(dev, s); x != nil {
 		return x
 	}
+	return f.runUpTo(dev, s, upto)
+}
+
+// runUpTo is drainUpTo for the device's own waits (a stream's wait for an
+// event, a library's piece for its peers') and for a query that checked
+// its stream itself: no host synchronisation, which a capture would
+// refuse.
+func (f *Fake) runUpTo(dev int, s cudart.Stream, upto uint64) *failure {
 	ds := &f.devs[dev]
+	f.due(dev, s, upto, func(i int) { ds.queue[i].due = true })
+	return f.run(dev)
+}
+
+// due calls mark with the index in dev's queue of each piece of work that
+// drainUpTo(dev, s, upto) runs itself, latest first.
+func (f *Fake) due(dev int, s cudart.Stream, upto uint64, mark func(i int)) {
+	q := f.devs[dev].queue
 	s = canonical(s)
 	last := -1
-	for i := range ds.queue {
-		if ds.queue[i].stream == s {
+	for i := range q {
+		if q[i].stream == s && q[i].id <= upto {
 			last = i
 		}
 	}
 	all := false
 	for i := last; i >= 0; i-- {
-		p := &ds.queue[i]
-		if all || p.stream == s || p.stream == legacyStream {
-			p.due = true
+		if p := &q[i]; all || p.stream == s || p.stream == legacyStream {
+			mark(i)
 			all = all || p.stream == legacyStream
 		}
 	}
-	return f.run(dev)
-}
-
-// queued reports whether work of stream s is queued on device dev: any
-// work at all for the legacy default stream, which waits for all of it.
-func (f *Fake) queued(dev int, s cudart.Stream) bool {
-	s = canonical(s)
-	for _, p := range f.devs[dev].queue {
-		if s == legacyStream || p.stream == s {
-			return true
-		}
-	}
-	return false
 }
 
 // syncDevice runs everything queued on device dev: cudaDeviceSynchronize's

@@ -2,6 +2,7 @@ package cudarttest_test
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/cudapool/cudapool/cudart"
@@ -178,6 +179,13 @@ func TestFailAsyncIsStickyAndTheResetLosesTheDevice(t *testing.T) {
 			return f.Memcpy(0, cudart.HostMem(make([]byte, 16)), cudart.DeviceMem(p, 16), cudart.DeviceToHost)
 		}},
 		{"Free", func(f *cudarttest.Fake, p cudart.DevicePtr) error { return f.Free(0, p) }},
+		{"StreamQuery, which runs the work at the second", func(f *cudarttest.Fake, _ cudart.DevicePtr) error {
+			if done, err := f.StreamQuery(0, 0); done || err != nil {
+				return fmt.Errorf("the first query: done %v, %w", done, err)
+			}
+			_, err := f.StreamQuery(0, 0)
+			return err
+		}},
 	}
 	for _, code := range []cudart.Code{700, 714, 715, 716, 717, 718, 719} {
 		for _, sc := range syncs {

@@ -27,8 +27,9 @@ func (s *suite) testStreams(t *testing.T, st cudart.Streams) {
 	})
 	t.Run("Query", func(t *testing.T) {
 		// Copies that take the GPU far longer than the host takes to queue
-		// them: the query that follows finds them running. The fake runs
-		// nothing before a synchronisation, so it says the same.
+		// them: the query that follows finds them running. The fake's
+		// first query of work it has not seen says not done, so it says
+		// the same.
 		stream, err := st.StreamCreate(s.dev)
 		require.NoError(t, err)
 		once(t, calls.StreamDestroy, func() error { return st.StreamDestroy(s.dev, stream) })

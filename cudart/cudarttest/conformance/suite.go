@@ -78,7 +78,8 @@ type suite struct {
 // errors CUDA reports, pinned host memory, host registration, streams,
 // managed memory, stream-ordered allocation, device limits and versions,
 // what CUDA tells of an address, virtual memory and peer access, kernels
-// launched from PTX, events, stream capture into graphs, the device-side
+// launched from PTX, events, work that completes while the host polls
+// (cudaStreamQuery, cudaEventQuery), stream capture into graphs, the device-side
 // malloc heap, memory annotations, the groups of libraries built on CUDA
 // that WithGroups adds, and device reset, which comes last as it destroys
 // what the device holds. On a runtime that implements
@@ -118,6 +119,7 @@ func TestRuntime(t *testing.T, rt cudart.Runtime, opts ...Option) {
 	t.Run("VirtualMemory", s.testVirtualMemory)
 	t.Run("Kernels", s.testKernels)
 	t.Run("Events", with(s, s.testEvents))
+	t.Run("Polling", with(s, s.testPolling))
 	t.Run("Graphs", with(s, s.testGraphs))
 	t.Run("CapturedEvent", with(s, s.testCapturedEvent))
 	t.Run("CaptureImplicit", with(s, s.testCaptureImplicit))

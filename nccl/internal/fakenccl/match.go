@@ -337,7 +337,7 @@ func (b *Backend) matched(o *op) {
 		if c.err != ncclabi.Success {
 			o.run.refuse(fmt.Sprintf("%s: rank %d failed before its part ran: %s", p.f.Call, c.rank, c.last))
 		}
-		pc := &piece{run: o.run, i: i, stream: cudart.Stream(p.f.Stream)}
+		pc := o.run.pieces[i]
 		if err := b.lib.Enqueue(pc.work()); err != nil {
 			b.failAll([]*comm{c}, ncclabi.UnhandledCudaError, "%s: the launch on device %d failed: %v", p.f.Call, c.device, err)
 			o.run.refuse(fmt.Sprintf("%s: rank %d's part could not be queued: %v", p.f.Call, c.rank, err))

@@ -14,7 +14,8 @@ import (
 // time under the fake's lock (cudarttest.Library), so rounds, computed and
 // failed need no lock; refused is set by the matching call, outside it.
 type run struct {
-	parts []*part
+	parts  []*part
+	pieces []*piece // by rank, each the Work.Key of its rank's piece
 	// rounds counts each piece's runs: once queued eagerly, once per
 	// launch of a graph that captured it. Round k of the operation is
 	// computed when every piece has run k times.
@@ -25,7 +26,11 @@ type run struct {
 }
 
 func newRun(o *op) *run {
-	return &run{parts: o.parts, rounds: make([]int, len(o.parts))}
+	r := &run{parts: o.parts, rounds: make([]int, len(o.parts))}
+	for i, p := range o.parts {
+		r.pieces = append(r.pieces, &piece{run: r, i: i, stream: cudart.Stream(p.f.Stream)})
+	}
+	return r
 }
 
 func (r *run) refuse(why string) { r.refused.CompareAndSwap(nil, &why) }
@@ -45,11 +50,31 @@ type piece struct {
 // after each, the nodes CUDA records.
 func (pc *piece) work() cudarttest.Work {
 	p := pc.run.parts[pc.i]
-	return cudarttest.Work{Device: p.comm.device, Stream: pc.stream, Call: p.f.Call.String(), Serial: p.comm.raw, Run: pc.do}
+	return cudarttest.Work{Device: p.comm.device, Stream: pc.stream, Call: p.f.Call.String(), Serial: p.comm.raw, Run: pc.do, Key: pc, Ready: pc.ready}
+}
+
+// ready reports whether the piece can run: whether every other rank's
+// piece of its round is queued, behind work that can run, as a GPU's
+// kernel of the collective ends once every peer's has started. A piece
+// that will fail whatever its peers do (refused, its communicator
+// aborted, the operation failed) can run, to fail.
+func (pc *piece) ready(p *cudarttest.Progress) bool {
+	r := pc.run
+	if r.refused.Load() != nil || r.parts[pc.i].comm.dropped.Load() || r.failed != nil {
+		return true
+	}
+	round := r.rounds[pc.i] + 1 + p.Earlier()
+	for j, q := range r.parts {
+		need := round - r.rounds[j]
+		if j != pc.i && need > 0 && !p.Reaches(q.comm.device, cudart.Stream(q.f.Stream), r.pieces[j], need) {
+			return false
+		}
+	}
+	return true
 }
 
 // do runs the piece: it marks its rank reached for its round, runs the
-// other ranks' streams until their pieces reached the round too, and the
+// other ranks' streams up to their pieces of the round, and the
 // piece that finds every rank reached computes the operation. A piece that
 // cannot run (a rank's part not queued, its communicator aborted before its
 // stream reached it, a stream that failed) fails, faulting its device.
@@ -69,7 +94,7 @@ func (pc *piece) do(a *cudarttest.Access) error {
 		if r.failed != nil || r.rounds[j] >= round {
 			continue
 		}
-		if err := a.Wait(q.comm.device, cudart.Stream(q.f.Stream)); err != nil && r.rounds[j] < round {
+		if err := a.Wait(q.comm.device, cudart.Stream(q.f.Stream), r.pieces[j]); err != nil && r.rounds[j] < round {
 			r.failed = fmt.Errorf("%s: rank %d's stream 0x%x on device %d failed before its part: %w", q.f.Call, q.comm.rank, q.f.Stream, q.comm.device, err)
 		}
 		if r.rounds[j] < round && r.failed == nil {
