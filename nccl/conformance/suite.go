@@ -26,12 +26,13 @@ import (
 // (an all-reduce on registered buffers), RegisterPool (a pool's buffer and
 // a slot's, registered), Capture (an all-reduce
 // captured on each rank's stream, replayed: its results, and no memory
-// taken by the replays), Inline (blocking communicators,
-// WithInlineLaunch: results, ranks on goroutines, graphs, a split, the
-// refusal of a group of both kinds, a refused argument, and the bounds)
-// and Windows (vmem arenas as windows, and what NCCL refuses of them;
-// last, as it aborts communicators in the middle of a registration; see
-// testWindows).
+// taken by the replays), Wait (Library.Wait returns once an eager and a
+// captured all-reduce are done, their results there), Inline (blocking
+// communicators, WithInlineLaunch: results, ranks on goroutines, graphs, a
+// split, the refusal of a group of both kinds, a refused argument, and the
+// bounds) and Windows (vmem arenas as windows, and what NCCL refuses of
+// them; last, as it aborts communicators in the middle of a registration;
+// see testWindows).
 func TestNCCL(t *testing.T, rt cudart.Runtime, devices []int) {
 	require.GreaterOrEqual(t, len(devices), 2, "TestNCCL needs two devices or more")
 	lib, err := nccl.Open(rt)
@@ -51,6 +52,7 @@ func TestNCCL(t *testing.T, rt cudart.Runtime, devices []int) {
 	t.Run("Register", s.testRegister)
 	t.Run("RegisterPool", s.testRegisterPool)
 	t.Run("Capture", s.testCapture)
+	t.Run("Wait", s.testWait)
 	t.Run("Inline", s.testInline)
 	t.Run("Windows", s.testWindows)
 }
