@@ -27,7 +27,6 @@ func TestAdmit(t *testing.T) {
 		{"cached pages count as free", 0, 0, 16, toks(100, 32), 0, 0, 0, 0},
 		{"its own prefix is not needed", 0, 12, 16, toks(0, 20), 0, 0, 0, 0},
 		{"but is not free for the rest", 0, 12, 16, toks(0, 24), 0, 2, 1, 0},
-		{"negative n is none", 0, 0, 0, toks(0, 32), -5, 0, 0, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, _, _ := newCache(t, WithPages(8), WithWatermark(tt.watermark))
@@ -47,7 +46,7 @@ func TestAdmit(t *testing.T) {
 			if tt.needed == 0 {
 				require.NoError(t, err)
 				s := c.Create()
-				_, err = s.Append(append(tt.prompt, toks(5000, max(tt.n, 0))...))
+				_, err = s.Append(append(tt.prompt, toks(5000, tt.n)...))
 				require.NoError(t, err, "what Admit admits fits")
 				return
 			}
@@ -63,4 +62,17 @@ func TestAdmitSaysWhatTheWatermarkKeeps(t *testing.T) {
 	c, _, _ := newCache(t, WithPages(8), WithWatermark(0.25))
 	err := c.Admit(toks(0, 28), 0)
 	require.EqualError(t, err, "kvcache: not enough free pages: Admit for a new sequence needs 7 page(s); 8 free, 2 of them kept by the watermark")
+}
+
+// TestAdmitRefusesANegativeN: n is a count of tokens to come; a negative
+// one is a mistake, not none.
+func TestAdmitRefusesANegativeN(t *testing.T) {
+	c, _, _ := newCache(t, WithPages(8))
+	for _, prompt := range [][]int32{nil, toks(0, 5)} {
+		err := c.Admit(prompt, -1)
+		require.ErrorIs(t, err, ErrInvalidOption)
+		assert.NotErrorIs(t, err, ErrNoPages)
+		assert.Contains(t, err.Error(), "n = -1")
+		assert.Contains(t, err.Error(), "want n >= 0")
+	}
 }

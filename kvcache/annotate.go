@@ -31,9 +31,13 @@ func toolListens(rt cudart.Runtime, device int) bool {
 // page of a sequence outside the batch) is then reported, naming the page
 // and the sequence that holds it. Scope with no sequence widens it again to
 // every page held. The copies the cache queues itself are always allowed.
-// Freed and swapped-out sequences in batch hold nothing. With no tool listening Scope does
-// nothing. An error is the tool's refusal.
+// Freed and swapped-out sequences in batch hold nothing. With no tool
+// listening Scope does nothing, but for refusing a Cache whose pages the
+// pool took back (ErrReleased). Any other error is the tool's refusal.
 func (c *Cache) Scope(batch ...Seq) error {
+	if err := c.alive("Scope", -1); err != nil {
+		return err
+	}
 	if !c.annotated {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package kvcache
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -82,11 +83,13 @@ type Cache struct {
 // arena. rt must be the runtime p was made with, and have streams
 // (cudart.Streams) for the copies the cache queues. The buffer is requested
 // and placed at once (p.Satisfy, which places any other request queued
-// too), so p must not be committed: make the Cache after placing the
-// model's buffers, which WithFreeFraction then sizes it around. The
-// buffer lives until p's ReleaseAll or Close; the Cache is unusable after.
+// too), so p must not be committed: make the Cache after requesting the
+// model's buffers, which WithFreeFraction then sizes it around, and before
+// Commit. The buffer lives until p's ReleaseAll or Close; every call of
+// the Cache that can fail refuses after, with ErrReleased: make a new one.
 //
-// An error wraps ErrInvalidLayout, ErrInvalidOption, or the pool's error
+// An error wraps ErrInvalidLayout, ErrInvalidOption (an option out of
+// range, a stream CUDA does not know), or the pool's error
 // (pool.ErrExhausted, pool.ErrCommitted, ...).
 func New(rt cudart.Runtime, p *pool.Pool, l Layout, opts ...Option) (*Cache, error) {
 	cfg, err := configure(opts)
@@ -108,12 +111,18 @@ func New(rt cudart.Runtime, p *pool.Pool, l Layout, opts ...Option) (*Cache, err
 	if p == nil {
 		return nil, fmt.Errorf("%w: nil pool", ErrInvalidOption)
 	}
+	if err := checkStream(streams, p.Device(), cfg.stream); err != nil {
+		return nil, err
+	}
 	pages, err := cfg.pagesFor(rt, p, stride)
 	if err != nil {
 		return nil, err
 	}
 	tokenBytes, _ := l.TokenBytes()
 	buf, err := p.WantDevice(uint64(pages)*stride, pool.Name(fmt.Sprintf("kvcache pages (%d × %s)", pages, bytesize.Format(stride))), pool.SubAllocated())
+	if errors.Is(err, pool.ErrCommitted) {
+		return nil, fmt.Errorf("kvcache: New on a committed pool, whose layout is locked: create the Cache before Commit (after the model's buffers are requested), or after ReleaseAll: %w", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kvcache: %d pages of %s: %w", pages, bytesize.Format(stride), err)
 	}
@@ -159,6 +168,46 @@ func New(rt cudart.Runtime, p *pool.Pool, l Layout, opts ...Option) (*Cache, err
 		c.swapFree[i] = int32(cfg.swap - 1 - i)
 	}
 	return c, nil
+}
+
+// checkStream refuses a stream given to WithStream that the runtime does
+// not know, or that is another device's, rather than let the first copy
+// fail. cudaStreamGetDevice tells both without queueing anything on the
+// stream. Before CUDA 12.8 a stream the binding did not make cannot be
+// checked, and is taken.
+func checkStream(streams cudart.Streams, dev int, s cudart.Stream) error {
+	if s == 0 {
+		return nil
+	}
+	d, err := streams.StreamDevice(dev, s)
+	switch {
+	case errors.Is(err, cudart.ErrNotSupported):
+		return nil
+	case errors.Is(err, cudart.ErrInvalidResourceHandle):
+		return fmt.Errorf("%w: WithStream(%#x): CUDA does not know the stream (never created, or destroyed); give one StreamCreate made on device %d: %w", ErrInvalidOption, uintptr(s), dev, err)
+	case err != nil:
+		return fmt.Errorf("%w: WithStream(%#x): the runtime refused the stream: %w", ErrInvalidOption, uintptr(s), err)
+	case d != dev:
+		return fmt.Errorf("%w: WithStream(%#x): the stream is device %d's; the pool's pages are device %d's: give one of device %d", ErrInvalidOption, uintptr(s), d, dev, dev)
+	}
+	return nil
+}
+
+// alive refuses a call once the pool has taken the pages back: the pool
+// refuses the page buffer's handle from its ReleaseAll, Close or a reset
+// of the device on, when the bytes may be another buffer's. It asks the
+// pool each time, under the pool's lock: the pool is safe for concurrent
+// use, and another goroutine may release it between two calls of the
+// Cache's owner. what is the call, seq its sequence or -1.
+func (c *Cache) alive(what string, seq int32) error {
+	_, err := c.buf.Ptr()
+	if err == nil {
+		return nil
+	}
+	if seq >= 0 {
+		what = fmt.Sprintf("%s of seq %d", what, seq)
+	}
+	return fmt.Errorf("%w: %s: the pool took the pages back (%w); make a new Cache with New", ErrReleased, what, err)
 }
 
 // pagesFor is the number of pages the options ask for, in p's device arena.

@@ -122,14 +122,64 @@ func TestNewSizesTheArena(t *testing.T) {
 	}
 }
 
+// TestNewRefusesACommittedPool: the pages are a buffer the pool places, so
+// the Cache comes before Commit, which the refusal says, as NewTables'
+// does.
 func TestNewRefusesACommittedPool(t *testing.T) {
 	rt := cudarttest.Open(t)
-	p, err := pool.New(rt, pool.WithDeviceBytes(1<<20), pool.WithHostBytes(0))
+	p, err := pool.New(rt, pool.WithDeviceBytes(1<<20), pool.WithHostBytes(1<<20))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, p.Close()) }()
+	c, err := New(rt, p, small, WithPages(1))
+	require.NoError(t, err)
 	require.NoError(t, p.Commit())
 	_, err = New(rt, p, small, WithPages(1))
 	require.ErrorIs(t, err, pool.ErrCommitted)
+	assert.Contains(t, err.Error(), "create the Cache before Commit")
+	_, err = c.NewTables(1, 1)
+	require.ErrorIs(t, err, pool.ErrCommitted)
+	assert.Contains(t, err.Error(), "make the page tables before Commit")
+}
+
+// TestNewChecksTheStream: a stream CUDA does not know, or one of another
+// device, is refused by New, not by the first copy on it.
+func TestNewChecksTheStream(t *testing.T) {
+	rt := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
+	p, err := pool.New(rt, pool.WithDeviceBytes(1<<20), pool.WithHostBytes(0))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, p.Close()) }()
+	mine, err := rt.StreamCreate(0)
+	require.NoError(t, err)
+	other, err := rt.StreamCreate(1)
+	require.NoError(t, err)
+	gone, err := rt.StreamCreate(0)
+	require.NoError(t, err)
+	require.NoError(t, rt.StreamDestroy(0, gone))
+	defer func() {
+		require.NoError(t, rt.StreamDestroy(0, mine))
+		require.NoError(t, rt.StreamDestroy(1, other))
+	}()
+	for _, tt := range []struct {
+		name   string
+		stream cudart.Stream
+		msg    string
+	}{
+		{"never created", 0xbad0, "CUDA does not know the stream"},
+		{"destroyed", gone, "CUDA does not know the stream"},
+		{"another device's", other, "the stream is device 1's; the pool's pages are device 0's"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := p.Stats()
+			_, err := New(rt, p, small, WithPages(1), WithStream(tt.stream))
+			require.ErrorIs(t, err, ErrInvalidOption)
+			assert.Contains(t, err.Error(), tt.msg)
+			assert.Equal(t, before, p.Stats(), "nothing requested")
+		})
+	}
+	for _, s := range []cudart.Stream{mine, 0} {
+		_, err = New(rt, p, small, WithPages(1), WithStream(s))
+		require.NoError(t, err, "stream %#x", uintptr(s))
+	}
 }
 
 func toks(from, n int) []int32 {

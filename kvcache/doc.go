@@ -43,13 +43,15 @@
 // in a decode step, the lengths and the page ids taken since.
 //
 // A sequence preempted when the pages run out is swapped out (SwapOut):
-// its pages are copied on the cache's stream to host pages of a swap space
-// in the pool's pinned host arena (WithSwap) and are free on the device
-// until SwapIn takes pages again and copies them back, but for full pages
-// whose prefix the device still holds (another sequence's, or cached),
-// which it holds again: a shared prompt stays stored once. A refusal for
-// want of pages, on either side, is a *NoPagesError. Stats counts the
-// pages swapped each way and those found.
+// the pages it holds alone are copied on the cache's stream to host pages
+// of a swap space in the pool's pinned host arena (WithSwap) and are free
+// on the device until SwapIn takes pages again and copies them back, but
+// for full pages whose prefix the device still holds (another sequence's,
+// or cached), which it holds again. The pages it shares with other
+// sequences stay on the device, held by it, and are not copied: a shared
+// prompt stays stored once. A refusal for want of pages, on either side,
+// is a *NoPagesError; SwapOut on a Cache without a swap space is
+// ErrNoSwap. Stats counts the pages copied each way and those found.
 //
 // Admit tells a scheduler whether a new prompt and n tokens after it fit,
 // keeping a watermark of pages free for the running sequences; a refusal
@@ -68,9 +70,14 @@
 // so through a channel or a mutex, which the race detector checks. Only
 // the value Var returns may be read from any goroutine.
 //
-// The pages are a buffer of the pool: the Cache is unusable after the
-// pool's ReleaseAll or Close, and page addresses taken before must not be
-// used after.
+// The pages are a buffer of the pool: after the pool's ReleaseAll or Close
+// every call of the Cache, its Seqs and its Tables that can fail refuses
+// with ErrReleased and changes nothing (Stats still reads the books), and
+// page addresses taken before must not be used: make a new Cache. Each
+// such call asks the pool whether the buffer is still placed, under the
+// pool's lock (uncontended: the pool's other users take it to place or
+// release buffers, not on a request's path), since the pool may be
+// released from another goroutine.
 //
 // The cache keeps token ids and page ids; the keys and values are the
 // program's kernels' to write. A page is entered in the prefix index when

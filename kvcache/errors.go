@@ -9,8 +9,10 @@ import (
 // that is not FP16, BF16 or FP32, or a page whose size overflows 64 bits.
 var ErrInvalidLayout = errors.New("kvcache: invalid layout")
 
-// ErrInvalidOption means an option given to New was refused: nil, out of
-// range, or in conflict with another.
+// ErrInvalidOption means an option given to New was refused (nil, out of
+// range, in conflict with another, or a stream CUDA does not know), or an
+// argument of a call was: a negative count, a batch larger than its page
+// tables.
 var ErrInvalidOption = errors.New("kvcache: invalid option")
 
 // ErrNoPages means an Append, admission or swap needs more pages than are
@@ -23,10 +25,26 @@ var ErrNoPages = errors.New("kvcache: not enough free pages")
 // sequence.
 var ErrFreed = errors.New("kvcache: sequence freed")
 
-// ErrSwapped means a sequence is swapped out (SwapOut) and holds no device
-// page, so it cannot be appended to, forked or laid out in page tables
-// until SwapIn; or that SwapIn was asked of one that is not.
+// ErrSwapped means a sequence is swapped out (SwapOut), so it cannot be
+// appended to, forked, swapped out again or laid out in page tables until
+// SwapIn.
 var ErrSwapped = errors.New("kvcache: sequence swapped out")
+
+// ErrNotSwapped means SwapIn was asked of a sequence that is not swapped
+// out: its pages are on the device already.
+var ErrNotSwapped = errors.New("kvcache: sequence not swapped out")
+
+// ErrNoSwap means SwapOut was asked of a Cache made without a swap space:
+// a mistake of configuration, not a want of pages (that is ErrNoPages).
+// WithSwap gives New one.
+var ErrNoSwap = errors.New("kvcache: no swap space")
+
+// ErrReleased means the pool took the Cache's pages back (its ReleaseAll
+// or Close, or a reset of the device) after New: every call of the Cache,
+// its Seqs and its Tables that can fail refuses, changing nothing, and the
+// program makes a new Cache. The error also wraps the pool's
+// (pool.ErrReleased, pool.ErrClosed or pool.ErrDeviceReset).
+var ErrReleased = errors.New("kvcache: cache released with its pool's buffers")
 
 // ErrInvalidSeq means a Seq was not made by this Cache (the zero Seq, or one
 // of another Cache).

@@ -2,6 +2,7 @@ package kvcache
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,21 +24,24 @@ func checkInvariants(t *testing.T, c *Cache, live []Seq) {
 		swapped[id] = true
 	}
 	for _, s := range live {
-		if s.Swapped() {
-			st, err := s.state()
+		st, err := s.state()
+		require.NoError(t, err)
+		require.Equal(t, (s.Len()+c.layout.PageTokens-1)/c.layout.PageTokens, len(st.pages), "%v holds the pages its tokens need", s)
+		if !s.Swapped() {
+			ids, err := s.Pages(nil)
 			require.NoError(t, err)
-			require.Equal(t, (s.Len()+c.layout.PageTokens-1)/c.layout.PageTokens, len(st.pages), "%v holds the host pages its tokens need", s)
-			for _, slot := range st.pages {
+			require.True(t, slices.Equal(st.pages, ids))
+		}
+		seen := map[int32]bool{}
+		for i, id := range st.pages {
+			if s.Swapped() && st.host[i] != none {
+				require.Equal(t, none, id, "page %d of swapped-out %v is on the host, not the device", i, s)
+				slot := st.host[i]
 				require.False(t, swapped[slot], "host page %d is free or held twice", slot)
 				swapped[slot] = true
+				continue
 			}
-			continue
-		}
-		ids, err := s.Pages(nil)
-		require.NoError(t, err)
-		require.Equal(t, (s.Len()+c.layout.PageTokens-1)/c.layout.PageTokens, len(ids), "%v holds the pages its tokens need", s)
-		seen := map[int32]bool{}
-		for _, id := range ids {
+			require.NotEqual(t, none, id, "page %d of %v is nowhere", i, s)
 			require.False(t, seen[id], "%v holds page %d twice", s, id)
 			seen[id] = true
 			holders[id]++
@@ -132,8 +136,22 @@ func TestInvariantsUnderRandomOperations(t *testing.T) {
 					f, err := s.Fork()
 					require.NoError(t, err)
 					live = append(live, f)
-				} else if err := s.SwapOut(); err != nil {
-					require.ErrorIs(t, err, ErrNoPages)
+				} else {
+					alone := 0
+					for _, id := range pagesOf(t, s) {
+						if c.ref[id] == 1 {
+							alone++
+						}
+					}
+					before := c.Stats()
+					if err := s.SwapOut(); err != nil {
+						require.ErrorIs(t, err, ErrNoPages)
+						require.Equal(t, before, c.Stats(), "a refused SwapOut changes nothing")
+					} else {
+						after := c.Stats()
+						require.Equal(t, before.Used-alone, after.Used, "SwapOut frees the pages %v held alone, and only those", s)
+						require.Equal(t, before.SwapOuts+uint64(alone), after.SwapOuts, "and copies them")
+					}
 				}
 			default:
 				i := r.IntN(len(live))

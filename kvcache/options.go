@@ -110,7 +110,7 @@ func WithWatermark(f float64) Option {
 // WithSwap reserves a swap space of n host pages in the pool's pinned host
 // arena (placed with the device pages by New), which SwapOut moves
 // preempted sequences' pages to. The default is none: SwapOut refuses
-// every sequence with pages.
+// every sequence with ErrNoSwap.
 func WithSwap(n int) Option {
 	return option(func(c *config) error {
 		if n < 0 || n > maxPages {
@@ -122,10 +122,13 @@ func WithSwap(n int) Option {
 }
 
 // WithStream queues the cache's copies (copy-on-write, page tables,
-// swapping) on s, the
-// stream the program's kernels read the pages on, so that a copy runs after
-// the kernels queued before it and before those queued after. The default is
-// the legacy default stream.
+// swapping) on s, the stream the program's kernels read the pages on, so
+// that a copy runs after the kernels queued before it and before those
+// queued after. The default is the legacy default stream. New checks s
+// (cudaStreamGetDevice, which queues nothing): a stream the runtime does
+// not know (destroyed, or never created) or one of another device than the
+// pool's is refused with ErrInvalidOption. Before CUDA 12.8, which added
+// that call, a stream the binding did not create is taken unchecked.
 func WithStream(s cudart.Stream) Option {
 	return option(func(c *config) error {
 		c.stream = s

@@ -20,14 +20,20 @@ type seqState struct {
 	gen     uint32 // the generation its live handles carry
 	live    bool
 	n       int     // tokens held
-	pages   []int32 // page ids, in token order
+	pages   []int32 // page ids, in token order; while swapped, none where host holds the page
 	chain   uint64  // prefix hash of the last full page, rootHash when none
-	swapped bool    // pages holds host pages of the swap space (SwapOut)
+	swapped bool    // SwapOut moved the pages it held alone to host (swap.go)
+	host    []int32 // while swapped, the host page of the swap space holding each page, none for those kept on the device
 	epoch   uint32  // counts the rewrites of pages[:len(pages)] in place (copy-on-write), which page tables copy again
 }
 
-// Create starts an empty sequence.
+// Create starts an empty sequence. After the pool took the pages back (its
+// ReleaseAll or Close), it starts none: it returns a handle every method
+// refuses with ErrReleased, and changes nothing.
 func (c *Cache) Create() Seq {
+	if c.alive("Create", -1) != nil {
+		return Seq{c: c, id: none}
+	}
 	var id int32
 	if k := len(c.freeSeqs); k > 0 {
 		id = c.freeSeqs[k-1]
@@ -54,6 +60,29 @@ func (s Seq) ID() int {
 // String names the sequence in messages.
 func (s Seq) String() string { return fmt.Sprintf("seq %d", s.ID()) }
 
+// use is the sequence's state for call what, refused for a bad handle or
+// once the pool took the pages back (ErrReleased).
+func (s Seq) use(what string) (*seqState, error) {
+	if s.c == nil {
+		return nil, fmt.Errorf("%w: the zero Seq, or one of no Cache", ErrInvalidSeq)
+	}
+	if err := s.c.alive(what, s.id); err != nil {
+		return nil, err
+	}
+	return s.state()
+}
+
+// useLive is use, refused with ErrSwapped too while the sequence is
+// swapped out.
+func (s Seq) useLive(what string) (*seqState, error) {
+	if _, err := s.use(what); err != nil {
+		return nil, err
+	}
+	return s.live()
+}
+
+// state is the sequence's state, refused for a bad handle; it does not ask
+// the pool.
 func (s Seq) state() (*seqState, error) {
 	if s.c == nil || s.id < 0 || int(s.id) >= len(s.c.seqs) {
 		return nil, fmt.Errorf("%w: the zero Seq, or one of no Cache", ErrInvalidSeq)
@@ -78,7 +107,7 @@ func (s Seq) Len() int {
 // returns it: token t is in page ids[t / PageTokens], row t % PageTokens.
 // A swapped-out sequence has none: ErrSwapped.
 func (s Seq) Pages(dst []int32) ([]int32, error) {
-	st, err := s.live()
+	st, err := s.useLive("Pages")
 	if err != nil {
 		return dst, err
 	}
@@ -102,11 +131,12 @@ func (s Seq) Pages(dst []int32) ([]int32, error) {
 //
 // Append changes nothing when it fails: an error wraps ErrNoPages (a
 // *NoPagesError) when the pages it needs are not free, ErrFreed,
-// ErrInvalidSeq or ErrSwapped for a bad handle, or the CUDA error of the copy. Only the
+// ErrInvalidSeq or ErrSwapped for a bad handle, ErrReleased after the
+// pool took the pages back, or the CUDA error of the copy. Only the
 // memory tool's refusal of the new pages' annotation (when one listens)
 // comes after the change.
 func (s Seq) Append(tokens []int32) (cached int, err error) {
-	st, err := s.live()
+	st, err := s.useLive("Append")
 	if err != nil {
 		return 0, err
 	}
@@ -257,10 +287,11 @@ func (c *Cache) pageTokens(id int32) []int32 {
 // page held once more: beam search and parallel sampling share the prompt
 // this way. The two part at their next Append, which copies a shared last
 // page that is not full. Fork takes no page, so it fails only for a bad
-// handle (ErrFreed, ErrInvalidSeq, ErrSwapped), or with the memory tool's refusal of
-// the annotation, after the fork.
+// handle (ErrFreed, ErrInvalidSeq, ErrSwapped), with ErrReleased after the
+// pool took the pages back, or with the memory tool's refusal of the
+// annotation, after the fork.
 func (s Seq) Fork() (Seq, error) {
-	if _, err := s.live(); err != nil {
+	if _, err := s.useLive("Fork"); err != nil {
 		return Seq{}, err
 	}
 	c := s.c
@@ -280,19 +311,21 @@ func (s Seq) Fork() (Seq, error) {
 // free again, and stays cached for prefix reuse while it is full, until it
 // is taken (least recently freed first; a sequence's later pages before its
 // earlier ones, which more sequences share); a swapped-out sequence's host
-// pages are free again. Every copy of s is refused
-// after, with ErrFreed. An error other than ErrFreed or ErrInvalidSeq is
-// the memory tool's refusal of the annotation, after the pages were freed.
+// pages are free again, and so are the pages it kept on the device. Every
+// copy of s is refused after, with ErrFreed. An error other than ErrFreed,
+// ErrInvalidSeq or ErrReleased (after the pool took the pages back, when
+// Free changes nothing) is the memory tool's refusal of the annotation,
+// after the pages were freed.
 func (s Seq) Free() error {
-	st, err := s.state()
+	st, err := s.use("Free")
 	if err != nil {
 		return err
 	}
-	if st.swapped {
-		s.c.swapFree = append(s.c.swapFree, st.pages...)
-		s.c.swapped -= len(st.pages)
-	} else {
-		for i := len(st.pages) - 1; i >= 0; i-- {
+	for i := len(st.pages) - 1; i >= 0; i-- {
+		if st.swapped && st.host[i] != none {
+			s.c.swapFree = append(s.c.swapFree, st.host[i])
+			s.c.swapped--
+		} else {
 			s.c.put(st.pages[i])
 		}
 	}

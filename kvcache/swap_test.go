@@ -2,6 +2,7 @@ package kvcache
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -80,47 +81,109 @@ func TestSwapRestoresContentsExactly(t *testing.T) {
 	checkInvariants(t, c, []Seq{a, b})
 }
 
-// TestSwapOfASharedPage: a page a fork shares stays on the device for the
-// fork when one of the two is swapped out; swapped in, the other holds the
-// fork's full page again and gets a copy of its own of the partial one,
-// which the fork has written since.
-func TestSwapOfASharedPage(t *testing.T) {
+// TestSwapOutMovesOnlyThePagesItHoldsAlone: a fork sharing 3 of its 4
+// pages with the sequence it was forked from copies only its own page to
+// the swap space and frees only that one on the device; the 3 it shares
+// stay there, held by both. Swapped in, after another sequence took and
+// overwrote the page freed, it holds the same shared pages and its own
+// page's bytes again, and goes on.
+func TestSwapOutMovesOnlyThePagesItHoldsAlone(t *testing.T) {
+	c, rt, _ := newCache(t, WithPages(5), WithSwap(4))
+	a := c.Create()
+	_, err := a.Append(toks(0, 3*small.PageTokens))
+	require.NoError(t, err)
+	shared := randomPages(t, c, rt, a, 4)
+	b, err := a.Fork()
+	require.NoError(t, err)
+	_, err = b.Append(toks(100, 2)) // its own fourth page
+	require.NoError(t, err)
+	pb := pagesOf(t, b)
+	own := bytes.Repeat([]byte("b's own page "), int(c.PageBytes())/13)
+	fillPage(t, c, rt, pb[3], own)
+	before := c.Stats()
+	require.Equal(t, 4, before.Used)
+
+	require.NoError(t, b.SwapOut())
+	st := c.Stats()
+	assert.Equal(t, uint64(1), st.SwapOuts, "one page copied")
+	assert.Equal(t, 1, st.Swapped, "one host page taken")
+	assert.Equal(t, 3, st.Used, "one device page freed; the shared ones are still b's and a's")
+	assert.Equal(t, before.Free+1, st.Free)
+	assert.Equal(t, before.Tokens-2, st.Tokens)
+	checkInvariants(t, c, []Seq{a, b})
+
+	o := c.Create()
+	_, err = o.Append(toks(1000, 2*small.PageTokens)) // the page b freed, and the last one
+	require.NoError(t, err)
+	randomPages(t, c, rt, o, 6)
+	require.NoError(t, o.Free())
+	require.NoError(t, b.SwapIn())
+	require.NoError(t, rt.DeviceSynchronize(0))
+	got := pagesOf(t, b)
+	assert.Equal(t, pb[:3], got[:3], "the shared pages are the same pages")
+	assert.Equal(t, pagesOf(t, a), got[:3])
+	for i, id := range got[:3] {
+		assert.True(t, bytes.Equal(shared[i], readPage(t, c, rt, id, len(shared[i]))), "shared page %d", i)
+	}
+	assert.True(t, bytes.Equal(own, readPage(t, c, rt, got[3], len(own))), "b's own page holds its bytes again")
+	st = c.Stats()
+	assert.Equal(t, uint64(1), st.SwapIns)
+	assert.Zero(t, st.SwapHits)
+	assert.Zero(t, st.Swapped)
+	assert.Equal(t, before.Used, st.Used)
+	assert.Equal(t, before.Tokens, st.Tokens)
+	_, err = b.Append(toks(102, 3)) // fills its own page, then a fifth
+	require.NoError(t, err)
+	checkInvariants(t, c, []Seq{a, b})
+}
+
+// TestSwapKeepsSharedPagesOnTheDevice: a sequence that shares every page
+// with a fork copies nothing when swapped out, and holds its pages still:
+// the fork, appending to the partial page they share, copies it on write,
+// and the sequence swapped in finds its own bytes in it.
+func TestSwapKeepsSharedPagesOnTheDevice(t *testing.T) {
 	c, rt, _ := newCache(t, WithPages(8), WithSwap(4))
 	a := c.Create()
 	_, err := a.Append(toks(0, 6))
 	require.NoError(t, err)
 	want := randomPages(t, c, rt, a, 3)
+	pa := pagesOf(t, a)
 	f, err := a.Fork()
 	require.NoError(t, err)
 	require.NoError(t, a.SwapOut())
-	assert.Equal(t, 2, c.Stats().Used, "f holds them")
-	_, err = f.Append(toks(6, 1)) // its own last page now: no copy
+	st := c.Stats()
+	assert.Zero(t, st.SwapOuts)
+	assert.Zero(t, st.Swapped)
+	assert.Equal(t, 2, st.Used, "a and f hold them")
+	_, err = f.Append(toks(6, 1)) // the partial page is a's too: copied
 	require.NoError(t, err)
-	assert.Zero(t, c.Stats().Copies)
+	assert.Equal(t, uint64(1), c.Stats().Copies)
+	pf := pagesOf(t, f)
+	fillPage(t, c, rt, pf[1], []byte("f writes its copy"))
 	require.NoError(t, a.SwapIn())
 	require.NoError(t, rt.DeviceSynchronize(0))
-	pa, pf := pagesOf(t, a), pagesOf(t, f)
+	assert.Equal(t, pa, pagesOf(t, a), "a holds the pages it held")
 	for i, id := range pa {
 		assert.True(t, bytes.Equal(want[i], readPage(t, c, rt, id, len(want[i]))), "page %d of a", i)
 	}
-	assert.Equal(t, pf[0], pa[0], "the full page is shared again")
-	assert.NotEqual(t, pf[1], pa[1])
-	st := c.Stats()
-	assert.Equal(t, uint64(1), st.SwapIns)
-	assert.Equal(t, uint64(1), st.SwapHits)
+	assert.Equal(t, pf[0], pa[0], "the full page is shared still")
+	st = c.Stats()
+	assert.Zero(t, st.SwapIns)
+	assert.Zero(t, st.SwapHits)
 	assert.Equal(t, 3, st.Used)
-	d := c.Create()
-	cached, err := d.Append(toks(0, 4))
-	require.NoError(t, err)
-	assert.Equal(t, 4, cached)
-	checkInvariants(t, c, []Seq{a, f, d})
+	checkInvariants(t, c, []Seq{a, f})
+	require.NoError(t, f.Free())
+	require.NoError(t, a.SwapOut())
+	assert.Equal(t, uint64(2), c.Stats().SwapOuts, "a holds both alone now")
+	require.NoError(t, a.Free())
+	assert.Equal(t, Stats{Pages: 8, Cached: 1, Free: 7, Reserved: 8 << 10, Misses: 1, Copies: 1, SwapPages: 4, SwapOuts: 2}, c.Stats())
 }
 
 // TestSwapKeepsASharedPromptStoredOnce: sequences that share a prompt's
-// pages by prefix, swapped out and in in turn while the others run, hold
-// those pages again, not copies: the prompt stays stored once. Of each
-// sequence's own pages, the full one is still cached and found too: only
-// the partial one is copied back.
+// pages by prefix, swapped out and in in turn while the others run, keep
+// those pages, not copies: the prompt stays stored once, and is never
+// copied. Of each sequence's own pages, both are copied out; the full one
+// is still cached and found again: only the partial one is copied back.
 func TestSwapKeepsASharedPromptStoredOnce(t *testing.T) {
 	c, rt, _ := newCache(t, WithPages(16), WithSwap(16))
 	prompt := toks(0, 3*small.PageTokens)
@@ -149,9 +212,9 @@ func TestSwapKeepsASharedPromptStoredOnce(t *testing.T) {
 		checkInvariants(t, c, seqs)
 	}
 	st := c.Stats()
-	assert.Equal(t, uint64(3*5), st.SwapOuts)
+	assert.Equal(t, uint64(3*2), st.SwapOuts)
 	assert.Equal(t, uint64(3), st.SwapIns)
-	assert.Equal(t, uint64(3*4), st.SwapHits)
+	assert.Equal(t, uint64(3), st.SwapHits)
 }
 
 func TestSwapRefusals(t *testing.T) {
@@ -166,7 +229,10 @@ func TestSwapRefusals(t *testing.T) {
 	assert.Equal(t, NoPagesError{Op: "SwapOut", Seq: a.ID(), Needed: 3, Free: 2, Host: true}, *np)
 	assert.Equal(t, "kvcache: not enough free pages: SwapOut for sequence 0 needs 3 host page(s) of the swap space; 2 free", err.Error())
 	assert.False(t, a.Swapped())
-	require.ErrorIs(t, a.SwapIn(), ErrSwapped, "not swapped out")
+	err = a.SwapIn()
+	require.ErrorIs(t, err, ErrNotSwapped)
+	assert.NotErrorIs(t, err, ErrSwapped)
+	assert.EqualError(t, err, "kvcache: sequence not swapped out: SwapIn of seq 0, whose pages are on the device; SwapOut comes first")
 
 	b := c.Create()
 	_, err = b.Append(toks(100, 5))
@@ -190,11 +256,26 @@ func TestSwapRefusals(t *testing.T) {
 	require.NoError(t, a.Free())
 	assert.Equal(t, Stats{Pages: 8, Cached: 3, Free: 5, Reserved: 8 << 10, Misses: 3, SwapPages: 2, SwapOuts: 2}, c.Stats())
 
-	c2, _, _ := newCache(t, WithPages(2))
-	s := c2.Create()
-	_, err = s.Append(toks(0, 1))
-	require.NoError(t, err)
-	require.ErrorIs(t, s.SwapOut(), ErrNoPages, "no swap space")
+}
+
+// TestSwapOutWithoutASwapSpace: SwapOut on a Cache made without WithSwap
+// is a mistake of configuration, refused as such (not as a want of pages,
+// which a scheduler would handle by waiting), whatever the sequence holds,
+// and changes nothing.
+func TestSwapOutWithoutASwapSpace(t *testing.T) {
+	c, _, _ := newCache(t, WithPages(2))
+	for _, n := range []int{1, 0} {
+		s := c.Create()
+		_, err := s.Append(toks(0, n))
+		require.NoError(t, err)
+		before := c.Stats()
+		err = s.SwapOut()
+		require.ErrorIs(t, err, ErrNoSwap)
+		assert.NotErrorIs(t, err, ErrNoPages)
+		assert.Equal(t, fmt.Sprintf("kvcache: no swap space: SwapOut of seq %d: the Cache has no host pages to copy its pages to; give New kvcache.WithSwap(n) for a swap space of n pages in the pool's pinned host arena", s.ID()), err.Error())
+		assert.False(t, s.Swapped())
+		assert.Equal(t, before, c.Stats())
+	}
 }
 
 // TestSwapCopyRefusedChangesNothing: a copy the runtime refuses fails the

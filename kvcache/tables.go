@@ -2,6 +2,7 @@ package kvcache
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/cudapool/cudapool/cudart"
@@ -71,8 +72,12 @@ type TableStats struct {
 // runtime must have events (cudart.Events), which tell when the staging
 // ring's bytes have been copied. Close destroys the events.
 //
-// An error wraps ErrInvalidOption or the pool's error.
+// An error wraps ErrInvalidOption, ErrReleased, or the pool's error
+// (pool.ErrCommitted: make the page tables before Commit).
 func (c *Cache) NewTables(rows, maxPages int) (*Tables, error) {
+	if err := c.alive("NewTables", -1); err != nil {
+		return nil, err
+	}
 	ev, ok := c.rt.(cudart.Events)
 	if !ok {
 		return nil, fmt.Errorf("%w: the runtime (%T) has no events (cudart.Events), which the page tables' staging needs", ErrInvalidOption, c.rt)
@@ -90,6 +95,9 @@ func (c *Cache) NewTables(rows, maxPages int) (*Tables, error) {
 	}
 	tableBytes := entries * 4
 	host, err := c.pool.WantHost(size, pool.Name("kvcache page tables' staging"))
+	if errors.Is(err, pool.ErrCommitted) {
+		return nil, fmt.Errorf("kvcache: NewTables on a committed pool, whose layout is locked: make the page tables before Commit, with the Cache, or after ReleaseAll with a new Cache: %w", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kvcache: page tables' staging of %s: %w", bytesize.Format(size), err)
 	}
@@ -159,13 +167,16 @@ func (t *Tables) Stats() TableStats {
 // own.
 //
 // An error wraps ErrInvalidOption (more sequences than Rows, one longer
-// than MaxPages pages), ErrFreed, ErrInvalidSeq or ErrSwapped, and
-// changes nothing; or
-// it is the runtime's refusal of a copy, after which the rows not copied
-// are copied whole at the next Sync.
+// than MaxPages pages), ErrFreed, ErrInvalidSeq, ErrSwapped or
+// ErrReleased (the pool took back the pages, and the tables with them),
+// and changes nothing; or it is the runtime's refusal of a copy, after
+// which the rows not copied are copied whole at the next Sync.
 func (t *Tables) Sync(batch []Seq) (Batch, error) {
 	if t.closed {
 		return Batch{}, fmt.Errorf("%w: Sync on closed page tables", ErrInvalidOption)
+	}
+	if err := t.c.alive("Sync", -1); err != nil {
+		return Batch{}, err
 	}
 	if len(batch) > t.rows {
 		return Batch{}, fmt.Errorf("%w: a batch of %d sequences; the page tables hold %d", ErrInvalidOption, len(batch), t.rows)

@@ -50,8 +50,9 @@
 //
 // Scheduling (vLLM's): at every step the running sequences append their
 // next token, oldest first; one that finds no page free preempts the
-// newest running, whose pages are swapped out to the pool's pinned arena
-// (or, with the swap space full, freed and recomputed); swapped-out
+// newest running, whose own pages (not those it shares, which stay) are
+// swapped out to the pool's pinned arena (or, with the swap space full,
+// freed and recomputed); swapped-out
 // sequences come back first, oldest first, when their pages and one more
 // fit; then waiting requests are admitted in order (kvcache.Admit, which
 // keeps 1% of the pages free) while a row and the step's token budget

@@ -1,0 +1,123 @@
+package kvcache
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/pool"
+)
+
+// TestEveryCallFailsOnceThePoolTookThePagesBack: after the pool's
+// ReleaseAll (its buffers' bytes free for others) or Close, every call of
+// the Cache, its Seqs and its Tables that can fail refuses with
+// ErrReleased, wrapping the pool's own error and saying to make a new
+// Cache, and changes nothing: with the fake's memory tool listening or
+// not, since the pool, not the tool, tells.
+func TestEveryCallFailsOnceThePoolTookThePagesBack(t *testing.T) {
+	calls := []struct {
+		name string
+		call func(c *Cache, tb *Tables, a, w Seq) error
+	}{
+		{"Create", func(c *Cache, _ *Tables, _, _ Seq) error { _, err := c.Create().Append(toks(0, 1)); return err }},
+		{"Append", func(_ *Cache, _ *Tables, a, _ Seq) error { _, err := a.Append(toks(6, 1)); return err }},
+		{"Append to a fork", func(_ *Cache, _ *Tables, a, _ Seq) error {
+			f, err := a.Fork()
+			if err != nil {
+				return err
+			}
+			_, err = f.Append(toks(6, 1)) // its copy-on-write
+			return err
+		}},
+		{"Fork", func(_ *Cache, _ *Tables, a, _ Seq) error { _, err := a.Fork(); return err }},
+		{"Free", func(_ *Cache, _ *Tables, a, _ Seq) error { return a.Free() }},
+		{"Free swapped out", func(_ *Cache, _ *Tables, _, w Seq) error { return w.Free() }},
+		{"Pages", func(_ *Cache, _ *Tables, a, _ Seq) error { _, err := a.Pages(nil); return err }},
+		{"SwapOut", func(_ *Cache, _ *Tables, a, _ Seq) error { return a.SwapOut() }},
+		{"SwapIn", func(_ *Cache, _ *Tables, _, w Seq) error { return w.SwapIn() }},
+		{"Admit", func(c *Cache, _ *Tables, _, _ Seq) error { return c.Admit(toks(0, 4), 1) }},
+		{"Scope", func(c *Cache, _ *Tables, a, _ Seq) error { return c.Scope(a) }},
+		{"NewTables", func(c *Cache, _ *Tables, _, _ Seq) error { _, err := c.NewTables(1, 1); return err }},
+		{"Sync", func(_ *Cache, tb *Tables, a, _ Seq) error { _, err := tb.Sync([]Seq{a}); return err }},
+	}
+	for _, memcheck := range []bool{true, false} {
+		for _, how := range []struct {
+			name string
+			take func(*pool.Pool) error
+			is   error
+		}{
+			{"ReleaseAll", (*pool.Pool).ReleaseAll, pool.ErrReleased},
+			{"Close", (*pool.Pool).Close, pool.ErrClosed},
+		} {
+			for _, tt := range calls {
+				name := how.name + "/" + tt.name
+				if !memcheck {
+					name += "/without memcheck"
+				}
+				t.Run(name, func(t *testing.T) {
+					var opts []cudarttest.Option
+					if !memcheck {
+						opts = append(opts, cudarttest.WithoutMemcheck())
+					}
+					rt := cudarttest.NewFakeT(t, opts...)
+					p, err := pool.New(rt, pool.WithDeviceBytes(1<<20), pool.WithHostBytes(1<<20))
+					require.NoError(t, err)
+					t.Cleanup(func() { require.NoError(t, p.Close()) })
+					c, err := New(rt, p, small, WithPages(8), WithSwap(4))
+					require.NoError(t, err)
+					require.Equal(t, memcheck, c.annotated)
+					tb, err := c.NewTables(2, 4)
+					require.NoError(t, err)
+					t.Cleanup(func() { require.NoError(t, tb.Close()) })
+					a, w := c.Create(), c.Create()
+					_, err = a.Append(toks(0, 6))
+					require.NoError(t, err)
+					_, err = w.Append(toks(100, 6))
+					require.NoError(t, err)
+					require.NoError(t, w.SwapOut())
+					_, err = tb.Sync([]Seq{a})
+					require.NoError(t, err)
+					pa := pagesOf(t, a)
+					require.NoError(t, rt.DeviceSynchronize(0))
+
+					require.NoError(t, how.take(p))
+					if how.is == pool.ErrReleased {
+						// The bytes the pages were in are another buffer's now.
+						_, err := p.WantDevice(1<<20, pool.Name("next model"))
+						require.NoError(t, err)
+						require.NoError(t, p.Satisfy())
+					}
+					before := c.Stats()
+					err = tt.call(c, tb, a, w)
+					require.ErrorIs(t, err, ErrReleased)
+					require.ErrorIs(t, err, how.is, "it wraps the pool's error")
+					assert.Contains(t, err.Error(), "make a new Cache with New")
+					assert.Equal(t, before, c.Stats(), "it changes nothing")
+					assert.Equal(t, 6, a.Len())
+					assert.True(t, w.Swapped())
+					assert.Equal(t, pa, c.seqs[a.id].pages)
+				})
+			}
+		}
+	}
+}
+
+// TestANewCacheAfterReleaseAll: after ReleaseAll the pool places a new
+// Cache, which works, while the old one refuses.
+func TestANewCacheAfterReleaseAll(t *testing.T) {
+	c, rt, p := newCache(t, WithPages(4))
+	old := c.Create()
+	_, err := old.Append(toks(0, 5))
+	require.NoError(t, err)
+	require.NoError(t, p.ReleaseAll())
+	n, err := New(rt, p, small, WithPages(4))
+	require.NoError(t, err)
+	s := n.Create()
+	_, err = s.Append(toks(0, 5))
+	require.NoError(t, err)
+	_, err = old.Append(toks(5, 1))
+	require.EqualError(t, err, `kvcache: cache released with its pool's buffers: Append of seq 0: the pool took the pages back (pool: buffer released by ReleaseAll: device buffer "kvcache pages (4 × 1.0 KiB)"); make a new Cache with New`)
+	assert.Equal(t, Seq{c: c, id: none}, c.Create(), "the old Cache starts no sequence")
+}
