@@ -22,10 +22,12 @@
 // Full pages are cached by prefix: each is known by its parent's hash and
 // its token ids, so a sequence whose prompt starts with tokens another
 // sequence appended reuses those pages (Append says how many tokens it
-// found). A page no sequence holds stays cached until the free pages run
-// out; then the least recently freed is taken first. Stats counts pages
-// used, cached and free, the hits and misses, and the utilization: the
-// bytes of tokens held against the bytes reserved; Var publishes them.
+// found, in tokens). A page no sequence holds stays cached until the free
+// pages run out; then the least recently freed is taken first. Stats
+// counts pages used, cached and free, the hits and misses (in pages: the
+// prompts' pages reused, and those appended whole and not found), and the
+// utilization: the bytes of tokens held against the bytes reserved; Var
+// publishes them.
 //
 // When a memory tool listens (compute-sanitizer through NVTX, or the fake
 // WithMemcheck), every page a sequence holds is a region named after the
@@ -40,7 +42,9 @@
 // the pool's device arena, laid out for one launch. Tables.Sync brings them
 // up to date on the cache's stream, copying from a pinned staging ring in
 // the pool's host arena only the entries that changed since its last call:
-// in a decode step, the lengths and the page ids taken since.
+// in a decode step, the lengths and the page ids taken since. A kernel
+// reads only the entries a row's length needs: those past it are not
+// cleared.
 //
 // A sequence preempted when the pages run out is swapped out (SwapOut):
 // the pages it holds alone are copied on the cache's stream to host pages
@@ -61,6 +65,10 @@
 // free page ids and an intrusive doubly linked LRU list of cached ones, in
 // slices made by New. Sync allocates nothing either (the runtime's calls
 // may: the fake's copies do).
+//
+// The Examples (example_test.go) show a cache made, sequences created,
+// appended to, forked and freed, a prompt's pages reused, a sequence
+// swapped out and in, and page tables read back as a kernel reads them.
 //
 // # Caveats
 //

@@ -117,12 +117,17 @@ func (s Seq) Pages(dst []int32) ([]int32, error) {
 // Append adds tokens (their ids) to the end of the sequence, taking pages as
 // it needs them, and returns how many of them, from the first, are cached:
 // their keys and values are in the pages already, so the caller computes
-// only those of tokens[cached:].
+// only those of tokens[cached:]. cached counts tokens, a multiple of
+// PageTokens; Stats.Hits counts the same reuse in pages.
 //
 // Cached tokens come from prefix caching: while the sequence ends on a page
 // boundary, each whole page of tokens whose prefix (every token before it
 // and its own) a full page holds reuses that page instead of taking one.
-// Every page Append fills becomes such a page for later sequences.
+// Every page Append fills becomes such a page for later sequences. Each
+// page reused is a hit (Stats.Hits); each page an Append takes and fills
+// whole from its tokens is a miss (Stats.Misses): a prompt's pages, at
+// prefill. A page filled over several Appends, as decoding fills it a token
+// at a time, is neither.
 //
 // Appending to a page shared with another sequence (after Fork) copies the
 // page first (copy-on-write): a device copy queued on the cache's stream

@@ -23,16 +23,29 @@ type Stats struct {
 	Reserved    uint64
 	Utilization float64
 
-	Hits      uint64 // pages of prompts found in the cache and reused
-	Misses    uint64 // whole pages appended that were not
+	// Prefix caching, counted in pages, not tokens: an Append that returns
+	// cached = 32 with 16 tokens a page adds 2 to Hits. Hits are the
+	// pages Append reused; Misses the pages an Append took and filled
+	// whole from its own tokens without finding them (a prompt's pages,
+	// at prefill). A page filled over several Appends (decoding, a token
+	// at a time) is neither, so Hits / (Hits + Misses) is the share of
+	// prompt pages reused.
+	Hits      uint64
+	Misses    uint64
 	Copies    uint64 // copy-on-write copies queued
 	Evictions uint64 // cached pages taken for new contents
 
-	SwapPages int    // host pages in the swap space (WithSwap)
-	Swapped   int    // of them, those holding swapped-out sequences' pages
-	SwapOuts  uint64 // pages copied to the swap space
-	SwapIns   uint64 // pages copied back from it
-	SwapHits  uint64 // pages SwapIn found on the device by prefix and held again instead of copying back
+	// Swapping, in pages. SwapOuts are the pages SwapOut copied to the
+	// swap space: those a sequence held alone; the pages it shared stayed
+	// on the device, uncopied and uncounted. SwapIns are the pages SwapIn
+	// copied back; SwapHits those it found on the device by prefix instead
+	// (held by another sequence, or cached with no sequence holding them)
+	// and held again, uncopied.
+	SwapPages int // host pages in the swap space (WithSwap)
+	Swapped   int // of them, those holding swapped-out sequences' pages
+	SwapOuts  uint64
+	SwapIns   uint64
+	SwapHits  uint64
 }
 
 // Stats returns a snapshot. Like every method of the Cache, it must be

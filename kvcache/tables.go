@@ -17,7 +17,8 @@ import (
 // [Rows] int32 array its tokens. Sync brings them up to date on the cache's
 // stream, copying only what changed since the last Sync from a pinned
 // staging ring: a sequence that stays in its row costs its new page ids, and
-// the lengths one copy a step.
+// the lengths one copy a step. The entries past a sequence's pages are not
+// cleared: a kernel reads only as many as its length needs (see Batch).
 //
 // Tables belong to the Cache's owner, as the Cache does.
 type Tables struct {
@@ -51,6 +52,13 @@ type span struct{ row, lo, hi int }
 
 // Batch is where Sync left a batch's page tables: what a kernel launch
 // over the batch takes as arguments.
+//
+// A kernel reads row i's first (Lens[i] + PageTokens - 1) / PageTokens
+// entries, and no more: the entries past them are not cleared, and hold
+// whatever is left there (page ids of a sequence the row held before,
+// which may be other sequences' pages now, or whatever the arena held
+// before the first Sync), never a marker such as -1. Likewise the rows
+// from Rows to the tables' Rows().
 type Batch struct {
 	Table    cudart.DevicePtr // [Rows][MaxPages] int32: row i holds the page ids of the batch's i-th sequence
 	Lens     cudart.DevicePtr // [Rows] int32: the tokens of the batch's i-th sequence; 0 for the zero Seq
