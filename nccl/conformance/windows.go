@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/bytesize"
 	"github.com/cudapool/cudapool/internal/check/assert"
 	"github.com/cudapool/cudapool/internal/check/require"
 	"github.com/cudapool/cudapool/nccl"
+	"github.com/cudapool/cudapool/nccl/internal/fakenccl"
 	"github.com/cudapool/cudapool/vmem"
 )
 
@@ -21,8 +23,12 @@ import (
 //     on its goroutine (RegisterWindow, WindowDefault), and an all-reduce
 //     from one half of the windows into the other sums every rank's
 //     values; each window deregisters. What the windows took of each
-//     device's free memory is logged ("nccl window charge:"), not asserted:
-//     it is not measured.
+//     device's free memory is logged ("nccl window charge:"), and asserted
+//     within [½, 2] of the fake's fakenccl.SymmetricWindowCharge or
+//     WindowCharge at the registration, and below half of it at the first
+//     all-reduce (0 B measured); what the deregistration gave back is
+//     logged, not asserted (not measured: the fake gives it back at the
+//     communicator's destroy).
 //
 // The rest needs GPUs that all reach each other (cudaDeviceCanAccessPeer),
 // where NCCL 2.28 makes windows symmetric memory (its symmetricSupport);
@@ -178,6 +184,17 @@ func (s *suite) windowAllReduce(t *testing.T, vm cudart.VirtualMemory, grouped b
 		t.Logf("nccl window charge: device %d, a window of %d B (%s): %d B at its registration, %d B more at its first all-reduce",
 			d, size, flags, int64(free[r])-int64(registered[r]), int64(registered[r])-int64(after[r]))
 	}
+	want := int64(fakenccl.WindowCharge)
+	if grouped {
+		want = fakenccl.SymmetricWindowCharge
+	}
+	for r, d := range s.devs {
+		took, more := int64(free[r])-int64(registered[r]), int64(registered[r])-int64(after[r])
+		assert.True(t, took >= want/2 && took <= 2*want,
+			"device %d: the window (%s) took %d B (%s) at its registration, not within [½, 2] of the fake's %s", d, flags, took, signed(took), bytesize.Exact(uint64(want)))
+		assert.True(t, more < want/2,
+			"device %d: the window's first all-reduce took %d B (%s) more, not below half of its registration's %s (0 B measured)", d, more, signed(more), bytesize.Exact(uint64(want)))
+	}
 	for r := range n {
 		got := w.get(t, r, bases[r].Add(half), elems*4)
 		for i := range elems {
@@ -192,6 +209,10 @@ func (s *suite) windowAllReduce(t *testing.T, vm cudart.VirtualMemory, grouped b
 		require.NoError(t, win.Deregister(), "Deregister rank %d's window", r)
 		require.NoError(t, win.Deregister(), "Deregister rank %d's window again", r)
 		require.NoError(t, w.comms[r].AsyncError(), "rank %d's communicator after", r)
+	}
+	back := s.freeMemory(t)
+	for r, d := range s.devs {
+		t.Logf("nccl window charge: device %d, a window of %d B (%s): %d B given back at its deregistration", d, size, flags, int64(back[r])-int64(after[r]))
 	}
 }
 

@@ -51,6 +51,18 @@ const (
 	// a communicator made there later, even with none live, is a further
 	// one.
 	KeptCharge = 378 << 20
+	// WindowCharge is what a window registered with NCCL_WIN_DEFAULT
+	// takes at its registration on each rank: 32 MiB (33,554,432 B),
+	// measured for a window of 2 MiB on 2 ranks (NCCL 2.28.3), by the
+	// conformance group's Windows; its first all-reduce took 0 B more.
+	// Whether it grows with the window's size, and when NCCL gives it back,
+	// are not measured: the fake charges every window the same and keeps
+	// the charge until the communicator is destroyed or aborted, which is
+	// never more lenient than giving it back at deregistration.
+	WindowCharge = 32 << 20
+	// SymmetricWindowCharge is WindowCharge for a window registered with
+	// NCCL_WIN_COLL_SYMMETRIC: 36 MiB (37,748,736 B), measured alike.
+	SymmetricWindowCharge = 36 << 20
 )
 
 // Backend is the fake's NCCL on one Fake (see Open).

@@ -124,12 +124,22 @@ func (b *Backend) unshared(o *op) bool {
 	return false
 }
 
-// windowsMade registers the window of every rank of o and hands each its
-// handle.
+// windowsMade registers the window of every rank of o, charging each
+// rank's device WindowCharge or SymmetricWindowCharge, and hands each its
+// handle; a rank whose device is out of memory fails every rank's
+// communicator, and gets no window.
 func (b *Backend) windowsMade(o *op) {
+	cs := make([]*comm, len(o.parts))
+	for i, p := range o.parts {
+		cs[i] = p.comm
+	}
 	for _, p := range o.parts {
 		c := p.comm
-		if c.err == ncclabi.Success {
+		charge := uint64(WindowCharge)
+		if p.f.Flags&winCollSymmetric != 0 {
+			charge = SymmetricWindowCharge
+		}
+		if c.err == ncclabi.Success && b.charge(c, charge, "ncclCommWindowRegister", cs) {
 			h := b.handle(&c.wins, reg{ptr: cudart.DevicePtr(p.f.Send), size: p.f.Size})
 			atomic.StoreUint64(p.out, uint64(h))
 		}
