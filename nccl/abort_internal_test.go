@@ -42,7 +42,7 @@ func TestAbortIsBoundedWhenNCCLsIsNot(t *testing.T) {
 	err = comms[0].Abort()
 	took := time.Since(start)
 	require.ErrorIs(t, err, ErrTimeout)
-	assert.Contains(t, err.Error(), "ncclCommAbort on rank 0 of 2 on device 0 had not returned after 2s")
+	assert.Contains(t, err.Error(), "ncclCommAbort on "+comms[0].String()+" had not returned after 2s")
 	assert.GreaterOrEqual(t, took, AbortWait)
 	assert.Less(t, took, AbortWait+time.Second)
 	require.ErrorIs(t, comms[0].AllReduce(0, 0, 0, Float32, Sum, 0), ErrClosed, "closed though NCCL's abort goes on")

@@ -129,9 +129,13 @@ func (c *Comm) Rank() int { return c.rank }
 // Size is the number of ranks of the communicator.
 func (c *Comm) Size() int { return c.size }
 
-// String names the rank and device, for messages.
+// String names the communicator, its rank and device, for messages, e.g.
+// "comm 3: rank 0 of 2 on device 0". Communicators are numbered from 1 in
+// the order the process made them, a rank each, so the ranks of one
+// InitAll have consecutive numbers, and a group that mixes communicators
+// of different cliques shows it in its messages.
 func (c *Comm) String() string {
-	return fmt.Sprintf("rank %d of %d on device %d", c.rank, c.size, c.device)
+	return fmt.Sprintf("comm %d: rank %d of %d on device %d", c.id, c.rank, c.size, c.device)
 }
 
 // AsyncError is the communicator's asynchronous error

@@ -2,6 +2,7 @@ package nccl_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"sync"
 	"testing"
@@ -241,6 +242,7 @@ func TestBadArgumentsFailTheCommunicator(t *testing.T) {
 			require.ErrorAs(t, err, &e)
 			assert.Equal(t, "ncclInvalidArgument", e.Name)
 			assert.NotEmpty(t, e.Last, "NCCL's last error")
+			assert.NotContains(t, err.Error(), "NCCL_DEBUG", "the fake writes no NCCL log to look in")
 			// NCCL sets a non-blocking communicator's error: it is of no
 			// more use, and Destroy aborts it.
 			require.ErrorIs(t, r.comms[0].AsyncError(), nccl.ErrInvalidArgument)
@@ -293,4 +295,43 @@ func BenchmarkGroupAllReduce(b *testing.B) {
 	}
 	b.StopTimer()
 	sync()
+}
+
+// TestCommStringNamesTheCommunicator: a communicator's name tells two
+// cliques' ranks apart, and the ranks of one InitAll are numbered in a
+// row.
+func TestCommStringNamesTheCommunicator(t *testing.T) {
+	r := newRig(t, 2, 16)
+	more, err := r.lib.InitAll([]int{0, 1})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		for _, c := range more {
+			assert.NoError(t, c.Destroy())
+		}
+	})
+	var first, second int
+	_, err = fmt.Sscanf(r.comms[0].String(), "comm %d: rank 0 of 2 on device 0", &first)
+	require.NoError(t, err, r.comms[0].String())
+	_, err = fmt.Sscanf(more[1].String(), "comm %d: rank 1 of 2 on device 1", &second)
+	require.NoError(t, err, more[1].String())
+	assert.Equal(t, fmt.Sprintf("comm %d: rank 1 of 2 on device 1", first+1), r.comms[1].String())
+	assert.Greater(t, second, first+1, "a second clique's rank 1")
+}
+
+// TestLeakNamesTheBindingCall: the fake's leak listing names the binding's
+// call that made a communicator left live.
+func TestLeakNamesTheBindingCall(t *testing.T) {
+	f := cudarttest.NewFake(cudarttest.WithDevices(2))
+	lib, err := nccl.Open(f)
+	require.NoError(t, err)
+	comms, err := lib.InitAll([]int{0, 1})
+	require.NoError(t, err)
+	leaks := f.CheckLeaks()
+	require.Error(t, leaks)
+	assert.Contains(t, leaks.Error(), "NCCL communicator")
+	assert.Contains(t, leaks.Error(), "from ncclCommInitRankConfig (nccl.Library.InitAll or InitRank), after ")
+	assert.NotContains(t, leaks.Error(), "after call #")
+	for _, c := range comms {
+		require.NoError(t, c.Destroy())
+	}
 }

@@ -102,7 +102,7 @@ func (f *Fake) dropResources(device int) {
 func (f *Fake) resourceLeaks(add func(seq int, text, origin string)) {
 	for h, r := range f.libs.resources {
 		if r.What != "" {
-			add(r.seq, fmt.Sprintf("%s 0x%x on device %d from %s (after call #%d)", r.What, h, r.Device, r.Call, r.seq), r.origin.String())
+			add(r.seq, fmt.Sprintf("%s 0x%x on device %d from %s, after %d runtime calls", r.What, h, r.Device, r.Call, r.seq), r.origin.String())
 		}
 	}
 }

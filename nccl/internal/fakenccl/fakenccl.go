@@ -8,6 +8,7 @@ package fakenccl
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/cudapool/cudapool/cudart"
@@ -287,7 +288,13 @@ func (b *Backend) call(fr *ncclabi.Frame) ncclabi.Result {
 		fr.ID = id
 		return ncclabi.Success
 	case ncclabi.GetErrorString:
-		fr.Str = ncclabi.KnownString(ncclabi.Result(fr.Int))
+		// NCCL's text sends the reader to NCCL_DEBUG's log, which the fake
+		// does not write: its last error (ncclGetLastError) says it all.
+		s := ncclabi.KnownString(ncclabi.Result(fr.Int))
+		if i := strings.Index(s, " (run with NCCL_DEBUG="); i >= 0 {
+			s = s[:i]
+		}
+		fr.Str = s
 		return ncclabi.Success
 	case ncclabi.GetLastError:
 		fr.Str = b.last

@@ -112,7 +112,7 @@ func (b *Backend) await(cs []*comm, call ncclabi.Call) ncclabi.Result {
 // init makes rank fr.Rank's communicator and joins it to the clique of its
 // id, which is ready once every rank joined.
 func (b *Backend) init(fr *ncclabi.Frame) (*comm, error) {
-	c, err := b.newComm(fr.Device, int(fr.Rank), "ncclCommInitRankConfig")
+	c, err := b.newComm(fr.Device, int(fr.Rank), "ncclCommInitRankConfig (nccl.Library.InitAll or InitRank)")
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +193,7 @@ func (b *Backend) postOp(c *comm, fr *ncclabi.Frame) {
 		p.out = &fr.Out
 		atomic.StoreUint64(p.out, 0)
 		if fr.Color != ncclabi.SplitNoColor {
-			child, err := b.newComm(c.device, -1, "ncclCommSplit")
+			child, err := b.newComm(c.device, -1, "ncclCommSplit (nccl.Comm.Split, or InitAll or InitRank with WithInlineLaunch, which split a non-blocking communicator)")
 			if err != nil {
 				c.err = b.fail(c, ncclabi.UnhandledCudaError, "ncclCommSplit on device %d: %v", c.device, err)
 			} else {
