@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cudapool/cudapool/cublas"
@@ -52,15 +53,14 @@ type backend struct {
 	// replicas: graphs by device, then slot (launchGraph), or none.
 	graphs map[int]capture.PerSlot
 
-	// tensor parallel: group k is slot k of every device
-	// (pool.MultiSlots.AcquireGroup), its communicators comms[k] and its
-	// graphs groupExecs[k]. A request takes whichever group is free
-	// first, or, with pinned, client c always runs group c, held for the
-	// backend's life: one process per GPU, whose ranks must agree.
-	comms      [][]*nccl.Comm
+	// tensor parallel: the slots, all held for the backend's life, in
+	// groups of one a device (group k: slot k of every device), a group's
+	// graphs, and the free groups.
+	held       []pool.Slot
+	groups     [][]member
 	groupExecs [][][]cudart.GraphExec // [group][part][member]
-	pinned     bool
-	held       []pool.SlotGroup // by index, with pinned
+	free       chan int
+	pinned     bool // client c always runs group c: one process per GPU
 	aborted    *abortSignal
 	watch      *watchdog // bounds each group's request
 }
@@ -72,7 +72,7 @@ type backend struct {
 // communicators, or is not done within timeout, raises aborted.
 func newBackend(name string, shards map[int]*shard, devices []int, n, rows int, blas *cublas.Library, lib *nccl.Library, comms [][]*nccl.Comm, launch string, pinnedClients bool, timeout time.Duration, poll bool, aborted *abortSignal) (_ *backend, err error) {
 	sh := shards[devices[0]]
-	b := &backend{name: name, rows: rows, launch: launch, lib: lib, shards: shards, profile: fmt.Sprintf("batch%d", rows), timeout: timeout, comms: comms, pinned: pinnedClients, poll: poll, aborted: aborted}
+	b := &backend{name: name, rows: rows, launch: launch, lib: lib, shards: shards, profile: fmt.Sprintf("batch%d", rows), timeout: timeout, pinned: pinnedClients, poll: poll, aborted: aborted}
 	shared := pool.NewProfile("shared")
 	if b.r.params, err = shared.Device(sh.bytes(), pool.Name("params")); err != nil {
 		return nil, err
@@ -121,7 +121,7 @@ func newBackend(name string, shards map[int]*shard, devices []int, n, rows int, 
 	if comms == nil {
 		return b, b.captureReplicas(devices)
 	}
-	return b, b.captureGroups(n)
+	return b, b.holdGroups(devices, n, comms)
 }
 
 // bufsOf are sl's buffers, its stream and its lent cuBLAS handle.
@@ -182,40 +182,41 @@ func (b *backend) captureReplicas(devices []int) error {
 	return nil
 }
 
-// captureGroups holds every group, captures each one's graphs, and gives
-// them back, but with pinned, where each client keeps its own.
-func (b *backend) captureGroups(n int) (err error) {
-	b.watch = newWatchdog(n, b.timeout, b.aborted, b.abortGroup)
-	var held []pool.SlotGroup
-	defer func() {
-		if b.pinned && err == nil {
-			b.held = make([]pool.SlotGroup, n)
-			for _, g := range held {
-				b.held[g.Index()] = g
+// holdGroups takes every slot of every device for the backend's life and
+// groups them, slot k of each device with communicator set k, then
+// captures each group's graphs.
+func (b *backend) holdGroups(devices []int, n int, comms [][]*nccl.Comm) error {
+	b.groups = make([][]member, n)
+	for i, d := range devices {
+		var slots []pool.Slot
+		for range n {
+			sl, err := b.ms.On(d).Acquire(context.Background(), b.profile)
+			if err != nil {
+				return err
 			}
-			return
+			b.held = append(b.held, sl)
+			slots = append(slots, sl)
 		}
-		for _, g := range held {
-			err = errors.Join(err, g.Release())
+		slices.SortFunc(slots, func(a, c pool.Slot) int { return a.Index() - c.Index() })
+		for k, sl := range slots {
+			bf, err := b.bufsOf(sl)
+			if err != nil {
+				return err
+			}
+			bf.comm = comms[k][i]
+			b.groups[k] = append(b.groups[k], member{b.shards[d], bf})
 		}
-	}()
-	for range n {
-		g, err := b.ms.AcquireGroup(context.Background(), b.profile)
-		if err != nil {
-			return err
-		}
-		held = append(held, g)
 	}
+	b.free = make(chan int, n)
+	for k := range n {
+		b.free <- k
+	}
+	b.watch = newWatchdog(n, b.timeout, b.aborted, b.abortGroup)
 	if b.launch == launchEager {
 		return nil
 	}
 	b.groupExecs = make([][][]cudart.GraphExec, n)
-	for _, g := range held {
-		k := g.Index()
-		ms, err := b.members(g)
-		if err != nil {
-			return err
-		}
+	for k, ms := range b.groups {
 		parts := []func() error{func() error { return enqueue(b.lib, ms) }}
 		if b.launch == launchSplit {
 			parts = []func() error{
@@ -235,21 +236,6 @@ func (b *backend) captureGroups(n int) (err error) {
 	return nil
 }
 
-// members are group g's slots, a member each device with the
-// communicator of its index there.
-func (b *backend) members(g pool.SlotGroup) ([]member, error) {
-	ms := make([]member, g.Len())
-	for i, sl := range g.Slots() {
-		bf, err := b.bufsOf(sl)
-		if err != nil {
-			return nil, err
-		}
-		bf.comm = b.comms[g.Index()][i]
-		ms[i] = member{b.shards[sl.Device()], bf}
-	}
-	return ms, nil
-}
-
 // exchange moves one request's data through the staging buffers of the
 // member that serves it.
 type exchange interface {
@@ -260,8 +246,8 @@ type exchange interface {
 // serve runs one request from client: waited is its wait for a slot (a
 // replica's) or a group (tensor parallel's).
 func (b *backend) serve(ctx context.Context, client int, x exchange) (waited time.Duration, err error) {
-	if b.comms != nil {
-		return b.serveGroup(ctx, client, x)
+	if b.groups != nil {
+		return b.serveGroup(client, x)
 	}
 	start := time.Now()
 	// Bounded: a slot whose stream never finishes is never handed on.
@@ -295,31 +281,20 @@ func (b *backend) serve(ctx context.Context, client int, x exchange) (waited tim
 	return waited, x.Read(bf.out)
 }
 
-// serveGroup runs one request on a group: the one free first, which it
-// waits b.timeout at most for (a group's request that never ends never
-// gives it back), or, with pinned, client's.
-func (b *backend) serveGroup(ctx context.Context, client int, x exchange) (waited time.Duration, err error) {
-	var g pool.SlotGroup
-	if b.pinned {
-		g = b.held[client]
-	} else {
+func (b *backend) serveGroup(client int, x exchange) (waited time.Duration, err error) {
+	k := client
+	if !b.pinned {
 		start := time.Now()
-		actx, cancel := context.WithTimeout(ctx, b.timeout)
-		g, err = b.ms.AcquireGroup(actx, b.profile)
-		cancel()
+		k, err = b.takeGroup()
 		waited = time.Since(start)
 		if err != nil {
 			return waited, err
 		}
-		defer func() { err = errors.Join(err, g.Release()) }()
+		defer func() { b.free <- k }()
 	}
-	k := g.Index()
 	b.watch.begin(k)
 	defer b.watch.end(k)
-	ms, err := b.members(g)
-	if err != nil {
-		return waited, err
-	}
+	ms := b.groups[k]
 	for _, m := range ms {
 		if err := x.Fill(m.b.in); err != nil {
 			return waited, err
@@ -351,11 +326,29 @@ func (b *backend) serveGroup(ctx context.Context, client int, x exchange) (waite
 	return waited, x.Read(ms[0].b.out)
 }
 
+// takeGroup takes a free group, waiting b.timeout at most: a group's
+// request that never ends never gives it back.
+func (b *backend) takeGroup() (int, error) {
+	select {
+	case k := <-b.free:
+		return k, nil
+	default:
+	}
+	t := time.NewTimer(b.timeout)
+	defer t.Stop()
+	select {
+	case k := <-b.free:
+		return k, nil
+	case <-t.C:
+		return 0, fmt.Errorf("%w: no group of %d free after %v (their requests hung?)", nccl.ErrTimeout, len(b.groups), b.timeout)
+	}
+}
+
 // abortGroup aborts group k's communicators, each in the background: an
 // abort waits for the call in progress on its communicator.
 func (b *backend) abortGroup(k int) {
-	for _, c := range b.comms[k] {
-		go func() { _ = c.Abort() }()
+	for _, m := range b.groups[k] {
+		go func() { _ = m.b.comm.Abort() }()
 	}
 }
 
@@ -400,17 +393,17 @@ func (b *backend) close() error {
 	for d, g := range b.graphs {
 		errs = append(errs, g.Destroy(b.shards[d].rt, d))
 	}
-	for _, parts := range b.groupExecs {
+	for k, parts := range b.groupExecs {
 		for _, xs := range parts {
 			for i, x := range xs {
-				sh := b.shards[b.ms.Devices()[i]]
-				errs = append(errs, sh.rt.GraphExecDestroy(sh.dev, x))
+				m := b.groups[k][i]
+				errs = append(errs, m.s.rt.GraphExecDestroy(m.s.dev, x))
 			}
 		}
 	}
 	b.graphs, b.groupExecs = nil, nil
-	for _, g := range b.held {
-		errs = append(errs, g.Release())
+	for _, sl := range b.held {
+		errs = append(errs, b.ms.Release(sl))
 	}
 	b.held = nil
 	if b.ms != nil {

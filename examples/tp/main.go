@@ -22,9 +22,8 @@
 // reading of 16 MiB of weights it saves at small batches, and with it
 // whole every rank holds the output, so that each process checks its own.
 // The price is 16 MiB of weights more on each GPU, and the same GEMM on
-// each. A group is slot k of every GPU (pool.MultiSlots.AcquireGroup: a
-// request takes the first free; a process a GPU holds group k for client
-// k); -tp-slots groups serve requests at once, each with communicators
+// each. A group is one slot of every GPU, held by the backend for its
+// life; -tp-slots groups serve requests at once, each with communicators
 // of its own (one a GPU), as NCCL orders a communicator's calls and every
 // rank must make them in one order: each communicator past the first
 // costs its GPU 486 MiB (NCCL's own, outside the pool, 198 MiB at init and
