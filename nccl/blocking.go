@@ -2,7 +2,6 @@ package nccl
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,7 +84,7 @@ func (l *Library) doBlocking(fs []ncclabi.Frame, cs []*Comm, timeout time.Durati
 	bc.l, bc.fs, bc.deadline = l, fs, time.Now().Add(timeout)
 	bc.state.Store(callRunning)
 	l.calls.start(bc) <- bc
-	spinRecv(bc.done)
+	<-bc.done
 	expired := l.calls.remove(bc)
 	if bc.state.Load() == callDone {
 		n, derr = bc.n, bc.derr
@@ -223,48 +222,11 @@ func (d *blockingCalls) remove(bc *blockingCall) (expired bool) {
 	return bc.expired
 }
 
-// handOffSpin is how long a caller spins for its worker's result, and a
-// worker for its next call, before parking (spinRecv), where spinning
-// pays. A parked goroutine is woken through the scheduler, and an idle
-// P's thread through the OS, some µs each way (issue 33: an eager 1 MiB
-// all-reduce on 2 H200s took 19–28 µs a call from C with blocking
-// communicators, 31–35 µs through the binding); a call in a serving loop
-// that returns within handOffSpin, the next made within it, then parks
-// nothing. Its price is CPU: at most handOffSpin a call on the caller's
-// thread while NCCL works, and handOffSpin on the worker's after a call
-// that none follows soon.
-const handOffSpin = 50 * time.Microsecond
-
-// spinCores is the fewest cores, and Ps, with which the caller and the
-// worker spin: each spins on a core of its own, while the other works on
-// another, and a third is left to the rest of the program. With fewer,
-// spinning takes the core the other needs: on 2 cores (BenchmarkBlockingHandOff
-// with a backend whose call is 10 µs of busy work) a call took 16–19 µs
-// spinning, 13–14 µs parking, where the goroutines take turns on one
-// thread.
-const spinCores = 4
-
-// spinRecv receives from ch, spinning for handOffSpin, yielding to other
-// goroutines between its tries, then parking; with fewer than spinCores
-// cores or Ps it parks at once.
-func spinRecv[T any](ch <-chan T) T {
-	if min(runtime.NumCPU(), runtime.GOMAXPROCS(0)) >= spinCores {
-		for start := time.Now(); time.Since(start) < handOffSpin; runtime.Gosched() {
-			select {
-			case v := <-ch:
-				return v
-			default:
-			}
-		}
-	}
-	return <-ch
-}
-
 // work makes the calls given on jobs, until a nil one. It is idle again
 // before it signals its caller, so that the caller's next call takes it
 // rather than starting another worker.
 func (d *blockingCalls) work(jobs chan *blockingCall) {
-	for bc := <-jobs; bc != nil; bc = spinRecv(jobs) {
+	for bc := <-jobs; bc != nil; bc = <-jobs {
 		done := bc.run()
 		d.mu.Lock()
 		running := d.running

@@ -35,8 +35,7 @@ func cpuTime(b *testing.B) time.Duration {
 // -bench-allreduce posts them, through a backend whose call takes 10 µs
 // of busy work: what a call takes past 10 µs is the binding's, mostly the
 // hand-off to the worker goroutine that makes the call and back (issue
-// 33). cpu-us/op is the process's CPU time a call, the 10 µs included,
-// spinning included.
+// 33). cpu-us/op is the process's CPU time a call, the 10 µs included.
 func BenchmarkBlockingHandOff(b *testing.B) {
 	l := &Library{be: busy(10 * time.Microsecond), path: "busy"}
 	const n = 2
