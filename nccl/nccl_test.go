@@ -111,6 +111,40 @@ func TestGroupDrivesEveryDeviceFromOneGoroutine(t *testing.T) {
 	}
 }
 
+// A group queues every rank's part before another goroutine's
+// synchronisation of one rank's device can see it: a GPU's kernel of the
+// collective would wait for its peer's, launched by the same group end, so
+// a synchronisation of rank 0's device in between must not fault it.
+func TestGroupIsQueuedOnEveryDeviceAtOnce(t *testing.T) {
+	r := newRig(t, 2, 8)
+	ops := []nccl.Op{
+		r.comms[0].AllReduceOp(r.a[0], r.a[0], 1, nccl.Int64, nccl.Sum, r.s[0]),
+		r.comms[1].AllReduceOp(r.a[1], r.a[1], 1, nccl.Int64, nccl.Sum, r.s[1]),
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				assert.NoError(t, r.fake.DeviceSynchronize(0))
+			}
+		}
+	})
+	for range 2000 {
+		if !assert.NoError(t, r.lib.Group(ops...)) {
+			break
+		}
+	}
+	close(stop)
+	wg.Wait()
+	for d := range 2 {
+		assert.NoError(t, r.fake.StreamSynchronize(d, r.s[d]), "rank %d", d)
+	}
+}
+
 func TestMismatchFailsEveryRankAtOnce(t *testing.T) {
 	r := newRig(t, 2, 16)
 	errs := make([]error, 2)

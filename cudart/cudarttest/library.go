@@ -38,7 +38,8 @@ import (
 //
 // Work that must reach the streams of several devices before it runs (a
 // collective of NCCL's ranks) is one Work per stream, each queued on its
-// rank's device, and the library coordinates them. Each piece, named by its
+// rank's device, all in one EnqueueAll where one call of the library
+// launches them, and the library coordinates them. Each piece, named by its
 // Work.Key, when it runs, marks its rank reached and waits for each rank
 // not yet reached with Access.Wait, which runs what is queued on that
 // rank's stream up to that rank's piece (which then finds its own peers)

@@ -446,6 +446,30 @@ func TestLibraryCollectiveRunsOnAQuery(t *testing.T) {
 	checkSum(t, f, ranks)
 }
 
+// EnqueueAll queues a collective's pieces together, each checked as
+// Enqueue checks it: one refused leaves the others queued.
+func TestLibraryEnqueueAll(t *testing.T) {
+	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
+	y := attachToy(f)
+	ranks := toyRanks(t, f)
+	bad := y.allReduce(ranks, 1)
+	bad.Stream = ranks[0].s
+	errs := y.lib.EnqueueAll(y.allReduce(ranks, 0), bad)
+	require.Len(t, errs, 2)
+	assert.NoError(t, errs[0])
+	assert.ErrorIs(t, errs[1], cudart.ErrInvalidResourceHandle, "a stream of another device")
+	done, err := f.StreamQuery(0, ranks[0].s)
+	require.NoError(t, err)
+	assert.False(t, done, "rank 0's piece is queued, waiting for rank 1's")
+	errs = y.lib.EnqueueAll(y.allReduce(ranks, 1))
+	require.Len(t, errs, 1)
+	require.NoError(t, errs[0])
+	for d, r := range ranks {
+		require.NoError(t, f.StreamSynchronize(d, r.s))
+	}
+	checkSum(t, f, ranks)
+}
+
 // Allocation tells a library what the driver tells it of an address: a
 // cudaMalloc whole, and in virtual memory the one mapping of a cuMemCreate
 // allocation that holds it, with its device and how it exports; nothing for

@@ -142,11 +142,35 @@ type Work struct {
 // the legacy default stream while a stream of the device captures, which
 // invalidates the capture, as CUDA does.
 func (l *Library) Enqueue(w Work) error {
+	return l.EnqueueAll(w)[0]
+}
+
+// EnqueueAll queues each of ws as Enqueue does, in order, under one hold
+// of the fake's lock: no other goroutine's synchronisation or query sees
+// some of them queued and not the others. It is for the pieces of one
+// collective on its ranks' devices, which one call of the library
+// launches: queued one at a time, a synchronisation of a device between
+// two of them would run a piece whose peer's is not yet queued, and fail
+// it, where a GPU's kernel waits for its peer's, launched moments later by
+// the same call. errs[i] is Enqueue's error for ws[i], nil when it was
+// queued; one refused does not keep the others from being queued.
+func (l *Library) EnqueueAll(ws ...Work) (errs []error) {
 	f := l.f
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	errs = make([]error, len(ws))
+	for i, w := range ws {
+		if x := f.enqueueWork(w); x != nil {
+			errs[i] = x.err(calls.CuLaunchKernel, " for %s on device %d", w.Call, w.Device)
+		}
+	}
+	return errs
+}
+
+// enqueueWork is Enqueue under the fake's lock.
+func (f *Fake) enqueueWork(w Work) *failure {
 	if x := f.ownStream(w.Device, w.Stream); x != nil {
-		return x.err(calls.CuLaunchKernel, " for %s on device %d", w.Call, w.Device)
+		return x
 	}
 	run := func() *failure {
 		err := w.Run(&Access{f: f, device: w.Device, call: w.Call})
@@ -160,7 +184,7 @@ func (l *Library) Enqueue(w Work) error {
 		return x
 	}
 	if x := f.devs[w.Device].sticky; x != nil {
-		return x.err(calls.CuLaunchKernel, " for %s on device %d", w.Call, w.Device)
+		return x
 	}
 	cp := f.graph.captures[w.Stream]
 	if cp != nil && w.Serial != 0 && !cp.serials[w.Serial] {
@@ -176,7 +200,7 @@ func (l *Library) Enqueue(w Work) error {
 		t.keys = []any{w.Key}
 	}
 	if _, x := f.enqueueTask(w.Device, w.Stream, calls.CuLaunchKernel, t); x != nil {
-		return x.err(calls.CuLaunchKernel, " for %s on device %d", w.Call, w.Device)
+		return x
 	}
 	if captured {
 		f.recordMemNode(w.Stream, cudart.GraphNodeMemFree)

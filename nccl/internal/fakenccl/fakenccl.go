@@ -101,9 +101,11 @@ type Backend struct {
 // order on every rank with the same call, count, type, operation and root;
 // a transfer's count and type must agree with its peer's: a rank that
 // disagrees fails every rank of the operation with ncclInvalidUsage, and the
-// last error says who called what. Once matched, each rank's part is queued
-// on its stream (cudarttest.Library.Enqueue); when it runs, it runs the
-// other ranks' streams up to their parts, and the last part to run computes
+// last error says who called what. Once matched, every rank's part is queued
+// on its stream at once (cudarttest.Library.EnqueueAll), so that no
+// synchronisation of one rank's device sees it without its peers'; when
+// it runs, it runs the other ranks' streams up to their parts, and the
+// last part to run computes
 // the operation on the CPU (ncclabi.Combine), reading and writing device
 // memory as a kernel does, faulting the devices with
 // cudaErrorIllegalAddress otherwise. A part queued on a capturing stream is

@@ -332,18 +332,25 @@ func (b *Backend) matched(o *op) {
 		c.used = true
 	}
 	o.run = newRun(o)
+	works := make([]cudarttest.Work, len(o.parts))
 	for i, p := range o.parts {
 		c := p.comm
 		if c.err != ncclabi.Success {
 			o.run.refuse(fmt.Sprintf("%s: rank %d failed before its part ran: %s", p.f.Call, c.rank, c.last))
 		}
-		pc := o.run.pieces[i]
-		if err := b.lib.Enqueue(pc.work()); err != nil {
+		works[i] = o.run.pieces[i].work()
+	}
+	// Every rank's piece at once: a synchronisation of one rank's device
+	// in between would run its piece without its peers'.
+	for i, err := range b.lib.EnqueueAll(works...) {
+		p := o.parts[i]
+		c := p.comm
+		if err != nil {
 			b.failAll([]*comm{c}, ncclabi.UnhandledCudaError, "%s: the launch on device %d failed: %v", p.f.Call, c.device, err)
 			o.run.refuse(fmt.Sprintf("%s: rank %d's part could not be queued: %v", p.f.Call, c.rank, err))
 			continue
 		}
-		c.queued = append(c.queued, pc)
+		c.queued = append(c.queued, o.run.pieces[i])
 	}
 }
 
