@@ -107,7 +107,8 @@
 // DeviceReset clears it; it destroys what the device's context held, as
 // cudaDeviceReset does: queued work, device, managed and stream-ordered
 // memory, pinned host memory allocated or registered on it, streams,
-// events, modules, graphs, and the device's limits and flags. Virtual memory
+// events, modules, graphs and their instantiations (every call then refuses
+// their handles), and the device's limits and flags. Virtual memory
 // (physical memory, mappings, reservations) is the process's and outlives
 // the reset, as on a GPU. After a fatal fault the reset succeeds once and
 // leaves the device lost, as measured on a GPU: every later call that needs
@@ -253,9 +254,9 @@
 // orders after another stream's work reads the bytes from before it,
 // always. Kernel launches, event records and waits, and graph launches are
 // queued like the rest; a wait for an event runs the event's stream up to
-// it when the wait runs. DeviceReset does not unload the device's modules or
-// destroy its events and graphs. StreamCreate takes no flags, so there are no non-blocking streams, and cudaStreamPerThread is one
-// stream for the whole process, as Go has no thread to tie it to.
+// it when the wait runs. StreamCreate takes no flags, so there are no
+// non-blocking streams, and cudaStreamPerThread is one stream for the whole
+// process, as Go has no thread to tie it to.
 //
 // The stream-ordered pool keeps nothing: freed memory goes back to the
 // device when FreeAsync runs, whatever the release threshold. Managed memory
