@@ -161,7 +161,7 @@ func (f *Fake) CheckLeaks() error {
 			}
 			return false
 		})
-		text := fmt.Sprintf("memory heap %q at %s (%s) from nvtxMemHeapRegister (after call #%d)%s", h.name, h.base, bytesize.Format(h.size), h.seq, h.origin)
+		text := fmt.Sprintf("memory heap %q at %s (%s) from nvtxMemHeapRegister, after %d runtime calls%s", h.name, h.base, bytesize.Format(h.size), h.seq, h.origin)
 		if len(under) > 0 {
 			text = fmt.Sprintf("%q was never closed (a memory heap of %s at %s%s); its memory: %s",
 				h.name, bytesize.Format(h.size), h.base, h.origin, strings.Join(under, "; "))
