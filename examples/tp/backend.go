@@ -48,7 +48,6 @@ type backend struct {
 	profile string
 	nodes   []cudart.GraphNodeCounts // of every request graph
 	timeout time.Duration            // bound of a request's wait for its devices
-	poll    bool                     // wait by polling (CUDA), or synchronise (the fake)
 
 	// replicas: graphs by device, then slot (launchGraph), or none.
 	graphs map[int]capture.PerSlot
@@ -70,9 +69,9 @@ type backend struct {
 // backend tensor parallel: comms[k][i] is slot k's communicator on the
 // i-th device of devices. A tensor-parallel request that fails on its
 // communicators, or is not done within timeout, raises aborted.
-func newBackend(name string, shards map[int]*shard, devices []int, n, rows int, blas *cublas.Library, lib *nccl.Library, comms [][]*nccl.Comm, launch string, pinnedClients bool, timeout time.Duration, poll bool, aborted *abortSignal) (_ *backend, err error) {
+func newBackend(name string, shards map[int]*shard, devices []int, n, rows int, blas *cublas.Library, lib *nccl.Library, comms [][]*nccl.Comm, launch string, pinnedClients bool, timeout time.Duration, aborted *abortSignal) (_ *backend, err error) {
 	sh := shards[devices[0]]
-	b := &backend{name: name, rows: rows, launch: launch, lib: lib, shards: shards, profile: fmt.Sprintf("batch%d", rows), timeout: timeout, pinned: pinnedClients, poll: poll, aborted: aborted}
+	b := &backend{name: name, rows: rows, launch: launch, lib: lib, shards: shards, profile: fmt.Sprintf("batch%d", rows), timeout: timeout, pinned: pinnedClients, aborted: aborted}
 	shared := pool.NewProfile("shared")
 	if b.r.params, err = shared.Device(sh.bytes(), pool.Name("params")); err != nil {
 		return nil, err
@@ -352,17 +351,16 @@ func (b *backend) abortGroup(k int) {
 	}
 }
 
-// finish waits for every member's stream. Tensor parallel on CUDA polls
-// (nccl's Wait: cudaStreamQuery and the communicators' errors) for
-// b.timeout at most: a peer that died leaves the all-reduce's kernel
-// waiting on the GPU, which a stream synchronisation would wait on for
-// ever. Past the bound Wait aborts the communicators (AbortWait at most)
-// and fails, and the failure is raised to b.aborted, which bounds the
-// cleanup after it. A replica has no peer to wait for, and the fake
-// runtime runs a stream's work only when it is synchronised (its
-// collectives cannot hang once posted): both synchronise the streams.
+// finish waits for every member's stream. Tensor parallel polls (nccl's
+// Wait: cudaStreamQuery and the communicators' errors) for b.timeout at
+// most, on the fake as on CUDA, whose queries run the work they find
+// queued: a peer that died leaves the all-reduce's kernel waiting on the
+// GPU, which a stream synchronisation would wait on for ever. Past the
+// bound Wait aborts the communicators (AbortWait at most) and fails, and
+// the failure is raised to b.aborted, which bounds the cleanup after it.
+// A replica has no peer to wait for: it synchronises its stream.
 func (b *backend) finish(ms []member) error {
-	if !b.poll || ms[0].b.comm == nil {
+	if ms[0].b.comm == nil {
 		for _, m := range ms {
 			if err := m.s.rt.StreamSynchronize(m.s.dev, m.b.stream); err != nil {
 				return err

@@ -194,7 +194,7 @@ func (s *session) serveReplicas(devices []int) (err error) {
 	name := fmt.Sprintf("replicas, %s, %d slots a GPU, %d clients", gpusOf(len(devices)), s.c.slots, clients)
 	for _, rows := range s.c.batches {
 		if err := s.measure(name, len(devices), rows, clients, func() (*backend, error) {
-			return newBackend(name, shards, devices, s.c.slots, rows, s.blas, s.lib, nil, launchGraph, false, s.c.timeout, s.rt.CUDA, nil)
+			return newBackend(name, shards, devices, s.c.slots, rows, s.blas, s.lib, nil, launchGraph, false, s.c.timeout, nil)
 		}, nil); err != nil {
 			return err
 		}
@@ -260,7 +260,7 @@ func (s *session) serveGroups(devices, all []int, comms [][]*nccl.Comm, clients 
 	name := fmt.Sprintf("tensor parallel, %s, %d groups, %s", gpusOf(world), s.c.tpSlots, s.c.launch)
 	mk := func(rows int) func() (*backend, error) {
 		return func() (*backend, error) {
-			return newBackend(name, shards, devices, s.c.tpSlots, rows, s.blas, s.lib, comms, s.c.launch, pinned, s.c.timeout, s.rt.CUDA, s.c.aborted)
+			return newBackend(name, shards, devices, s.c.tpSlots, rows, s.blas, s.lib, comms, s.c.launch, pinned, s.c.timeout, s.c.aborted)
 		}
 	}
 	for _, rows := range s.c.batches {

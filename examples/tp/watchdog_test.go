@@ -16,11 +16,12 @@ import (
 	"github.com/cudapool/cudapool/nccl"
 )
 
-// stallingRuntime is a rank's runtime whose StreamSynchronize on device
-// never returns once armed, until released: a call into CUDA that never
-// returns, as on a GPU whose peer was killed with its part of an
-// all-reduce unposted (the collective's kernel waits for ever, and so does
-// whatever waits for it).
+// stallingRuntime is a rank's runtime whose StreamQuery on device never
+// returns once armed, until released: a call into CUDA that never returns,
+// as on a GPU whose peer was killed with its part of an all-reduce
+// unposted (the collective's kernel waits for ever, and so may whatever
+// asks about it). A request's wait for its devices polls (nccl's
+// Library.Wait), on the fake as on CUDA, so the query is what stalls.
 type stallingRuntime struct {
 	cudart.Full
 	device  int
@@ -38,7 +39,7 @@ func newStallingRuntime(device int) *stallingRuntime {
 // Unwrap makes the bindings take it for the fake it wraps.
 func (r *stallingRuntime) Unwrap() cudart.Runtime { return r.Full }
 
-func (r *stallingRuntime) StreamSynchronize(device int, s cudart.Stream) error {
+func (r *stallingRuntime) StreamQuery(device int, s cudart.Stream) (bool, error) {
 	if device == r.device && r.armed.Load() {
 		r.once.Do(func() {
 			r.stuckAt = time.Now()
@@ -46,7 +47,7 @@ func (r *stallingRuntime) StreamSynchronize(device int, s cudart.Stream) error {
 		})
 		<-r.release
 	}
-	return r.Full.StreamSynchronize(device, s)
+	return r.Full.StreamQuery(device, s)
 }
 
 // armOnSoak writes to w, and arms r once the soak begins.
@@ -63,7 +64,7 @@ func (a armOnSoak) Write(p []byte) (int, error) {
 }
 
 // TestAStuckRankExitsWithinItsBound: in a soak of a process-per-GPU pair,
-// rank 0's stream stops finishing (its wait for it never returns), as on
+// rank 0's stream stops finishing (its query never returns), as on
 // 2×H200 after its peer's kill -9, where rank 0 printed nothing for 88 s.
 // Rank 0 says so on stderr and fails within -timeout + AbortWait + 1 s of
 // the stall; rank 1, left alone in its next all-reduce, fails too.
