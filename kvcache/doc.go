@@ -88,7 +88,8 @@
 // released from another goroutine.
 //
 // The cache keeps token ids and page ids; the keys and values are the
-// program's kernels' to write. A page is entered in the prefix index when
+// program's kernels' to write, at PagePtr(id) plus Layout.Offset (a test
+// without kernels may write them there with the runtime's Memcpy). A page is entered in the prefix index when
 // Append fills it with ids, before the kernel that computes its keys and
 // values has run: a sequence that reuses it must read it after that kernel,
 // which one stream for both (WithStream) guarantees. Likewise a page freed

@@ -230,7 +230,7 @@ func (t *Tables) plan(batch []Seq) ([]span, uint64, error) {
 	for i, s := range batch {
 		st, err := t.state(s)
 		if err != nil {
-			return nil, 0, fmt.Errorf("kvcache: batch[%d]: %w", i, err)
+			return nil, 0, fmt.Errorf("%w (batch[%d])", err, i)
 		}
 		var pages []int32
 		n := int32(0)

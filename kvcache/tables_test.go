@@ -2,6 +2,7 @@ package kvcache
 
 import (
 	"encoding/binary"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -255,4 +256,16 @@ func BenchmarkTablesDecodeStep(b *testing.B) {
 		}
 	}
 	require.NoError(b, c.rt.DeviceSynchronize(0))
+}
+
+// A batch holding another cache's sequence is refused naming its place in
+// the batch, the package's prefix said once.
+func TestSyncNamesTheForeignSequencesPlace(t *testing.T) {
+	rt := cudarttest.Open(t)
+	_, tb := newTables(t, rt, 8, 2, 4)
+	other, _ := newTables(t, rt, 8, 2, 4)
+	_, err := tb.Sync([]Seq{other.Create()})
+	require.ErrorIs(t, err, ErrInvalidSeq)
+	assert.Equal(t, 1, strings.Count(err.Error(), "kvcache:"), err.Error())
+	assert.Contains(t, err.Error(), "(batch[0])")
 }
