@@ -95,14 +95,7 @@ func TestInlineLaunchCharge(t *testing.T) {
 	comms, err := lib.InitAll([]int{0, 1}, nccl.WithInlineLaunch())
 	require.NoError(t, err)
 	assert.Equal(t, uint64(fakenccl.KeptCharge+fakenccl.SplitCharge), used()-base, "what NCCL keeps from the first init, and the split")
-	s := make([]cudart.Stream, 2)
-	p := make([]cudart.DevicePtr, 2)
-	for d := range 2 {
-		s[d], err = f.StreamCreate(d)
-		require.NoError(t, err)
-		p[d], err = f.Malloc(d, 4)
-		require.NoError(t, err)
-	}
+	s, p := streamsAndBuffers(t, f, 2, 4)
 	base = used()
 	require.NoError(t, lib.Group(comms[0].AllReduceOp(p[0], p[0], 1, nccl.Int32, nccl.Sum, s[0]), comms[1].AllReduceOp(p[1], p[1], 1, nccl.Int32, nccl.Sum, s[1])))
 	assert.Equal(t, uint64(fakenccl.FurtherFirstCharge), used()-base, "its first collective")

@@ -58,6 +58,22 @@ func newRig(t testing.TB, n int, size uint64, opts ...nccl.CommOption) *rig {
 	return r
 }
 
+// streamsAndBuffers makes a stream and a buffer of size bytes on each of
+// the first n devices.
+func streamsAndBuffers(t *testing.T, f *cudarttest.Fake, n int, size uint64) ([]cudart.Stream, []cudart.DevicePtr) {
+	t.Helper()
+	s := make([]cudart.Stream, n)
+	p := make([]cudart.DevicePtr, n)
+	for d := range n {
+		var err error
+		s[d], err = f.StreamCreate(d)
+		require.NoError(t, err)
+		p[d], err = f.Malloc(d, size)
+		require.NoError(t, err)
+	}
+	return s, p
+}
+
 func f32s(v ...float32) []byte {
 	b := make([]byte, 4*len(v))
 	for i, x := range v {
@@ -185,14 +201,7 @@ func TestCommunicatorsChargeWhatNCCLTakes(t *testing.T) {
 	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
 	lib, err := nccl.Open(f)
 	require.NoError(t, err)
-	s := make([]cudart.Stream, 2)
-	p := make([]cudart.DevicePtr, 2)
-	for d := range 2 {
-		s[d], err = f.StreamCreate(d)
-		require.NoError(t, err)
-		p[d], err = f.Malloc(d, 4)
-		require.NoError(t, err)
-	}
+	s, p := streamsAndBuffers(t, f, 2, 4)
 	used := func() uint64 {
 		free, total, err := f.MemGetInfo(1)
 		require.NoError(t, err)

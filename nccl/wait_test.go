@@ -118,14 +118,7 @@ func TestWaitIsBoundedWhenAPeerNeverRuns(t *testing.T) {
 	require.NoError(t, err)
 	comms, err := lib.InitAll([]int{0, 1})
 	require.NoError(t, err)
-	s := make([]cudart.Stream, 2)
-	p := make([]cudart.DevicePtr, 2)
-	for d := range 2 {
-		s[d], err = f.StreamCreate(d)
-		require.NoError(t, err)
-		p[d], err = f.Malloc(d, 16)
-		require.NoError(t, err)
-	}
+	s, p := streamsAndBuffers(t, f, 2, 16)
 	execs := capture(t, f, comms, s, p, p)
 	require.NoError(t, f.GraphLaunch(0, execs[0], s[0]))
 	const bound = 200 * time.Millisecond

@@ -134,15 +134,20 @@ func requireEdgePlan(t *testing.T, reqs []plan.Request, placed []plan.Placed, op
 	return res
 }
 
+// shortOr is n trials, or short with -short.
+func shortOr(n, short int) int {
+	if testing.Short() {
+		return short
+	}
+	return n
+}
+
 // TestPlanEdgeValues plans random requests whose steps and sizes come
 // from the edges of their ranges, alone, around placed buffers, and in
 // numbers that take the large-input planner.
 func TestPlanEdgeValues(t *testing.T) {
 	r := rand.New(rand.NewPCG(22, 1))
-	trials := 400
-	if testing.Short() {
-		trials = 100
-	}
+	trials := shortOr(400, 100)
 	for range trials {
 		reqs := edgeRequests(r, 1+r.IntN(12))
 		res := requireEdgePlan(t, reqs, nil, plan.WithTries(20))

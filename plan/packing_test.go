@@ -110,10 +110,7 @@ func straightCut(reqs []plan.Request, offs []uint64, steps int, arena uint64) bo
 // and find the same one again.
 func TestPerfectPackings(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 32))
-	trials := 40
-	if testing.Short() {
-		trials = 10
-	}
+	trials := shortOr(40, 10)
 	for trial := range trials {
 		pinwheel := trial%2 == 0
 		steps, width := 6+r.IntN(20), 8+r.IntN(40)

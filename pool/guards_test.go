@@ -89,15 +89,8 @@ func TestGuardsSkipBytesAnotherBufferOwns(t *testing.T) {
 	// small lives at steps 0..1 and big at 2..3: they share bytes, and
 	// big's data covers small's guard, so writing big whole is no
 	// corruption; a byte past big is.
-	p, f := newUncheckedPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithGuards(256))
-	small, err := p.WantDevice(256, pool.Name("small"), pool.Live(0, 1))
-	require.NoError(t, err)
-	big, err := p.WantDevice(4096, pool.Name("big"), pool.Live(2, 3))
-	require.NoError(t, err)
-	require.NoError(t, p.Satisfy())
-	require.Equal(t, small.Offset(), big.Offset(), "the planner shares their bytes")
-	ptr, err := big.Ptr()
-	require.NoError(t, err)
+	p, f, _, big := newSharingPair(t, "small", 256, "big", 4096)
+	ptr := ptrOf(t, big)
 	require.NoError(t, f.Memset(0, ptr, 9, 4096))
 	require.NoError(t, f.DeviceSynchronize(0))
 	require.NoError(t, p.Check())

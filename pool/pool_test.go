@@ -38,6 +38,21 @@ func newUncheckedPool(t *testing.T, opts ...pool.Option) (*pool.Pool, *cudarttes
 	return newPoolOn(t, cudarttest.NewFakeT(t, cudarttest.WithoutMemcheck()), opts...)
 }
 
+// newSharingPair is newUncheckedPool with 256-byte guards and a device
+// buffer living at steps 0..1 and another at 2..3, planned into the same
+// bytes, as it requires.
+func newSharingPair(t *testing.T, first string, firstSize uint64, second string, secondSize uint64) (*pool.Pool, *cudarttest.Fake, *pool.Buffer, *pool.Buffer) {
+	t.Helper()
+	p, f := newUncheckedPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithGuards(256))
+	a, err := p.WantDevice(firstSize, pool.Name(first), pool.Live(0, 1))
+	require.NoError(t, err)
+	b, err := p.WantDevice(secondSize, pool.Name(second), pool.Live(2, 3))
+	require.NoError(t, err)
+	require.NoError(t, p.Satisfy())
+	require.Equal(t, a.Offset(), b.Offset(), "the planner shares their bytes")
+	return p, f, a, b
+}
+
 func newPoolOn(t *testing.T, f *cudarttest.Fake, opts ...pool.Option) (*pool.Pool, *cudarttest.Fake) {
 	t.Helper()
 	p, err := pool.New(f, opts...)

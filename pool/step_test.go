@@ -170,13 +170,7 @@ func TestStepMisuse(t *testing.T) {
 // guards stay intact. (Without memcheck, which would refuse the test's own
 // read of a dead buffer.)
 func TestStepPoisonsEndedBuffers(t *testing.T) {
-	p, f := newUncheckedPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithGuards(256))
-	early, err := p.WantDevice(8192, pool.Name("early"), pool.Live(0, 1))
-	require.NoError(t, err)
-	late, err := p.WantDevice(4096, pool.Name("late"), pool.Live(2, 3))
-	require.NoError(t, err)
-	require.NoError(t, p.Satisfy())
-	require.Equal(t, early.Offset(), late.Offset())
+	p, f, early, late := newSharingPair(t, "early", 8192, "late", 4096)
 	pe, pl := ptrOf(t, early), ptrOf(t, late)
 	read := func(ptr cudart.DevicePtr, n int) []byte {
 		out := make([]byte, n)
