@@ -224,12 +224,8 @@ func (f *Fake) EventElapsedTime(device int, start, end cudart.Event) (time.Durat
 func (f *Fake) EventDestroy(device int, e cudart.Event) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	_, x := live(f, calls.EventDestroy, device, f.evs.live, e, "event")
-	if x != nil {
-		return x.err(calls.EventDestroy, "(event 0x%x) on device %d", uintptr(e), device)
-	}
-	delete(f.evs.live, e)
-	return nil
+	_, err := destroy(f, calls.EventDestroy, device, f.evs.live, e, "event")
+	return err
 }
 
 // hostWait refuses the host's query of an event last recorded into a

@@ -262,12 +262,11 @@ func replay(work []step) task {
 func (f *Fake) GraphExecDestroy(device int, e cudart.GraphExec) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	ex, x := live(f, calls.GraphExecDestroy, device, f.graph.execs, e, "graph exec")
-	if x != nil {
-		return x.err(calls.GraphExecDestroy, "(graph exec 0x%x) on device %d", uintptr(e), device)
+	ex, err := destroy(f, calls.GraphExecDestroy, device, f.graph.execs, e, "graph exec")
+	if err != nil {
+		return err
 	}
 	f.dropGraphMem(ex.mem)
-	delete(f.graph.execs, e)
 	return nil
 }
 
@@ -275,13 +274,12 @@ func (f *Fake) GraphExecDestroy(device int, e cudart.GraphExec) error {
 func (f *Fake) GraphDestroy(device int, g cudart.Graph) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	gr, x := live(f, calls.GraphDestroy, device, f.graph.graphs, g, "graph")
-	if x != nil {
-		return x.err(calls.GraphDestroy, "(graph 0x%x) on device %d", uintptr(g), device)
+	gr, err := destroy(f, calls.GraphDestroy, device, f.graph.graphs, g, "graph")
+	if err != nil {
+		return err
 	}
 	f.graph.dropNodes(gr.nodes)
 	f.dropGraphMem(gr.mem)
-	delete(f.graph.graphs, g)
 	return nil
 }
 
@@ -302,6 +300,20 @@ func live[H ~uintptr, T any, P interface {
 		return p, x
 	}
 	return p, onDevice(p, device, "%s 0x%x", what, uintptr(h))
+}
+
+// destroy is live for a call that destroys h, which leaves objs when live:
+// its error names the call, the handle and the device.
+func destroy[H ~uintptr, T any, P interface {
+	*T
+	owner() int
+}](f *Fake, c calls.Call, device int, objs map[H]P, h H, what string) (P, error) {
+	p, x := live(f, c, device, objs, h, what)
+	if x != nil {
+		return p, x.err(c, "(%s 0x%x) on device %d", what, uintptr(h), device)
+	}
+	delete(objs, h)
+	return p, nil
 }
 
 // onDevice refuses the object of a handle, p, when it is not live (nil) or

@@ -124,11 +124,9 @@ func (f *Fake) ModuleGetFunction(device int, m cudart.Module, name string) (cuda
 func (f *Fake) ModuleUnload(device int, m cudart.Module) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	_, x := live(f, calls.CuModuleUnload, device, f.kern.modules, m, "module")
-	if x != nil {
-		return x.err(calls.CuModuleUnload, "(module 0x%x) on device %d", uintptr(m), device)
+	if _, err := destroy(f, calls.CuModuleUnload, device, f.kern.modules, m, "module"); err != nil {
+		return err
 	}
-	delete(f.kern.modules, m)
 	for fn, ff := range f.kern.functions {
 		if ff.module == m {
 			delete(f.kern.functions, fn)
