@@ -82,15 +82,11 @@ func TestTheToolSeesThePagesHeld(t *testing.T) {
 // page and the sequence that held it.
 func TestAReadOfAFreedPageFailsNamingIt(t *testing.T) {
 	c, rt := newCheckedCache(t, 8)
-	a, b := c.Create(), c.Create()
-	_, err := a.Append(toks(0, 8))
-	require.NoError(t, err)
-	_, err = b.Append(toks(100, 4))
-	require.NoError(t, err)
+	a, _ := twoSeqs(t, c, 8, 4)
 	pa := pagesOf(t, a)
 	require.NoError(t, readOnStream(c, rt, pa[1]), "a held page reads")
 	require.NoError(t, a.Free())
-	err = readOnStream(c, rt, pa[1])
+	err := readOnStream(c, rt, pa[1])
 	require.ErrorIs(t, err, cudart.ErrIllegalAddress)
 	assert.Contains(t, err.Error(), `it was in "kvcache page 1 (seq 0)"`)
 }
@@ -100,14 +96,10 @@ func TestAReadOfAFreedPageFailsNamingIt(t *testing.T) {
 // its sequence; widened again, it reads.
 func TestScopeCatchesAPageOutsideTheBatch(t *testing.T) {
 	c, rt := newCheckedCache(t, 8)
-	a, b := c.Create(), c.Create()
-	_, err := a.Append(toks(0, 4))
-	require.NoError(t, err)
-	_, err = b.Append(toks(100, 4))
-	require.NoError(t, err)
+	a, b := twoSeqs(t, c, 4, 4)
 	require.NoError(t, c.Scope(b))
 	assert.Equal(t, []string{"kvcache page 1 (seq 1)"}, regionNames(t, c, rt))
-	_, err = b.Append(toks(104, 1))
+	_, err := b.Append(toks(104, 1))
 	require.NoError(t, err, "the batch grows in scope")
 	assert.Equal(t, []string{"kvcache page 1 (seq 1)", "kvcache page 2 (seq 1)"}, regionNames(t, c, rt))
 	require.NoError(t, c.Scope())

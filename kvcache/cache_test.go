@@ -205,6 +205,14 @@ func newSeqs(tb testing.TB, c *Cache, n int, tokens func(i int) []int32) []Seq {
 	return seqs
 }
 
+// twoSeqs creates two sequences in c: a holding na tokens from 0, and b nb
+// tokens from 100.
+func twoSeqs(tb testing.TB, c *Cache, na, nb int) (a, b Seq) {
+	tb.Helper()
+	s := newSeqs(tb, c, 2, func(i int) []int32 { return toks(100*i, []int{na, nb}[i]) })
+	return s[0], s[1]
+}
+
 func pagesOf(t *testing.T, s Seq) []int32 {
 	t.Helper()
 	ids, err := s.Pages(nil)
@@ -396,18 +404,14 @@ func TestPrefixPagesAreReused(t *testing.T) {
 
 func TestCachedPagesAreEvictedLeastRecentlyFreedFirst(t *testing.T) {
 	c, _, _ := newCache(t, WithPages(4))
-	a, b := c.Create(), c.Create()
-	_, err := a.Append(toks(0, 8)) // pages a0 a1
-	require.NoError(t, err)
-	_, err = b.Append(toks(100, 8)) // b0 b1
-	require.NoError(t, err)
+	a, b := twoSeqs(t, c, 8, 8) // pages a0 a1, b0 b1
 	pa, pb := pagesOf(t, a), pagesOf(t, b)
 	require.NoError(t, a.Free()) // LRU: a1 a0
 	require.NoError(t, b.Free()) // LRU: a1 a0 b1 b0
 	assert.Equal(t, Stats{Pages: 4, Cached: 4, Reserved: 4 << 10, Misses: 4}, c.Stats())
 
 	n := c.Create()
-	_, err = n.Append(toks(500, 8))
+	_, err := n.Append(toks(500, 8))
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []int32{pa[1], pa[0]}, pagesOf(t, n), "a's pages went first, its last page before its first")
 	assert.Equal(t, uint64(2), c.Stats().Evictions)

@@ -60,11 +60,7 @@ func checkTables(t *testing.T, rt cudart.Runtime, batch []Seq, b Batch) {
 func TestTablesFollowTheSequences(t *testing.T) {
 	rt := cudarttest.Open(t)
 	c, tb := newTables(t, rt, 32, 4, 8)
-	a, b := c.Create(), c.Create()
-	_, err := a.Append(toks(0, 6))
-	require.NoError(t, err)
-	_, err = b.Append(toks(100, 3))
-	require.NoError(t, err)
+	a, b := twoSeqs(t, c, 6, 3)
 	sync := func(batch ...Seq) {
 		t.Helper()
 		bt, err := tb.Sync(batch)
@@ -73,7 +69,7 @@ func TestTablesFollowTheSequences(t *testing.T) {
 	}
 	sync(a, b)
 
-	_, err = a.Append(toks(6, 3)) // a takes a third page
+	_, err := a.Append(toks(6, 3)) // a takes a third page
 	require.NoError(t, err)
 	sync(a, b)
 
