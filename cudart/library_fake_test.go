@@ -371,11 +371,12 @@ func TestCint(t *testing.T) {
 	assert.Zero(t, cint(CPUDevice)>>32, "the upper half of the register is clear")
 }
 
-func BenchmarkFakeMallocFree(b *testing.B) {
-	l := openFake(b)
+// benchMallocFree times a cudaMalloc of size bytes on device 0 and its
+// cudaFree.
+func benchMallocFree(b *testing.B, l *library, size uint64) {
 	b.ReportAllocs()
 	for b.Loop() {
-		p, err := l.Malloc(0, 1024)
+		p, err := l.Malloc(0, size)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -385,17 +386,25 @@ func BenchmarkFakeMallocFree(b *testing.B) {
 	}
 }
 
-func BenchmarkFakeMemcpy4K(b *testing.B) {
-	l := openFake(b)
-	host := make([]byte, 4096)
-	dev, err := l.Malloc(0, 4096)
-	require.NoError(b, err)
+// benchMemcpy times a copy of host's bytes to dev on device 0.
+func benchMemcpy(b *testing.B, l *library, dev DevicePtr, host []byte) {
 	b.ReportAllocs()
-	b.SetBytes(4096)
+	b.SetBytes(int64(len(host)))
 	for b.Loop() {
-		if err := l.Memcpy(0, DeviceMem(dev, 4096), HostMem(host), HostToDevice); err != nil {
+		if err := l.Memcpy(0, DeviceMem(dev, uint64(len(host))), HostMem(host), HostToDevice); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+func BenchmarkFakeMallocFree(b *testing.B) {
+	benchMallocFree(b, openFake(b), 1024)
+}
+
+func BenchmarkFakeMemcpy4K(b *testing.B) {
+	l := openFake(b)
+	dev, err := l.Malloc(0, 4096)
+	require.NoError(b, err)
+	benchMemcpy(b, l, dev, make([]byte, 4096))
 	require.NoError(b, l.Free(0, dev))
 }

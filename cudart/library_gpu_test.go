@@ -329,17 +329,7 @@ func TestGPUHotPathDoesNotAllocate(t *testing.T) {
 }
 
 func BenchmarkGPUMallocFree(b *testing.B) {
-	l := gpu(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		p, err := l.Malloc(0, 1<<20)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := l.Free(0, p); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchMallocFree(b, gpu(b), 1<<20)
 }
 
 func BenchmarkGPUMallocAsyncFreeAsync(b *testing.B) {
@@ -367,11 +357,5 @@ func BenchmarkGPUMemcpyPinned4K(b *testing.B) {
 	dev, err := l.Malloc(0, 4096)
 	require.NoError(b, err)
 	defer func() { require.NoError(b, l.Free(0, dev)) }()
-	b.ReportAllocs()
-	b.SetBytes(4096)
-	for b.Loop() {
-		if err := l.Memcpy(0, DeviceMem(dev, 4096), HostMem(host), HostToDevice); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchMemcpy(b, l, dev, host)
 }
