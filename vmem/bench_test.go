@@ -21,6 +21,21 @@ func benchRuntimes(b *testing.B, fn func(b *testing.B, rt cudart.Full)) {
 	b.Run("cuda", func(b *testing.B) { fn(b, openCUDA(b, 1)) })
 }
 
+// growDoubling grows to each size from benchFrom to benchTo, doubling, then
+// releases, untimed.
+func growDoubling(b *testing.B, grow func(size uint64) error, release func() error) {
+	for n := uint64(benchFrom); n <= benchTo; n *= 2 {
+		if err := grow(n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if err := release(); err != nil {
+		b.Fatal(err)
+	}
+	b.StartTimer()
+}
+
 // BenchmarkVectorGrowDoubling times a Vector grown by doubling from 2 MiB to
 // 1 GiB; Close is not timed.
 func BenchmarkVectorGrowDoubling(b *testing.B) {
@@ -30,16 +45,7 @@ func BenchmarkVectorGrowDoubling(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for n := uint64(benchFrom); n <= benchTo; n *= 2 {
-				if err := v.Grow(n); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			if err := v.Close(); err != nil {
-				b.Fatal(err)
-			}
-			b.StartTimer()
+			growDoubling(b, v.Grow, v.Close)
 		}
 	})
 }
@@ -56,16 +62,7 @@ func BenchmarkChunkPolicy(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				for n := uint64(benchFrom); n <= benchTo; n *= 2 {
-					if err := a.Ensure(n); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.StopTimer()
-				if err := a.Close(); err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
+				growDoubling(b, a.Ensure, a.Close)
 			}
 		})
 	})
