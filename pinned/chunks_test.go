@@ -37,9 +37,7 @@ func TestSplit(t *testing.T) {
 }
 
 func TestAllocRegistersInChunks(t *testing.T) {
-	withChunk(t, chunk)
-	maps := countMappings(t)
-	f := cudarttest.NewFakeT(t)
+	f, maps := chunkedFake(t)
 	r, err := Alloc(f, 0, 3*chunk+4096, WithFallback(false))
 	require.NoError(t, err)
 	assert.Equal(t, 4, count(f.Calls(), "cudaHostRegister"))
@@ -52,9 +50,7 @@ func TestAllocRegistersInChunks(t *testing.T) {
 }
 
 func TestChunkFailureUnregistersTheChunksBefore(t *testing.T) {
-	withChunk(t, chunk)
-	maps := countMappings(t)
-	f := cudarttest.NewFakeT(t)
+	f, maps := chunkedFake(t)
 	require.NoError(t, f.FailCallNth("cudaHostRegister", 2, 999))
 	_, err := Alloc(f, 0, 3*chunk, WithFallback(false))
 	require.ErrorIs(t, err, cudart.NewError("", 999))
@@ -77,9 +73,7 @@ func (u uva) HostGetDevicePointer(device int, b []byte) (cudart.DevicePtr, error
 }
 
 func TestMappedChunksNeedContiguousDeviceAddresses(t *testing.T) {
-	withChunk(t, chunk)
-	maps := countMappings(t)
-	f := cudarttest.NewFakeT(t)
+	f, maps := chunkedFake(t)
 
 	r, err := Alloc(uva{f}, 0, 3*chunk, WithFlags(Mapped), WithFallback(false))
 	require.NoError(t, err)
@@ -102,9 +96,7 @@ func TestMappedChunksNeedContiguousDeviceAddresses(t *testing.T) {
 }
 
 func TestFailedCleanupLeavesItPinnedAndSaysSo(t *testing.T) {
-	withChunk(t, chunk)
-	maps := countMappings(t)
-	f := cudarttest.NewFakeT(t)
+	f, maps := chunkedFake(t)
 	require.NoError(t, f.FailCallNth("cudaHostRegister", 3, 999))
 	require.NoError(t, f.FailCall("cudaHostUnregister", 999))
 	_, err := Alloc(f, 0, 3*chunk)

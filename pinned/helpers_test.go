@@ -64,6 +64,15 @@ func withChunk(t *testing.T, n uint64) {
 	registerChunk = n
 }
 
+// chunkedFake is a fake, with registrations made in chunks of chunk bytes
+// and the package's mappings counted.
+func chunkedFake(t *testing.T) (*cudarttest.Fake, *mappings) {
+	t.Helper()
+	withChunk(t, chunk)
+	maps := countMappings(t)
+	return cudarttest.NewFakeT(t), maps
+}
+
 // requireNothingPinned fails t unless the fake holds nothing, the package
 // tracks no range and (with m) no mmap is left.
 func requireNothingPinned(t *testing.T, f *cudarttest.Fake, m *mappings) {
