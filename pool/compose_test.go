@@ -189,21 +189,14 @@ func (e *composeEnv) done(t *testing.T) {
 // lifetimes that share bytes when the case has them.
 func composeWants(t *testing.T, p *pool.Pool, c composeCase) []*pool.Buffer {
 	t.Helper()
-	st := p.Stats()
 	var bufs []*pool.Buffer
-	for _, a := range []struct {
-		have bool
-		want func(uint64, ...pool.WantOption) (*pool.Buffer, error)
-	}{{st.Device.Reserved, p.WantDevice}, {st.Host.Reserved, p.WantHost}, {st.Managed.Reserved, p.WantManaged}} {
-		if !a.have {
-			continue
-		}
+	for _, want := range reservedWants(p) {
 		for i, size := range []uint64{1, 300, 4097} {
 			var opts []pool.WantOption
 			if c.lifetimes {
 				opts = append(opts, pool.Live(i/2, i/2+i%2))
 			}
-			b, err := a.want(size, opts...)
+			b, err := want(size, opts...)
 			require.NoError(t, err)
 			bufs = append(bufs, b)
 		}

@@ -85,19 +85,28 @@ func placeTwoGrowths(t *testing.T, p *pool.Pool) []*pool.Buffer {
 	return []*pool.Buffer{a, b}
 }
 
+// reservedWants is p's WantDevice, WantHost and WantManaged, each where p
+// took that arena.
+func reservedWants(p *pool.Pool) []func(uint64, ...pool.WantOption) (*pool.Buffer, error) {
+	st := p.Stats()
+	var wants []func(uint64, ...pool.WantOption) (*pool.Buffer, error)
+	for _, a := range []struct {
+		reserved bool
+		want     func(uint64, ...pool.WantOption) (*pool.Buffer, error)
+	}{{st.Device.Reserved, p.WantDevice}, {st.Host.Reserved, p.WantHost}, {st.Managed.Reserved, p.WantManaged}} {
+		if a.reserved {
+			wants = append(wants, a.want)
+		}
+	}
+	return wants
+}
+
 // placeInEveryArena places one buffer in each arena the pool took, and
 // commits.
 func placeInEveryArena(t *testing.T, p *pool.Pool) []*pool.Buffer {
 	var out []*pool.Buffer
-	st := p.Stats()
-	for _, w := range []struct {
-		reserved bool
-		want     func(uint64, ...pool.WantOption) (*pool.Buffer, error)
-	}{{st.Device.Reserved, p.WantDevice}, {st.Host.Reserved, p.WantHost}, {st.Managed.Reserved, p.WantManaged}} {
-		if !w.reserved {
-			continue
-		}
-		b, err := w.want(1000)
+	for _, want := range reservedWants(p) {
+		b, err := want(1000)
 		require.NoError(t, err)
 		out = append(out, b)
 	}
