@@ -289,12 +289,19 @@ func TestFakePrefetchSignature(t *testing.T) {
 	}
 }
 
+// granularities is device 0's minimum and recommended granularity.
+func granularities(t *testing.T, l *library) (minimum, recommended uint64) {
+	t.Helper()
+	minimum, err := l.MemGetAllocationGranularity(0, false)
+	require.NoError(t, err)
+	recommended, err = l.MemGetAllocationGranularity(0, true)
+	require.NoError(t, err)
+	return minimum, recommended
+}
+
 func TestFakeVirtualMemory(t *testing.T) {
 	l := openFake(t)
-	gmin, err := l.MemGetAllocationGranularity(0, false)
-	require.NoError(t, err)
-	grec, err := l.MemGetAllocationGranularity(0, true)
-	require.NoError(t, err)
+	gmin, grec := granularities(t, l)
 	assert.Equal(t, [2]uint64{2 << 20, 4 << 20}, [2]uint64{gmin, grec}, "minimum then recommended")
 
 	va, err := l.MemAddressReserve(2*gmin, gmin, 0)

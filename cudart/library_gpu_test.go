@@ -273,10 +273,7 @@ func TestGPUDevice(t *testing.T) {
 
 func TestGPUVirtualMemory(t *testing.T) {
 	l := gpuDriver(t)
-	gmin, err := l.MemGetAllocationGranularity(0, false)
-	require.NoError(t, err)
-	grec, err := l.MemGetAllocationGranularity(0, true)
-	require.NoError(t, err)
+	gmin, grec := granularities(t, l)
 	require.Equal(t, 1, bits.OnesCount64(gmin), "granularity %d is a power of two", gmin)
 	require.Equal(t, 1, bits.OnesCount64(grec), "granularity %d is a power of two", grec)
 	g := gmin
