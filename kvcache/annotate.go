@@ -88,6 +88,12 @@ func (c *Cache) annotate(extra ...int32) error {
 	}
 	slices.SortFunc(regions, func(a, b cudart.MemRegion) int { return cmp.Compare(a.Addr, b.Addr) })
 	if err := c.buf.Annotate(regions); err != nil {
+		if c.buf.Placed() != nil {
+			// Released from another goroutine since the call's check: the
+			// pool dropped the buffer's annotations with it, and a copy
+			// that was to follow is refused by enter.
+			return nil
+		}
 		return fmt.Errorf("kvcache: annotate %d page(s): %w", len(regions), err)
 	}
 	return nil

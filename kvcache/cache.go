@@ -196,14 +196,36 @@ func checkStream(streams cudart.Streams, dev int, s cudart.Stream) error {
 // alive refuses a call once the pool has taken the pages back: the pool
 // refuses the page buffer's handle from its ReleaseAll, Close or a reset
 // of the device on, when the bytes may be another buffer's. It asks the
-// pool each time, under the pool's lock: the pool is safe for concurrent
-// use, and another goroutine may release it between two calls of the
-// Cache's owner. what is the call, seq its sequence or -1.
+// pool each time (Buffer.Placed, which reads atomics and takes no lock
+// while the buffer is placed): the pool is safe for concurrent use, and
+// another goroutine may release it between two calls of the Cache's
+// owner. what is the call, seq its sequence or -1.
 func (c *Cache) alive(what string, seq int32) error {
-	_, err := c.buf.Ptr()
-	if err == nil {
-		return nil
+	if err := c.buf.Placed(); err != nil {
+		return released(what, seq, err)
 	}
+	return nil
+}
+
+// enter is alive, and holds the pool's ReleaseAll and Close off until
+// leave (pool's Buffer.Use): around the writes into the pool's memory,
+// on the host or queued on the cache's stream, so that a release from
+// another goroutine comes after them. Between the two the Cache calls
+// nothing of the pool (no annotation), which a release would wait for
+// with its lock held.
+func (c *Cache) enter(what string, seq int32) error {
+	if err := c.buf.Use(); err != nil {
+		return released(what, seq, err)
+	}
+	return nil
+}
+
+// leave ends the hold enter took.
+func (c *Cache) leave() { c.buf.Done() }
+
+// released is alive's refusal of call what of sequence seq (or -1), the
+// pool having refused the page buffer with err.
+func released(what string, seq int32, err error) error {
 	if seq >= 0 {
 		what = fmt.Sprintf("%s of seq %d", what, seq)
 	}

@@ -82,10 +82,17 @@
 // every call of the Cache, its Seqs and its Tables that can fail refuses
 // with ErrReleased and changes nothing (Stats still reads the books), and
 // page addresses taken before must not be used: make a new Cache. Each
-// such call asks the pool whether the buffer is still placed, under the
-// pool's lock (uncontended: the pool's other users take it to place or
-// release buffers, not on a request's path), since the pool may be
-// released from another goroutine.
+// such call asks the pool whether the buffer is still placed (pool's
+// Buffer.Placed: two atomic loads, no lock), since the pool may be
+// released from another goroutine. A call racing with such a release
+// either completes before it or is refused with ErrReleased and changes
+// nothing: the calls that write the pool's memory (Append's copy-on-write,
+// SwapOut, SwapIn, Sync) hold the release off while they write or queue
+// their copies (Buffer.Use), so ReleaseAll and Close wait for those
+// copies as for the rest of the stream's work (when the cache's stream is
+// one the pool waits for: WithStreams, UseStreams, or the whole device).
+// A reset of the device is not held off: it frees the pages under any
+// call.
 //
 // The cache keeps token ids and page ids; the keys and values are the
 // program's kernels' to write, at PagePtr(id) plus Layout.Offset (a test

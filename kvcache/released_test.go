@@ -2,6 +2,7 @@ package kvcache
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -120,4 +121,64 @@ func TestANewCacheAfterReleaseAll(t *testing.T) {
 	_, err = old.Append(toks(5, 1))
 	require.EqualError(t, err, `kvcache: cache released with its pool's buffers: Append of seq 0: the pool took the pages back (pool: buffer released by ReleaseAll: device buffer "kvcache pages (4 × 1.0 KiB)"); make a new Cache with New`)
 	assert.Equal(t, Seq{c: c, id: none}, c.Create(), "the old Cache starts no sequence")
+}
+
+// TestReleaseAllFromAnotherGoroutineWhileAppending (for -race): while one
+// goroutine appends, to a sequence and to forks of it whose first Append
+// copies the shared last page on the device, another releases the pool,
+// whose growable arena then gives its memory back. Each call either
+// succeeds before the release, its copy done before the memory goes, or
+// is refused with ErrReleased after it, changing nothing; no copy runs
+// after the release, which the fake's memory check would fault.
+func TestReleaseAllFromAnotherGoroutineWhileAppending(t *testing.T) {
+	rt := cudarttest.NewFakeT(t)
+	p, err := pool.New(rt, pool.WithGrowableDevice(64<<20), pool.WithTrimOnRelease(), pool.WithHostBytes(1<<20))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	c, err := New(rt, p, small, WithPages(64))
+	require.NoError(t, err)
+	a := c.Create()
+	_, err = a.Append(toks(0, 6))
+	require.NoError(t, err)
+
+	refused := make(chan error, 1)
+	go func() {
+		n := a.Len()
+		for i := 0; ; i++ {
+			f, err := a.Fork()
+			if err == nil {
+				_, err = f.Append(toks(1000+i, 1)) // copies the shared last page
+			}
+			if err == nil {
+				err = f.Free()
+			}
+			if err == nil {
+				if _, err = a.Append(toks(6+i, 1)); err == nil {
+					n++
+				}
+			}
+			if err == nil && a.Len()%(4*32) == 0 {
+				err = a.Free()
+				if err == nil {
+					a = c.Create()
+					n = 0
+				}
+			}
+			if err != nil {
+				before := c.Stats()
+				_, again := a.Append(toks(0, 1))
+				assert.ErrorIs(t, again, ErrReleased)
+				assert.Equal(t, before, c.Stats(), "a refused call changes nothing")
+				assert.Equal(t, n, a.Len())
+				refused <- err
+				return
+			}
+		}
+	}()
+	time.Sleep(5 * time.Millisecond)
+	require.NoError(t, p.ReleaseAll())
+	err = <-refused
+	require.ErrorIs(t, err, ErrReleased)
+	require.ErrorIs(t, err, pool.ErrReleased)
+	require.NoError(t, rt.DeviceSynchronize(0), "no copy ran on the memory given back")
 }

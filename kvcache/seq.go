@@ -75,10 +75,11 @@ func (s Seq) use(what string) (*seqState, error) {
 // useLive is use, refused with ErrSwapped too while the sequence is
 // swapped out.
 func (s Seq) useLive(what string) (*seqState, error) {
-	if _, err := s.use(what); err != nil {
-		return nil, err
+	st, err := s.use(what)
+	if err == nil && st.swapped {
+		return nil, fmt.Errorf("%w: %v", ErrSwapped, s)
 	}
-	return s.live()
+	return st, err
 }
 
 // state is the sequence's state, refused for a bad handle; it does not ask
@@ -160,7 +161,7 @@ func (s Seq) Append(tokens []int32) (cached int, err error) {
 		return 0, &NoPagesError{Op: "Append", Seq: s.ID(), Needed: need, Free: avail}
 	}
 	if cow {
-		if err := c.copyLast(st); err != nil {
+		if err := c.copyLast(st, s.id); err != nil {
 			return 0, err
 		}
 	}
@@ -258,16 +259,21 @@ func (c *Cache) write(st *seqState, tokens []int32) {
 
 // copyLast gives the sequence a page of its own in place of its last page,
 // which another sequence shares: the page's bytes are copied on the device,
-// on the cache's stream.
-func (c *Cache) copyLast(st *seqState) error {
+// on the cache's stream. seq is the sequence's id, for messages.
+func (c *Cache) copyLast(st *seqState, seq int32) error {
 	last := st.pages[len(st.pages)-1]
 	id, _ := c.take()
 	if err := c.annotate(last, id); err != nil {
 		c.put(id)
 		return err
 	}
+	if err := c.enter("Append", seq); err != nil {
+		c.put(id)
+		return err
+	}
 	src, dst := c.PagePtr(last), c.PagePtr(id)
 	err := c.streams.MemcpyAsync(c.dev, cudart.DeviceMem(dst, c.pageBytes), cudart.DeviceMem(src, c.pageBytes), cudart.DeviceToDevice, c.cfg.stream)
+	c.leave()
 	if err != nil {
 		c.put(id)
 		return fmt.Errorf("kvcache: copy-on-write of page %d to page %d: %w", last, id, err)

@@ -64,6 +64,15 @@ func (s Seq) SwapOut() error {
 	// The host pages taken, in the order of the pages they hold: the free
 	// stack's top k.
 	slots := c.swapFree[len(c.swapFree)-k:]
+	if err := c.enter("SwapOut", s.id); err != nil {
+		return err
+	}
+	held := true
+	defer func() {
+		if held {
+			c.leave()
+		}
+	}()
 	next := 0
 	for _, id := range st.pages {
 		if c.ref[id] > 1 {
@@ -107,6 +116,8 @@ func (s Seq) SwapOut() error {
 	c.swapped += k
 	c.swapOuts += uint64(k)
 	c.publish()
+	held = false
+	c.leave()
 	return c.annotate()
 }
 
@@ -166,6 +177,15 @@ func (s Seq) SwapIn() error {
 	if err := c.annotate(ids...); err != nil {
 		return giveBack(err)
 	}
+	if err := c.enter("SwapIn", s.id); err != nil {
+		return giveBack(err)
+	}
+	held := true
+	defer func() {
+		if held {
+			c.leave()
+		}
+	}()
 	for _, i := range copied {
 		err := c.streams.MemcpyAsync(c.dev, cudart.DeviceMem(c.PagePtr(ids[i]), c.pageBytes), cudart.HostMem(c.swapMem(st.host[i])), cudart.HostToDevice, c.cfg.stream)
 		if err != nil {
@@ -204,6 +224,8 @@ func (s Seq) SwapIn() error {
 	c.swapIns += uint64(len(copied))
 	c.swapHits += uint64(hits)
 	c.publish()
+	held = false
+	c.leave()
 	return c.annotate()
 }
 

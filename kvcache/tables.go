@@ -183,9 +183,10 @@ func (t *Tables) Sync(batch []Seq) (Batch, error) {
 	if t.closed {
 		return Batch{}, fmt.Errorf("%w: Sync on closed page tables", ErrInvalidOption)
 	}
-	if err := t.c.alive("Sync", -1); err != nil {
+	if err := t.c.enter("Sync", -1); err != nil {
 		return Batch{}, err
 	}
+	defer t.c.leave()
 	if len(batch) > t.rows {
 		return Batch{}, fmt.Errorf("%w: a batch of %d sequences; the page tables hold %d", ErrInvalidOption, len(batch), t.rows)
 	}

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/cudapool/cudapool/cudart"
 )
@@ -22,9 +23,9 @@ type Buffer struct {
 	// traffic.
 	first, last int32
 	arena       Arena
-	placed      bool
 	hasLife     bool
-	sub         bool // SubAllocated: its owner annotates its parts
+	sub         bool        // SubAllocated: its owner annotates its parts
+	placed      atomic.Bool // set under p.mu; Placed reads it without
 }
 
 // Offset is the buffer's offset in its arena (a multiple of 256), or 0 before
@@ -85,6 +86,70 @@ func (b *Buffer) Ptr() (cudart.DevicePtr, error) {
 	return base.Add(b.offset), nil
 }
 
+// Placed returns nil while the buffer is placed, and otherwise the error
+// Ptr and Bytes would return (wrapping ErrNotPlaced, ErrReleased, ErrClosed
+// or ErrDeviceReset). Unlike them it takes no lock while the buffer is
+// placed: it reads the pool's generation, which ReleaseAll and Close change
+// under the pool's lock, and the device's reset count, both atomically, so
+// a holder of the buffer may ask it on every call of a hot path. While a
+// ReleaseAll or Close runs, Placed waits for it and answers after.
+//
+// A nil from Placed says the buffer was placed when Placed read the pool; a
+// ReleaseAll or Close from another goroutine may take it back right after.
+// To write into the buffer (or queue work that does) with no release in
+// between, hold it with Use.
+func (b *Buffer) Placed() error {
+	if b != nil && b.p != nil && b.p.live.Load() == b.gen && b.placed.Load() && !b.p.reset.Reset() {
+		return nil
+	}
+	return b.placedErr()
+}
+
+// Use is Placed, and when it returns nil the pool's ReleaseAll and Close
+// wait, before they wait for the pool's streams, until Done: the work the
+// caller queues between Use and Done on a stream ReleaseAll and Close wait
+// for (see ReleaseAll) is done before the buffer is taken back. Every nil
+// from Use takes one Done. Between them the caller must call nothing of
+// the pool, whose ReleaseAll or Close may be waiting with the pool's lock
+// held, and must not block: keep to a few runtime calls. A reset of the
+// device is CUDA's, and is not held off.
+func (b *Buffer) Use() error {
+	if b == nil || b.p == nil {
+		return b.placedErr()
+	}
+	p := b.p
+	for {
+		p.users.Add(1)
+		if p.live.Load() == b.gen && b.placed.Load() && !p.reset.Reset() {
+			return nil
+		}
+		p.users.Add(-1)
+		// Under the lock, after any release running now: a ReleaseAll that
+		// failed leaves the buffer placed, and Use tries again.
+		if err := b.placedErr(); err != nil {
+			return err
+		}
+	}
+}
+
+// Done ends the hold a nil from Use began; on a nil handle it does
+// nothing.
+func (b *Buffer) Done() {
+	if b != nil && b.p != nil {
+		b.p.users.Add(-1)
+	}
+}
+
+// placedErr is Placed's answer where the atomics did not say placed: under
+// the pool's lock, which orders it after a Satisfy placing the buffer.
+func (b *Buffer) placedErr() error {
+	if err := b.lock(); err != nil {
+		return err
+	}
+	b.p.mu.Unlock()
+	return nil
+}
+
 // Bytes returns a view of a host buffer, len(Bytes()) == Size(). The view must
 // not be used after ReleaseAll or Close.
 func (b *Buffer) Bytes() ([]byte, error) {
@@ -116,7 +181,7 @@ func (b *Buffer) usable() error {
 	switch {
 	case b.gen != b.p.gen:
 		return fmt.Errorf("%w: %s", ErrReleased, b.label())
-	case !b.placed:
+	case !b.placed.Load():
 		return fmt.Errorf("%w: %s", ErrNotPlaced, b.label())
 	}
 	return nil

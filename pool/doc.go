@@ -91,6 +91,12 @@
 // requests took the lock. Options are values applied before the lock is
 // taken, and the pool logs only after it lets the lock go, so no caller code
 // runs under it; a panic in a runtime call leaves it unlocked.
+// Buffer.Placed asks whether a buffer is placed without the lock. A
+// goroutine that writes into a buffer while another may release the pool
+// holds it with Buffer.Use until Done: ReleaseAll and Close wait for such
+// holds (with the lock held, so a holder calls nothing of the pool before
+// Done), then for the streams, so its writes and the work it queued come
+// before the release.
 //
 // A Slot's buffers are the request's from Acquire to Release. Release knows
 // only the work queued on the slot's stream: work on another stream that

@@ -115,7 +115,7 @@ func (l *ledger) apply(out layout) {
 			b.offset = next
 			next += l.span(b.size)
 		}
-		b.placed = true
+		b.placed.Store(true)
 	}
 	l.placed = append(l.placed, l.pending...)
 	clear(l.pending)

@@ -3,7 +3,9 @@ package pool
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -34,6 +36,8 @@ type Pool struct {
 	mu        sync.Mutex
 	arenas    [numArenas]*ledger // indexed by Arena; nil when that arena was not taken
 	gen       uint64             // incremented by ReleaseAll: older handles are stale
+	live      atomic.Uint64      // gen while the pool is open, releasingGen during ReleaseAll, closedGen from Close on: Buffer.Placed reads it without mu
+	users     atomic.Int64       // the holds of Buffer.Use not yet Done, which ReleaseAll and Close wait out
 	committed bool
 	closed    bool
 	slab      []Buffer // handles are taken from here, slabNext onwards, to allocate them in bulk
@@ -167,6 +171,25 @@ func (p *Pool) reserve(cfg *config, undo *undoList) error {
 	return p.registerHeaps(undo)
 }
 
+// closedGen is Pool.live once the pool is closed, releasingGen while
+// ReleaseAll runs: no handle has either, since a generation counts
+// ReleaseAlls.
+const (
+	closedGen    = ^uint64(0)
+	releasingGen = closedGen - 1
+)
+
+// stopUsers makes Buffer.Placed and Use see live (releasingGen or
+// closedGen) and waits for the holds of Use before it, whose holders call
+// nothing of the pool and queue their work before Done. The caller holds
+// p.mu.
+func (p *Pool) stopUsers(live uint64) {
+	p.live.Store(live)
+	for p.users.Load() != 0 {
+		runtime.Gosched()
+	}
+}
+
 // alive refuses a call on a closed pool, or on one whose device was reset.
 // The caller holds p.mu.
 func (p *Pool) alive() error {
@@ -200,7 +223,8 @@ func (p *Pool) valid() error {
 	return nil
 }
 
-// Close waits for the work that may use the arenas to finish, since kernels
+// Close waits for the holds of Buffer.Use not yet Done, then for the work
+// that may use the arenas to finish, since kernels
 // and copies still in flight may use them: the work queued on the streams of
 // WithStreams and UseStreams, or, without them, all the work of the pool's
 // device and of the devices given WithPeerAccess. Then it frees the arenas. Every handle becomes unusable.
@@ -230,6 +254,7 @@ func (p *Pool) close() error {
 	case p.reset.Reset():
 		return p.closeAfterReset()
 	}
+	p.stopUsers(closedGen)
 	var errs []error
 	if !p.closed {
 		werr := p.wait(true)
@@ -271,6 +296,7 @@ func (p *Pool) close() error {
 // are invalid, so the pool forgets them; the growable arena, virtual memory
 // that the reset leaves, it still frees. The caller holds p.mu.
 func (p *Pool) closeAfterReset() error {
+	p.stopUsers(closedGen)
 	p.closed = true
 	p.streams, p.events, p.queued = nil, nil, false
 	errs := []error{p.unregisterHeaps()}

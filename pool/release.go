@@ -8,8 +8,9 @@ import (
 )
 
 // ReleaseAll drops every request, placed or queued, resets the arenas to
-// offset 0 and unlocks a committed pool. It first waits for the work that
-// may use the buffers, since kernels still in flight may: the streams of
+// offset 0 and unlocks a committed pool. It first waits for the holds of
+// Buffer.Use that other goroutines have not ended with Done, then for the
+// work that may use the buffers, since kernels still in flight may: the streams of
 // WithStreams and UseStreams, or else the whole device. If that wait fails,
 // nothing is reset. Every handle from before is stale afterwards (ErrReleased). With
 // WithTrimOnRelease it then gives the growable arena's memory back; if that
@@ -36,7 +37,9 @@ func (p *Pool) release() (placed int, err error) {
 	if err := p.alive(); err != nil {
 		return 0, err
 	}
+	p.stopUsers(releasingGen)
 	if err := p.wait(false); err != nil {
+		p.live.Store(p.gen)
 		return 0, fmt.Errorf("pool: before release: %w", err)
 	}
 	var errs []error
@@ -57,6 +60,7 @@ func (p *Pool) release() (placed int, err error) {
 		}
 	}
 	p.gen++
+	p.live.Store(p.gen)
 	p.committed = false
 	// The poison just queued runs before any memory under it is trimmed.
 	settled := p.settle()
