@@ -255,6 +255,11 @@ func (p *Pool) close() error {
 		return p.closeAfterReset()
 	}
 	p.stopUsers(closedGen)
+	defer func() {
+		if !p.closed { // a runtime call panicked before the close
+			p.live.Store(p.gen)
+		}
+	}()
 	var errs []error
 	if !p.closed {
 		werr := p.wait(true)

@@ -38,8 +38,10 @@ func (p *Pool) release() (placed int, err error) {
 		return 0, err
 	}
 	p.stopUsers(releasingGen)
+	// The new generation once released; the old one if the wait fails, or
+	// a runtime call panics, before the handles are stale.
+	defer func() { p.live.Store(p.gen) }()
 	if err := p.wait(false); err != nil {
-		p.live.Store(p.gen)
 		return 0, fmt.Errorf("pool: before release: %w", err)
 	}
 	var errs []error
@@ -60,7 +62,6 @@ func (p *Pool) release() (placed int, err error) {
 		}
 	}
 	p.gen++
-	p.live.Store(p.gen)
 	p.committed = false
 	// The poison just queued runs before any memory under it is trimmed.
 	settled := p.settle()

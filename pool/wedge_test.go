@@ -139,13 +139,19 @@ func TestAPanickingRuntimeLeavesNoLockHeld(t *testing.T) {
 	rt := &panicky{Full: cudarttest.NewFakeT(t)}
 	p, err := pool.New(rt, pool.WithDeviceBytes(mib), pool.WithHostBytes(0))
 	require.NoError(t, err)
-	_, err = p.WantDevice(256)
+	b, err := p.WantDevice(256)
 	require.NoError(t, err)
 	require.NoError(t, p.Satisfy())
 	rt.armed = true
 	requirePanics(t, "ReleaseAll waits for the device", func() { _ = p.ReleaseAll() })
+	assert.NoError(t, b.Placed(), "the buffer is still placed after ReleaseAll's panic")
+	require.NoError(t, b.Use(), "the buffer can be held after ReleaseAll's panic")
+	b.Done()
 	requirePanics(t, "Close waits for the device", func() { _ = p.Close() })
 	assert.Equal(t, 1, p.Stats().Device.Placed, "nothing was released by the call that panicked")
+	assert.NoError(t, b.Placed(), "the buffer is still placed after Close's panic")
+	require.NoError(t, b.Use(), "the buffer can be held after Close's panic")
+	b.Done()
 	rt.armed = false
 	require.NoError(t, p.ReleaseAll())
 	require.NoError(t, p.Close())
