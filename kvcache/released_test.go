@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -181,4 +182,41 @@ func TestReleaseAllFromAnotherGoroutineWhileAppending(t *testing.T) {
 	require.ErrorIs(t, err, ErrReleased)
 	require.ErrorIs(t, err, pool.ErrReleased)
 	require.NoError(t, rt.DeviceSynchronize(0), "no copy ran on the memory given back")
+}
+
+// panicky is a runtime whose MemcpyAsync panics once armed, as a
+// runtime's call may.
+type panicky struct {
+	cudart.Full
+	armed bool
+}
+
+func (r *panicky) MemcpyAsync(device int, dst, src cudart.Mem, kind cudart.MemcpyKind, s cudart.Stream) error {
+	if r.armed {
+		panic("kvcache test: MemcpyAsync")
+	}
+	return r.Full.MemcpyAsync(device, dst, src, kind, s)
+}
+
+// A copy-on-write whose copy panics leaves no hold on the page buffer: the
+// pool's ReleaseAll, which waits for the Cache's holds, still returns.
+func TestAPanickingCopyLeavesNoHold(t *testing.T) {
+	rt := &panicky{Full: cudarttest.Open(t)}
+	c, _, p := newCacheOn(t, rt)
+	a := c.Create()
+	_, err := a.Append(toks(0, 3))
+	require.NoError(t, err)
+	b, err := a.Fork()
+	require.NoError(t, err)
+	rt.armed = true
+	assert.Panics(t, func() { _, _ = b.Append(toks(3, 1)) })
+	rt.armed = false
+	done := make(chan error, 1)
+	go func() { done <- p.ReleaseAll() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("ReleaseAll still waiting 5 s after a copy-on-write panicked: a hold was left")
+	}
 }

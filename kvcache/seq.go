@@ -257,6 +257,14 @@ func (c *Cache) write(st *seqState, tokens []int32) {
 	}
 }
 
+// copyPage queues the copy of page src to page dst on the cache's stream,
+// within the hold enter took, which it ends even if the runtime panics: a
+// hold left open would keep the pool's ReleaseAll waiting for ever.
+func (c *Cache) copyPage(src, dst int32) error {
+	defer c.leave()
+	return c.streams.MemcpyAsync(c.dev, cudart.DeviceMem(c.PagePtr(dst), c.pageBytes), cudart.DeviceMem(c.PagePtr(src), c.pageBytes), cudart.DeviceToDevice, c.cfg.stream)
+}
+
 // copyLast gives the sequence a page of its own in place of its last page,
 // which another sequence shares: the page's bytes are copied on the device,
 // on the cache's stream. seq is the sequence's id, for messages.
@@ -271,9 +279,7 @@ func (c *Cache) copyLast(st *seqState, seq int32) error {
 		c.put(id)
 		return err
 	}
-	src, dst := c.PagePtr(last), c.PagePtr(id)
-	err := c.streams.MemcpyAsync(c.dev, cudart.DeviceMem(dst, c.pageBytes), cudart.DeviceMem(src, c.pageBytes), cudart.DeviceToDevice, c.cfg.stream)
-	c.leave()
+	err := c.copyPage(last, id)
 	if err != nil {
 		c.put(id)
 		return fmt.Errorf("kvcache: copy-on-write of page %d to page %d: %w", last, id, err)
