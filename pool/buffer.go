@@ -99,10 +99,17 @@ func (b *Buffer) Ptr() (cudart.DevicePtr, error) {
 // To write into the buffer (or queue work that does) with no release in
 // between, hold it with Use.
 func (b *Buffer) Placed() error {
-	if b != nil && b.p != nil && b.p.live.Load() == b.gen && b.placed.Load() && !b.p.reset.Reset() {
+	if b != nil && b.p != nil && b.placedNow() {
 		return nil
 	}
 	return b.placedErr()
+}
+
+// placedNow is the lock-free reading Placed and Use trust: the pool's
+// generation the buffer was placed in, its placed flag, and no reset of
+// the device since.
+func (b *Buffer) placedNow() bool {
+	return b.p.live.Load() == b.gen && b.placed.Load() && !b.p.reset.Reset()
 }
 
 // Use is Placed, and when it returns nil the pool's ReleaseAll and Close
@@ -120,7 +127,7 @@ func (b *Buffer) Use() error {
 	p := b.p
 	for {
 		p.users.Add(1)
-		if p.live.Load() == b.gen && b.placed.Load() && !p.reset.Reset() {
+		if b.placedNow() {
 			return nil
 		}
 		p.users.Add(-1)
