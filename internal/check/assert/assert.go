@@ -37,6 +37,16 @@ func fail(t T, what string, msgAndArgs []any) bool {
 	return false
 }
 
+// held returns ok, and reports when it is false what went wrong (format
+// and args, formatted only then) and the caller's message, as fail does.
+func held(t T, ok bool, msgAndArgs []any, format string, args ...any) bool {
+	t.Helper()
+	if ok {
+		return true
+	}
+	return fail(t, fmt.Sprintf(format, args...), msgAndArgs)
+}
+
 func message(msgAndArgs []any) string {
 	switch len(msgAndArgs) {
 	case 0:
@@ -63,55 +73,37 @@ func equal(expected, actual any) bool {
 // Equal asserts that expected and actual are equal.
 func Equal(t T, expected, actual any, msgAndArgs ...any) bool {
 	t.Helper()
-	if equal(expected, actual) {
-		return true
-	}
-	return fail(t, fmt.Sprintf("not equal:\n\texpected: %#v\n\tactual:   %#v", expected, actual), msgAndArgs)
+	return held(t, equal(expected, actual), msgAndArgs, "not equal:\n\texpected: %#v\n\tactual:   %#v", expected, actual)
 }
 
 // NotEqual asserts that expected and actual differ.
 func NotEqual(t T, expected, actual any, msgAndArgs ...any) bool {
 	t.Helper()
-	if !equal(expected, actual) {
-		return true
-	}
-	return fail(t, fmt.Sprintf("should not be %#v", actual), msgAndArgs)
+	return held(t, !equal(expected, actual), msgAndArgs, "should not be %#v", actual)
 }
 
 // True asserts that value is true.
 func True(t T, value bool, msgAndArgs ...any) bool {
 	t.Helper()
-	if value {
-		return true
-	}
-	return fail(t, "should be true", msgAndArgs)
+	return held(t, value, msgAndArgs, "should be true")
 }
 
 // False asserts that value is false.
 func False(t T, value bool, msgAndArgs ...any) bool {
 	t.Helper()
-	if !value {
-		return true
-	}
-	return fail(t, "should be false", msgAndArgs)
+	return held(t, !value, msgAndArgs, "should be false")
 }
 
 // Zero asserts that i is its type's zero value.
 func Zero(t T, i any, msgAndArgs ...any) bool {
 	t.Helper()
-	if i == nil || reflect.ValueOf(i).IsZero() {
-		return true
-	}
-	return fail(t, fmt.Sprintf("should be zero, is %#v", i), msgAndArgs)
+	return held(t, i == nil || reflect.ValueOf(i).IsZero(), msgAndArgs, "should be zero, is %#v", i)
 }
 
 // NotZero asserts that i is not its type's zero value.
 func NotZero(t T, i any, msgAndArgs ...any) bool {
 	t.Helper()
-	if i != nil && !reflect.ValueOf(i).IsZero() {
-		return true
-	}
-	return fail(t, fmt.Sprintf("should not be zero, is %#v", i), msgAndArgs)
+	return held(t, i != nil && !reflect.ValueOf(i).IsZero(), msgAndArgs, "should not be zero, is %#v", i)
 }
 
 // empty says whether object is nil, zero, or of length 0.
@@ -130,19 +122,13 @@ func empty(object any) bool {
 // Empty asserts that object is nil, zero, or of length 0.
 func Empty(t T, object any, msgAndArgs ...any) bool {
 	t.Helper()
-	if empty(object) {
-		return true
-	}
-	return fail(t, fmt.Sprintf("should be empty, is %#v", object), msgAndArgs)
+	return held(t, empty(object), msgAndArgs, "should be empty, is %#v", object)
 }
 
 // NotEmpty asserts that object is neither nil, zero, nor of length 0.
 func NotEmpty(t T, object any, msgAndArgs ...any) bool {
 	t.Helper()
-	if !empty(object) {
-		return true
-	}
-	return fail(t, fmt.Sprintf("should not be empty, is %#v", object), msgAndArgs)
+	return held(t, !empty(object), msgAndArgs, "should not be empty, is %#v", object)
 }
 
 // isNil is testify's: object is nil, or a nil pointer, slice, map, chan,
@@ -162,19 +148,13 @@ func isNil(object any) bool {
 // Nil asserts that object is nil.
 func Nil(t T, object any, msgAndArgs ...any) bool {
 	t.Helper()
-	if isNil(object) {
-		return true
-	}
-	return fail(t, fmt.Sprintf("expected nil, got %#v", object), msgAndArgs)
+	return held(t, isNil(object), msgAndArgs, "expected nil, got %#v", object)
 }
 
 // NotNil asserts that object is not nil.
 func NotNil(t T, object any, msgAndArgs ...any) bool {
 	t.Helper()
-	if !isNil(object) {
-		return true
-	}
-	return fail(t, "expected a value, got nil", msgAndArgs)
+	return held(t, !isNil(object), msgAndArgs, "expected a value, got nil")
 }
 
 // Len asserts that object has length n.
@@ -194,37 +174,25 @@ func Len(t T, object any, n int, msgAndArgs ...any) bool {
 // NoError asserts that err is nil.
 func NoError(t T, err error, msgAndArgs ...any) bool {
 	t.Helper()
-	if err == nil {
-		return true
-	}
-	return fail(t, fmt.Sprintf("unexpected error: %v", err), msgAndArgs)
+	return held(t, err == nil, msgAndArgs, "unexpected error: %v", err)
 }
 
 // Error asserts that err is not nil.
 func Error(t T, err error, msgAndArgs ...any) bool {
 	t.Helper()
-	if err != nil {
-		return true
-	}
-	return fail(t, "an error is expected but got nil", msgAndArgs)
+	return held(t, err != nil, msgAndArgs, "an error is expected but got nil")
 }
 
 // ErrorIs asserts that errors.Is(err, target).
 func ErrorIs(t T, err, target error, msgAndArgs ...any) bool {
 	t.Helper()
-	if errors.Is(err, target) {
-		return true
-	}
-	return fail(t, fmt.Sprintf("error is not the one expected:\n\texpected: %v\n\tactual:   %v", target, err), msgAndArgs)
+	return held(t, errors.Is(err, target), msgAndArgs, "error is not the one expected:\n\texpected: %v\n\tactual:   %v", target, err)
 }
 
 // ErrorAs asserts that errors.As(err, target).
 func ErrorAs(t T, err error, target any, msgAndArgs ...any) bool {
 	t.Helper()
-	if errors.As(err, target) {
-		return true
-	}
-	return fail(t, fmt.Sprintf("error %v is not a %s", err, reflect.TypeOf(target).Elem()), msgAndArgs)
+	return held(t, errors.As(err, target), msgAndArgs, "error %v is not a %s", err, reflect.TypeOf(target).Elem())
 }
 
 // EqualError asserts that err is not nil and its text is errString.
@@ -242,8 +210,5 @@ func EqualError(t T, err error, errString string, msgAndArgs ...any) bool {
 // ErrorContains asserts that err is not nil and its text contains contains.
 func ErrorContains(t T, err error, contains string, msgAndArgs ...any) bool {
 	t.Helper()
-	if err != nil && strings.Contains(err.Error(), contains) {
-		return true
-	}
-	return fail(t, fmt.Sprintf("error %v does not contain %q", err, contains), msgAndArgs)
+	return held(t, err != nil && strings.Contains(err.Error(), contains), msgAndArgs, "error %v does not contain %q", err, contains)
 }

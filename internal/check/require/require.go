@@ -10,172 +10,91 @@ type T interface {
 	FailNow()
 }
 
-// Equal requires that expected and actual are equal.
-func Equal(t T, expected, actual any, msgAndArgs ...any) {
-	t.Helper()
-	if !assert.Equal(t, expected, actual, msgAndArgs...) {
+// stop stops the test unless its assertion held.
+func stop(t T, held bool) {
+	if !held {
 		t.FailNow()
 	}
 }
+
+// stop1 and stop2 make check, an assertion of package assert on one or two
+// values, stop the test when it fails: each assertion below is its
+// namesake in package assert.
+func stop1[A any](check func(assert.T, A, ...any) bool) func(T, A, ...any) {
+	return func(t T, a A, msgAndArgs ...any) {
+		t.Helper()
+		stop(t, check(t, a, msgAndArgs...))
+	}
+}
+
+func stop2[A, B any](check func(assert.T, A, B, ...any) bool) func(T, A, B, ...any) {
+	return func(t T, a A, b B, msgAndArgs ...any) {
+		t.Helper()
+		stop(t, check(t, a, b, msgAndArgs...))
+	}
+}
+
+// Equal requires that expected and actual are equal.
+var Equal = stop2(assert.Equal)
 
 // NotEqual requires that expected and actual differ.
-func NotEqual(t T, expected, actual any, msgAndArgs ...any) {
-	t.Helper()
-	if !assert.NotEqual(t, expected, actual, msgAndArgs...) {
-		t.FailNow()
-	}
-}
+var NotEqual = stop2(assert.NotEqual)
 
 // True requires that value is true.
-func True(t T, value bool, msgAndArgs ...any) {
-	t.Helper()
-	if !assert.True(t, value, msgAndArgs...) {
-		t.FailNow()
-	}
-}
+var True = stop1(assert.True)
 
 // False requires that value is false.
-func False(t T, value bool, msgAndArgs ...any) {
-	t.Helper()
-	if !assert.False(t, value, msgAndArgs...) {
-		t.FailNow()
-	}
-}
+var False = stop1(assert.False)
 
 // Zero requires that i is its type's zero value.
-func Zero(t T, i any, msgAndArgs ...any) {
-	t.Helper()
-	if !assert.Zero(t, i, msgAndArgs...) {
-		t.FailNow()
-	}
-}
+var Zero = stop1(assert.Zero)
 
 // NotZero requires that i is not its type's zero value.
-func NotZero(t T, i any, msgAndArgs ...any) {
-	t.Helper()
-	if !assert.NotZero(t, i, msgAndArgs...) {
-		t.FailNow()
-	}
-}
+var NotZero = stop1(assert.NotZero)
 
 // NotEmpty requires that object is neither nil, zero, nor of length 0.
-func NotEmpty(t T, object any, msgAndArgs ...any) {
-	t.Helper()
-	if !assert.NotEmpty(t, object, msgAndArgs...) {
-		t.FailNow()
-	}
-}
+var NotEmpty = stop1(assert.NotEmpty)
 
 // Len requires that object has length n.
-func Len(t T, object any, n int, msgAndArgs ...any) {
-	t.Helper()
-	if !assert.Len(t, object, n, msgAndArgs...) {
-		t.FailNow()
-	}
-}
+var Len = stop2(assert.Len)
 
 // NoError requires that err is nil.
-func NoError(t T, err error, msgAndArgs ...any) {
-	t.Helper()
-	if !assert.NoError(t, err, msgAndArgs...) {
-		t.FailNow()
-	}
-}
+var NoError = stop1(assert.NoError)
 
 // Error requires that err is not nil.
-func Error(t T, err error, msgAndArgs ...any) {
-	t.Helper()
-	if !assert.Error(t, err, msgAndArgs...) {
-		t.FailNow()
-	}
-}
+var Error = stop1(assert.Error)
 
 // ErrorIs requires that errors.Is(err, target).
-func ErrorIs(t T, err, target error, msgAndArgs ...any) {
-	t.Helper()
-	if !assert.ErrorIs(t, err, target, msgAndArgs...) {
-		t.FailNow()
-	}
-}
+var ErrorIs = stop2(assert.ErrorIs)
 
 // ErrorAs requires that errors.As(err, target).
-func ErrorAs(t T, err error, target any, msgAndArgs ...any) {
-	t.Helper()
-	if !assert.ErrorAs(t, err, target, msgAndArgs...) {
-		t.FailNow()
-	}
-}
+var ErrorAs = stop2(assert.ErrorAs)
 
 // ErrorContains requires that err is not nil and its text contains contains.
-func ErrorContains(t T, err error, contains string, msgAndArgs ...any) {
-	t.Helper()
-	if !assert.ErrorContains(t, err, contains, msgAndArgs...) {
-		t.FailNow()
-	}
-}
+var ErrorContains = stop2(assert.ErrorContains)
 
 // Greater requires e1 > e2, two numbers of the same type.
-func Greater(t T, e1, e2 any, msgAndArgs ...any) {
-	t.Helper()
-	if !assert.Greater(t, e1, e2, msgAndArgs...) {
-		t.FailNow()
-	}
-}
+var Greater = stop2(assert.Greater)
 
 // GreaterOrEqual requires e1 >= e2.
-func GreaterOrEqual(t T, e1, e2 any, msgAndArgs ...any) {
-	t.Helper()
-	if !assert.GreaterOrEqual(t, e1, e2, msgAndArgs...) {
-		t.FailNow()
-	}
-}
+var GreaterOrEqual = stop2(assert.GreaterOrEqual)
 
 // Less requires e1 < e2.
-func Less(t T, e1, e2 any, msgAndArgs ...any) {
-	t.Helper()
-	if !assert.Less(t, e1, e2, msgAndArgs...) {
-		t.FailNow()
-	}
-}
+var Less = stop2(assert.Less)
 
 // LessOrEqual requires e1 <= e2.
-func LessOrEqual(t T, e1, e2 any, msgAndArgs ...any) {
-	t.Helper()
-	if !assert.LessOrEqual(t, e1, e2, msgAndArgs...) {
-		t.FailNow()
-	}
-}
+var LessOrEqual = stop2(assert.LessOrEqual)
 
 // Positive requires e > 0.
-func Positive(t T, e any, msgAndArgs ...any) {
-	t.Helper()
-	if !assert.Positive(t, e, msgAndArgs...) {
-		t.FailNow()
-	}
-}
+var Positive = stop1(assert.Positive)
 
 // Contains requires that s (a string, slice, array or map) contains
 // contains (a substring, an element or a key).
-func Contains(t T, s, contains any, msgAndArgs ...any) {
-	t.Helper()
-	if !assert.Contains(t, s, contains, msgAndArgs...) {
-		t.FailNow()
-	}
-}
+var Contains = stop2(assert.Contains)
 
 // Subset requires that list (a slice, array or map) contains every element
 // of subset (a slice or array).
-func Subset(t T, list, subset any, msgAndArgs ...any) {
-	t.Helper()
-	if !assert.Subset(t, list, subset, msgAndArgs...) {
-		t.FailNow()
-	}
-}
+var Subset = stop2(assert.Subset)
 
 // NotNil requires that object is not nil.
-func NotNil(t T, object any, msgAndArgs ...any) {
-	t.Helper()
-	if !assert.NotNil(t, object, msgAndArgs...) {
-		t.FailNow()
-	}
-}
+var NotNil = stop1(assert.NotNil)
