@@ -6,6 +6,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/blas"
+	"github.com/cudapool/cudapool/internal/enum"
 )
 
 // DataType is an element type of GEMM's matrices (cudaDataType).
@@ -47,15 +48,9 @@ const (
 )
 
 // String is "N" or "T", as BLAS names them.
-func (o Op) String() string {
-	switch o {
-	case NoTrans:
-		return "N"
-	case Trans:
-		return "T"
-	}
-	return fmt.Sprintf("cublasOperation_t(%d)", int32(o))
-}
+func (o Op) String() string { return ops.Name(o) }
+
+var ops = enum.Table[Op]{Names: []string{NoTrans: "N", Trans: "T"}, Unknown: "cublasOperation_t(%d)"}
 
 // Matrix is a column-major matrix in device memory, as cuBLAS reads it:
 // element (i, j) is at Ptr + (i + j*LD) * Type.Size(). Stride is the

@@ -1,9 +1,8 @@
 package cublas
 
 import (
-	"fmt"
-
 	"github.com/cudapool/cudapool/internal/blas"
+	"github.com/cudapool/cudapool/internal/enum"
 )
 
 // MathMode is cuBLAS's math mode (cublasMath_t): whether it may trade
@@ -25,17 +24,9 @@ const (
 )
 
 // String names the mode as cuBLAS does.
-func (m MathMode) String() string {
-	switch m {
-	case MathDefault:
-		return "CUBLAS_DEFAULT_MATH"
-	case MathPedantic:
-		return "CUBLAS_PEDANTIC_MATH"
-	case MathTF32:
-		return "CUBLAS_TF32_TENSOR_OP_MATH"
-	}
-	return fmt.Sprintf("cublasMath_t(%d)", int32(m))
-}
+func (m MathMode) String() string { return mathModes.Name(m) }
+
+var mathModes = enum.Table[MathMode]{Prefix: "CUBLAS_", Names: []string{MathDefault: "DEFAULT_MATH", MathPedantic: "PEDANTIC_MATH", MathTF32: "TF32_TENSOR_OP_MATH"}, Unknown: "cublasMath_t(%d)"}
 
 // SetMathMode sets the handle's math mode (cublasSetMathMode).
 func (h *Handle) SetMathMode(m MathMode) error {

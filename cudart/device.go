@@ -7,6 +7,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart/internal/calls"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/enum"
 )
 
 // SetDevice is cudaSetDevice for the calling OS thread, which the goroutine
@@ -23,7 +24,7 @@ func (l *library) SetDevice(device int) error {
 func (l *library) DeviceGetLimit(device int, lim Limit) (uint64, error) {
 	r := l.call(calls.DeviceGetLimit, device, cint(lim))
 	if r.code != 0 {
-		return 0, l.fail(calls.DeviceGetLimit, r, "(%s) on device %d", limitName(lim), device)
+		return 0, l.fail(calls.DeviceGetLimit, r, "(%s) on device %d", limits.Name(lim), device)
 	}
 	return r.a, nil
 }
@@ -31,7 +32,7 @@ func (l *library) DeviceGetLimit(device int, lim Limit) (uint64, error) {
 // DeviceSetLimit is cudaDeviceSetLimit on device.
 func (l *library) DeviceSetLimit(device int, lim Limit, value uint64) error {
 	if r := l.call(calls.DeviceSetLimit, device, cint(lim), uintptr(value)); r.code != 0 {
-		return l.fail(calls.DeviceSetLimit, r, "(%s, %s) on device %d", limitName(lim), bytesize.Format(value), device)
+		return l.fail(calls.DeviceSetLimit, r, "(%s, %s) on device %d", limits.Name(lim), bytesize.Format(value), device)
 	}
 	return nil
 }
@@ -118,9 +119,7 @@ func (l *library) DeviceCanAccessPeer(device, peer int) (bool, error) {
 	return int32(r.a) != 0, nil
 }
 
-func limitName(lim Limit) string {
-	return enumName(lim, "cudaLimit", "cudaLimit", "StackSize", "PrintfFifoSize", "MallocHeapSize")
-}
+var limits = enum.Table[Limit]{Prefix: "cudaLimit", Names: []string{"StackSize", "PrintfFifoSize", "MallocHeapSize"}, Unknown: "cudaLimit(%d)"}
 
 // pointerAttributes is struct cudaPointerAttributes as CUDA 11 and later lay
 // it out, with room after it: CUDA 13 appends localityDomainOrdinal, and a

@@ -1,5 +1,7 @@
 package cudart
 
+import "github.com/cudapool/cudapool/internal/enum"
+
 // MemoryType is cudaMemoryType: what kind of memory an address is in, as
 // cudaPointerGetAttributes tells it.
 type MemoryType int32
@@ -21,9 +23,9 @@ const (
 )
 
 // String is the CUDA name of t, e.g. "cudaMemoryTypeDevice".
-func (t MemoryType) String() string {
-	return enumName(t, "cudaMemoryType", "cudaMemoryType", "Unregistered", "Host", "Device", "Managed")
-}
+func (t MemoryType) String() string { return memoryTypes.Name(t) }
+
+var memoryTypes = enum.Table[MemoryType]{Prefix: "cudaMemoryType", Names: []string{"Unregistered", "Host", "Device", "Managed"}, Unknown: "cudaMemoryType(%d)"}
 
 // PointerAttributes is cudaPointerAttributes: what CUDA knows of an address.
 type PointerAttributes struct {

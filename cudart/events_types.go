@@ -1,5 +1,7 @@
 package cudart
 
+import "github.com/cudapool/cudapool/internal/enum"
+
 // Event is a cudaEvent_t from EventCreate: a point in a stream's work that
 // other streams and the host can wait for, and time.
 type Event uintptr
@@ -31,6 +33,6 @@ const (
 )
 
 // String returns the CUDA name of m, e.g. "cudaStreamCaptureModeGlobal".
-func (m CaptureMode) String() string {
-	return enumName(m, "cudaStreamCaptureMode", "cudaStreamCaptureMode", "Global", "ThreadLocal", "Relaxed")
-}
+func (m CaptureMode) String() string { return captureModes.Name(m) }
+
+var captureModes = enum.Table[CaptureMode]{Prefix: "cudaStreamCaptureMode", Names: []string{"Global", "ThreadLocal", "Relaxed"}, Unknown: "cudaStreamCaptureMode(%d)"}

@@ -1,8 +1,9 @@
 package cudart
 
 import (
-	"fmt"
 	"strings"
+
+	"github.com/cudapool/cudapool/internal/enum"
 )
 
 // MemcpyKind is cudaMemcpyKind: the direction of a copy.
@@ -20,9 +21,9 @@ const (
 )
 
 // String returns the CUDA name of k, e.g. "cudaMemcpyHostToDevice".
-func (k MemcpyKind) String() string {
-	return enumName(k, "cudaMemcpyKind", "cudaMemcpy", "HostToHost", "HostToDevice", "DeviceToHost", "DeviceToDevice", "Default")
-}
+func (k MemcpyKind) String() string { return memcpyKinds.Name(k) }
+
+var memcpyKinds = enum.Table[MemcpyKind]{Prefix: "cudaMemcpy", Names: []string{"HostToHost", "HostToDevice", "DeviceToHost", "DeviceToDevice", "Default"}, Unknown: "cudaMemcpyKind(%d)"}
 
 // HostAllocFlags are the flags of cudaHostAlloc. They are orthogonal and
 // combine with |.
@@ -96,15 +97,6 @@ const (
 
 // CPUDevice is cudaCpuDeviceId: the destination of a prefetch to host memory.
 const CPUDevice = -1
-
-// enumName is the CUDA name of v, a value of the C enum typ: prefix and
-// names[v]; typ and the number for a value with no name.
-func enumName[T ~int | ~int32](v T, typ, prefix string, names ...string) string {
-	if v >= 0 && int(v) < len(names) && names[v] != "" {
-		return prefix + names[v]
-	}
-	return fmt.Sprintf("%s(%d)", typ, int(v))
-}
 
 func flagString(v uint32, zero string, names []string) string {
 	if v == 0 {

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/cudapool/cudapool/internal/enum"
 )
 
 // GraphNode is a cudaGraphNode_t: one node of a Graph, valid while the
@@ -34,10 +36,10 @@ const (
 )
 
 // String returns the CUDA name of t, e.g. "cudaGraphNodeTypeKernel".
-func (t GraphNodeType) String() string {
-	return enumName(t, "cudaGraphNodeType", "cudaGraphNodeType", "Kernel", "Memcpy", "Memset", "Host", "Graph", "Empty",
-		"WaitEvent", "EventRecord", "ExtSemaphoreSignal", "ExtSemaphoreWait", "MemAlloc", "MemFree", "", "Conditional")
-}
+func (t GraphNodeType) String() string { return graphNodeTypes.Name(t) }
+
+var graphNodeTypes = enum.Table[GraphNodeType]{Prefix: "cudaGraphNodeType", Names: []string{"Kernel", "Memcpy", "Memset", "Host", "Graph", "Empty",
+	"WaitEvent", "EventRecord", "ExtSemaphoreSignal", "ExtSemaphoreWait", "MemAlloc", "MemFree", "", "Conditional"}, Unknown: "cudaGraphNodeType(%d)"}
 
 // GraphNodeCounts are a graph's nodes counted by type; a type with no node
 // is absent.

@@ -3,6 +3,8 @@ package cudart
 import (
 	"fmt"
 	"math"
+
+	"github.com/cudapool/cudapool/internal/enum"
 )
 
 // Module is a CUmodule: PTX loaded into a device's primary context by
@@ -40,16 +42,11 @@ const (
 	argKindFloat64
 )
 
-var argKindNames = [...]string{"ptr", "int32", "uint32", "int64", "uint64", "float32", "float64"}
+var argKinds = enum.Table[argKind]{Names: []string{"ptr", "int32", "uint32", "int64", "uint64", "float32", "float64"}, Unknown: "argKind(%d)"}
 
 // String names the kind as the Go type Arg took, e.g. "float32"; "ptr" for
 // a DevicePtr.
-func (k argKind) String() string {
-	if int(k) < len(argKindNames) {
-		return argKindNames[k]
-	}
-	return fmt.Sprintf("argKind(%d)", uint8(k))
-}
+func (k argKind) String() string { return argKinds.Name(k) }
 
 // Size is the number of bytes a kernel parameter of kind k occupies: 4 or 8.
 func (k argKind) Size() uint32 {

@@ -5,13 +5,14 @@ import (
 
 	"github.com/cudapool/cudapool/cudart/internal/calls"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/enum"
 )
 
 // MallocManaged is cudaMallocManaged with device current.
 func (l *library) MallocManaged(device int, size uint64, flags MemAttachFlags) (DevicePtr, error) {
 	r := l.call(calls.MallocManaged, device, uintptr(size), uintptr(flags))
 	if r.code != 0 {
-		return 0, l.fail(calls.MallocManaged, r, "(%s, %s) on device %d", bytesize.Format(size), attachName(flags), device)
+		return 0, l.fail(calls.MallocManaged, r, "(%s, %s) on device %d", bytesize.Format(size), attachFlags.Name(flags), device)
 	}
 	return DevicePtr(r.a), nil
 }
@@ -40,15 +41,7 @@ func (l *library) MemPrefetchAsync(device int, p DevicePtr, n uint64, dstDevice 
 	return nil
 }
 
-func attachName(f MemAttachFlags) string {
-	switch f {
-	case MemAttachGlobal:
-		return "cudaMemAttachGlobal"
-	case MemAttachHost:
-		return "cudaMemAttachHost"
-	}
-	return fmt.Sprintf("flags 0x%x", uint32(f))
-}
+var attachFlags = enum.Table[MemAttachFlags]{Prefix: "cudaMemAttach", Names: []string{MemAttachGlobal: "Global", MemAttachHost: "Host"}, Unknown: "flags 0x%x"}
 
 func destName(dev int) string {
 	if dev == CPUDevice {

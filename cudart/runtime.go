@@ -1,8 +1,9 @@
 package cudart
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/cudapool/cudapool/internal/enum"
 )
 
 // Runtime is what the pool needs from CUDA: device and pinned host memory,
@@ -168,15 +169,9 @@ const HandleTypePOSIXFileDescriptor HandleType = 1
 
 // String names the types as cuda.h does, e.g.
 // "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR"; other sets of bits in hex.
-func (t HandleType) String() string {
-	switch t {
-	case 0:
-		return "CU_MEM_HANDLE_TYPE_NONE"
-	case HandleTypePOSIXFileDescriptor:
-		return "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR"
-	}
-	return fmt.Sprintf("CUmemAllocationHandleType(0x%x)", uint32(t))
-}
+func (t HandleType) String() string { return handleTypes.Name(t) }
+
+var handleTypes = enum.Table[HandleType]{Prefix: "CU_MEM_HANDLE_TYPE_", Names: []string{0: "NONE", HandleTypePOSIXFileDescriptor: "POSIX_FILE_DESCRIPTOR"}, Unknown: "CUmemAllocationHandleType(0x%x)"}
 
 // VirtualMemory is the driver API's virtual memory management: address space
 // and physical memory taken separately, mapped together, and made accessible

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cudapool/cudapool/internal/checked"
+	"github.com/cudapool/cudapool/internal/enum"
 )
 
 // DType is the element type of the cached keys and values.
@@ -28,17 +29,9 @@ func (d DType) Size() uint64 {
 }
 
 // String is the type's usual name.
-func (d DType) String() string {
-	switch d {
-	case FP16:
-		return "FP16"
-	case BF16:
-		return "BF16"
-	case FP32:
-		return "FP32"
-	}
-	return fmt.Sprintf("DType(%d)", uint8(d))
-}
+func (d DType) String() string { return dtypes.Name(d) }
+
+var dtypes = enum.Table[DType]{Names: []string{FP16: "FP16", BF16: "BF16", FP32: "FP32"}, Unknown: "DType(%d)"}
 
 // Layout is what one page holds: the keys and values of PageTokens
 // consecutive tokens of one sequence, for every layer and KV head.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/enum"
 	"github.com/cudapool/cudapool/internal/ncclabi"
 )
 
@@ -26,15 +27,9 @@ const (
 )
 
 // String names the flags as nccl.h does.
-func (f WindowFlags) String() string {
-	switch f {
-	case WindowDefault:
-		return "NCCL_WIN_DEFAULT"
-	case WindowCollSymmetric:
-		return "NCCL_WIN_COLL_SYMMETRIC"
-	}
-	return fmt.Sprintf("winFlags(0x%x)", int32(f))
-}
+func (f WindowFlags) String() string { return windowFlags.Name(f) }
+
+var windowFlags = enum.Table[WindowFlags]{Prefix: "NCCL_WIN_", Names: []string{WindowDefault: "DEFAULT", WindowCollSymmetric: "COLL_SYMMETRIC"}, Unknown: "winFlags(0x%x)"}
 
 // WindowAlignment is NCCL_WIN_REQUIRED_ALIGNMENT: a window starts this
 // many bytes, or a multiple, from the start of the cuMemCreate allocation

@@ -3,6 +3,8 @@ package pinned
 import (
 	"fmt"
 	"slices"
+
+	"github.com/cudapool/cudapool/internal/enum"
 )
 
 // Method is how Alloc obtains pinned memory.
@@ -28,7 +30,7 @@ const (
 	MethodHostAlloc
 )
 
-var methodNames = []string{"Register", "RegisterNoHugePages", "HostAlloc"}
+var methodNames = enum.Table[Method]{Names: []string{"Register", "RegisterNoHugePages", "HostAlloc"}, Unknown: "Method(%d)"}
 
 // Methods lists every method, in the order they are declared.
 func Methods() []Method {
@@ -36,12 +38,7 @@ func Methods() []Method {
 }
 
 // String names the method without its prefix, e.g. "Register".
-func (m Method) String() string {
-	if m < 0 || int(m) >= len(methodNames) {
-		return fmt.Sprintf("Method(%d)", int(m))
-	}
-	return methodNames[m]
-}
+func (m Method) String() string { return methodNames.Name(m) }
 
 func (m Method) validate() error {
 	if !slices.Contains(Methods(), m) {

@@ -1,6 +1,6 @@
 package pool
 
-import "strconv"
+import "github.com/cudapool/cudapool/internal/enum"
 
 // Arena names one of the pool's arenas.
 type Arena uint8
@@ -19,12 +19,7 @@ const (
 	numArenas
 )
 
-var arenaNames = [numArenas]string{Device: "device", Host: "host", Managed: "managed"}
+var arenaNames = enum.Table[Arena]{Names: []string{Device: "device", Host: "host", Managed: "managed"}, Unknown: "Arena(%d)"}
 
 // String returns "device", "host" or "managed".
-func (a Arena) String() string {
-	if a < numArenas {
-		return arenaNames[a]
-	}
-	return "Arena(" + strconv.Itoa(int(a)) + ")"
-}
+func (a Arena) String() string { return arenaNames.Name(a) }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 
 	"github.com/cudapool/cudapool/internal/dl"
+	"github.com/cudapool/cudapool/internal/enum"
 )
 
 // Call is one cuBLAS function, a row of the table.
@@ -101,17 +102,9 @@ const (
 )
 
 // TypeName is CUDA's name of data type t, e.g. "CUDA_R_32F".
-func TypeName(t int32) string {
-	switch t {
-	case R32F:
-		return "CUDA_R_32F"
-	case R16F:
-		return "CUDA_R_16F"
-	case R16BF:
-		return "CUDA_R_16BF"
-	}
-	return fmt.Sprintf("cudaDataType(%d)", t)
-}
+func TypeName(t int32) string { return typeNames.Name(t) }
+
+var typeNames = enum.Table[int32]{Prefix: "CUDA_R_", Names: []string{R32F: "32F", R16F: "16F", R16BF: "16BF"}, Unknown: "cudaDataType(%d)"}
 
 // maxArgs is the most parameters a function of the table has:
 // cublasGemmStridedBatchedEx's 23.

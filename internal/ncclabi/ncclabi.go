@@ -10,7 +10,11 @@
 // nccl/internal/fakenccl.
 package ncclabi
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/cudapool/cudapool/internal/enum"
+)
 
 // Call is one NCCL function, a row of the table.
 type Call uint8
@@ -213,21 +217,9 @@ const (
 )
 
 // String is nccl.h's name, e.g. "ncclSum".
-func (o RedOp) String() string {
-	switch o {
-	case Sum:
-		return "ncclSum"
-	case Prod:
-		return "ncclProd"
-	case Max:
-		return "ncclMax"
-	case Min:
-		return "ncclMin"
-	case Avg:
-		return "ncclAvg"
-	}
-	return fmt.Sprintf("ncclRedOp(%d)", int32(o))
-}
+func (o RedOp) String() string { return redOps.Name(o) }
+
+var redOps = enum.Table[RedOp]{Prefix: "nccl", Names: []string{Sum: "Sum", Prod: "Prod", Max: "Max", Min: "Min", Avg: "Avg"}, Unknown: "ncclRedOp(%d)"}
 
 // UniqueIDBytes is NCCL_UNIQUE_ID_BYTES: an ncclUniqueId is this many bytes,
 // passed to ncclCommInitRankConfig by value.
