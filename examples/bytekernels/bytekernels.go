@@ -5,49 +5,20 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/examples/ptxgen"
 )
 
 // PTX is the module of both kernels, for the driver to compile at load.
-const PTX = `
-.version 8.0
-.target sm_80
-.address_size 64
-
-.visible .entry fill(.param .u64 ptr, .param .u64 n, .param .u32 value)
-{
-	.reg .pred %p;
-	.reg .b32 %r<5>;
-	.reg .b64 %rd<7>;
-	ld.param.u64 %rd1, [ptr];
-	ld.param.u64 %rd2, [n];
-	ld.param.u32 %r1, [value];
-	mov.u32 %r2, %ctaid.x;
-	mov.u32 %r3, %ntid.x;
-	mov.u32 %r4, %tid.x;
-	cvt.u64.u32 %rd3, %r4;
-	mad.wide.u32 %rd4, %r2, %r3, %rd3;
+var PTX = ptxgen.Module(
+	ptxgen.Entry(Fill, "u64 ptr, u64 n, u32 value", ptxgen.Index64(2, 3)+`
 	setp.ge.u64 %p, %rd4, %rd2;
 	@%p bra $L_fill_done;
 	cvta.to.global.u64 %rd5, %rd1;
 	add.s64 %rd6, %rd5, %rd4;
 	st.global.u8 [%rd6], %r1;
 $L_fill_done:
-	ret;
-}
-
-.visible .entry copy(.param .u64 dst, .param .u64 src, .param .u64 n)
-{
-	.reg .pred %p;
-	.reg .b32 %r<5>;
-	.reg .b64 %rd<10>;
-	ld.param.u64 %rd1, [dst];
-	ld.param.u64 %rd2, [src];
-	ld.param.u64 %rd3, [n];
-	mov.u32 %r1, %ctaid.x;
-	mov.u32 %r2, %ntid.x;
-	mov.u32 %r3, %tid.x;
-	cvt.u64.u32 %rd4, %r3;
-	mad.wide.u32 %rd5, %r1, %r2, %rd4;
+	ret;`),
+	ptxgen.Entry(Copy, "u64 dst, u64 src, u64 n", ptxgen.Index64(1, 4)+`
 	setp.ge.u64 %p, %rd5, %rd3;
 	@%p bra $L_copy_done;
 	cvta.to.global.u64 %rd6, %rd1;
@@ -57,9 +28,8 @@ $L_fill_done:
 	add.s64 %rd9, %rd6, %rd5;
 	st.global.u8 [%rd9], %r4;
 $L_copy_done:
-	ret;
-}
-`
+	ret;`),
+)
 
 // Fill and Copy are PTX's entries.
 const (

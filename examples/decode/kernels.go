@@ -1,5 +1,7 @@
 package main
 
+import "github.com/cudapool/cudapool/examples/ptxgen"
+
 // kernelsPTX are the decoder's kernels, written by hand for sm_80 and
 // later (the driver compiles them for the device at load, sm_90 included).
 // Every activation is column-major: a column per token row of the step.
@@ -32,40 +34,18 @@ package main
 // A kernel whose output a GEMM reads writes it split (ops.go's split): hi
 // = FP16(v), lo = FP16((v - hi) × 2048), which the GEMMs read as two FP16
 // matrices, adding W × lo with alpha 1/2048 to W × hi.
-const kernelsPTX = ptxHeader + elementwisePTX + pagedPTX
+var kernelsPTX = ptxgen.Module(sharedPTX, embedPTX, rmsnormPTX, reluPTX, argmaxPTX, kvStorePTX, attentionPTX)
 
-// ptxHeader begins the module, and declares the shared memory of
-// rmsnorm's and argmax's reductions.
-const ptxHeader = `
-.version 8.0
-.target sm_80
-.address_size 64
-
-.shared .align 4 .b8 rms_red[1024];
+// sharedPTX declares the shared memory of rmsnorm's and argmax's
+// reductions.
+const sharedPTX = `.shared .align 4 .b8 rms_red[1024];
 .shared .align 4 .b8 amax_val[1024];
 .shared .align 4 .b8 amax_idx[1024];
-
 `
 
-// elementwisePTX are the kernels that read no page.
-const elementwisePTX = `
-.visible .entry embed(.param .u64 p_x, .param .u64 p_desc, .param .u64 p_emb, .param .u64 p_pos, .param .u32 p_d, .param .u32 p_n)
-{
-	.reg .pred %p<2>;
-	.reg .b32 %r<16>;
-	.reg .b16 %h<3>;
-	.reg .f32 %f<4>;
-	.reg .b64 %rd<16>;
-	ld.param.u64 %rd1, [p_x];
-	ld.param.u64 %rd2, [p_desc];
-	ld.param.u64 %rd3, [p_emb];
-	ld.param.u64 %rd4, [p_pos];
-	ld.param.u32 %r1, [p_d];
-	ld.param.u32 %r2, [p_n];
-	mov.u32 %r3, %ctaid.x;
-	mov.u32 %r4, %ntid.x;
-	mov.u32 %r5, %tid.x;
-	mad.lo.s32 %r6, %r3, %r4, %r5;
+// The kernels that read no page.
+var (
+	embedPTX = ptxgen.Entry("embed", "u64 p_x, u64 p_desc, u64 p_emb, u64 p_pos, u32 p_d, u32 p_n", ptxgen.Index(3)+`
 	mul.lo.u32 %r7, %r1, %r2;
 	setp.ge.u32 %p1, %r6, %r7;
 	@%p1 bra $L_embed_done;
@@ -97,35 +77,20 @@ const elementwisePTX = `
 	add.s64 %rd14, %rd14, %rd15;
 	st.global.f32 [%rd14], %f3;
 $L_embed_done:
-	ret;
-}
-
-.visible .entry rmsnorm(.param .u64 p_hi, .param .u64 p_lo, .param .u64 p_x, .param .u64 p_gain, .param .u64 p_idx, .param .u32 p_d, .param .f32 p_eps)
-{
-	.reg .pred %p<4>;
-	.reg .b32 %r<10>;
-	.reg .b16 %h<4>;
-	.reg .f32 %f<12>;
-	.reg .b64 %rd<28>;
-	ld.param.u64 %rd1, [p_hi];
-	ld.param.u64 %rd24, [p_lo];
-	ld.param.u64 %rd2, [p_x];
-	ld.param.u64 %rd3, [p_gain];
-	ld.param.u64 %rd4, [p_idx];
-	ld.param.u32 %r1, [p_d];
-	ld.param.f32 %f1, [p_eps];
+	ret;`)
+	rmsnormPTX = ptxgen.Entry("rmsnorm", "u64 p_hi, u64 p_lo, u64 p_x, u64 p_gain, u64 p_idx, u32 p_d, f32 p_eps", `
 	mov.u32 %r2, %ctaid.x;
 	mov.u32 %r3, %tid.x;
 	mov.u32 %r4, %ntid.x;
 	mov.u32 %r5, %r2;
-	setp.eq.s64 %p1, %rd4, 0;
+	setp.eq.s64 %p1, %rd5, 0;
 	@%p1 bra $L_rms_src;
-	cvta.to.global.u64 %rd5, %rd4;
+	cvta.to.global.u64 %rd24, %rd5;
 	mul.wide.u32 %rd6, %r2, 4;
-	add.s64 %rd7, %rd5, %rd6;
+	add.s64 %rd7, %rd24, %rd6;
 	ld.global.u32 %r5, [%rd7];
 $L_rms_src:
-	cvta.to.global.u64 %rd8, %rd2;
+	cvta.to.global.u64 %rd8, %rd3;
 	mul.wide.u32 %rd9, %r5, %r1;
 	shl.b64 %rd9, %rd9, 2;
 	add.s64 %rd10, %rd8, %rd9;
@@ -173,9 +138,9 @@ $L_rms_red_done:
 	mul.wide.u32 %rd19, %r2, %r1;
 	shl.b64 %rd19, %rd19, 1;
 	add.s64 %rd18, %rd18, %rd19;
-	cvta.to.global.u64 %rd25, %rd24;
+	cvta.to.global.u64 %rd25, %rd2;
 	add.s64 %rd25, %rd25, %rd19;
-	cvta.to.global.u64 %rd20, %rd3;
+	cvta.to.global.u64 %rd20, %rd4;
 	mov.u32 %r6, %r3;
 $L_rms_out:
 	setp.ge.u32 %p2, %r6, %r1;
@@ -201,29 +166,11 @@ $L_rms_out:
 	add.s32 %r6, %r6, %r4;
 	bra $L_rms_out;
 $L_rms_done:
-	ret;
-}
-
-.visible .entry relu(.param .u64 p_hi, .param .u64 p_lo, .param .u64 p_in, .param .u32 p_n)
-{
-	.reg .pred %p<2>;
-	.reg .b32 %r<8>;
-	.reg .b16 %h<3>;
-	.reg .f32 %f<4>;
-	.reg .b64 %rd<10>;
-	ld.param.u64 %rd1, [p_hi];
-	ld.param.u64 %rd8, [p_lo];
-	ld.param.u64 %rd2, [p_in];
-	ld.param.u32 %r1, [p_n];
-	mov.u32 %r2, %ctaid.x;
-	mov.u32 %r3, %ntid.x;
-	mov.u32 %r4, %tid.x;
-	mad.lo.s32 %r5, %r2, %r3, %r4;
-	setp.ge.u32 %p1, %r5, %r1;
-	@%p1 bra $L_relu_done;
-	cvta.to.global.u64 %rd3, %rd2;
+	ret;`)
+	reluPTX = ptxgen.Elementwise("relu", "u64 p_hi, u64 p_lo, u64 p_in, u32 p_n", 2, "%r1", `
+	cvta.to.global.u64 %rd8, %rd3;
 	mul.wide.u32 %rd4, %r5, 4;
-	add.s64 %rd5, %rd3, %rd4;
+	add.s64 %rd5, %rd8, %rd4;
 	ld.global.f32 %f1, [%rd5];
 	max.f32 %f2, %f1, 0f00000000;
 	cvt.rn.f16.f32 %h1, %f2;
@@ -235,22 +182,10 @@ $L_rms_done:
 	mul.wide.u32 %rd7, %r5, 2;
 	add.s64 %rd6, %rd6, %rd7;
 	st.global.u16 [%rd6], %h1;
-	cvta.to.global.u64 %rd9, %rd8;
+	cvta.to.global.u64 %rd9, %rd2;
 	add.s64 %rd9, %rd9, %rd7;
-	st.global.u16 [%rd9], %h2;
-$L_relu_done:
-	ret;
-}
-
-.visible .entry argmax(.param .u64 p_out, .param .u64 p_logits, .param .u32 p_vocab)
-{
-	.reg .pred %p<6>;
-	.reg .b32 %r<16>;
-	.reg .f32 %f<6>;
-	.reg .b64 %rd<20>;
-	ld.param.u64 %rd1, [p_out];
-	ld.param.u64 %rd2, [p_logits];
-	ld.param.u32 %r1, [p_vocab];
+	st.global.u16 [%rd9], %h2;`)
+	argmaxPTX = ptxgen.Entry("argmax", "u64 p_out, u64 p_logits, u32 p_vocab", `
 	mov.u32 %r2, %ctaid.x;
 	mov.u32 %r3, %tid.x;
 	mov.u32 %r4, %ntid.x;
@@ -314,6 +249,5 @@ $L_amax_red_done:
 	add.s64 %rd18, %rd16, %rd17;
 	st.global.u32 [%rd18], %r10;
 $L_amax_done:
-	ret;
-}
-`
+	ret;`)
+)

@@ -1,30 +1,11 @@
 package main
 
-// pagedPTX are the kernels that read and write the KV pages through a page
-// table (kernelsPTX describes them).
-const pagedPTX = `
-.visible .entry kv_store(.param .u64 p_qkv, .param .u64 p_desc, .param .u64 p_table, .param .u64 p_pages, .param .u64 p_stride, .param .u32 p_maxPages, .param .u32 p_layer, .param .u32 p_qdim, .param .u32 p_kvdim, .param .u32 p_pt, .param .u32 p_n)
-{
-	.reg .pred %p<3>;
-	.reg .b32 %r<32>;
-	.reg .b16 %h<2>;
-	.reg .f32 %f<2>;
-	.reg .b64 %rd<24>;
-	ld.param.u64 %rd1, [p_qkv];
-	ld.param.u64 %rd2, [p_desc];
-	ld.param.u64 %rd3, [p_table];
-	ld.param.u64 %rd4, [p_pages];
-	ld.param.u64 %rd5, [p_stride];
-	ld.param.u32 %r1, [p_maxPages];
-	ld.param.u32 %r2, [p_layer];
-	ld.param.u32 %r3, [p_qdim];
-	ld.param.u32 %r4, [p_kvdim];
-	ld.param.u32 %r5, [p_pt];
-	ld.param.u32 %r6, [p_n];
-	mov.u32 %r7, %ctaid.x;
-	mov.u32 %r8, %ntid.x;
-	mov.u32 %r9, %tid.x;
-	mad.lo.s32 %r10, %r7, %r8, %r9;
+import "github.com/cudapool/cudapool/examples/ptxgen"
+
+// The kernels that read and write the KV pages through a page table
+// (kernelsPTX describes them).
+var (
+	kvStorePTX = ptxgen.Entry("kv_store", "u64 p_qkv, u64 p_desc, u64 p_table, u64 p_pages, u64 p_stride, u32 p_maxPages, u32 p_layer, u32 p_qdim, u32 p_kvdim, u32 p_pt, u32 p_n", ptxgen.Index(7)+`
 	shl.b32 %r11, %r4, 1;
 	mul.lo.u32 %r12, %r11, %r6;
 	setp.ge.u32 %p1, %r10, %r12;
@@ -71,29 +52,8 @@ const pagedPTX = `
 	cvt.rn.f16.f32 %h1, %f1;
 	st.global.u16 [%rd22], %h1;
 $L_kv_done:
-	ret;
-}
-
-.visible .entry attention(.param .u64 p_hi, .param .u64 p_lo, .param .u64 p_qkv, .param .u64 p_desc, .param .u64 p_table, .param .u64 p_pages, .param .u64 p_stride, .param .u32 p_maxPages, .param .u32 p_layer, .param .u32 p_heads, .param .u32 p_kvheads, .param .u32 p_pt, .param .f32 p_scale)
-{
-	.reg .pred %p<3>;
-	.reg .b32 %r<40>;
-	.reg .b16 %h<10>;
-	.reg .f32 %f<40>;
-	.reg .b64 %rd<34>;
-	ld.param.u64 %rd1, [p_hi];
-	ld.param.u64 %rd30, [p_lo];
-	ld.param.u64 %rd2, [p_qkv];
-	ld.param.u64 %rd3, [p_desc];
-	ld.param.u64 %rd4, [p_table];
-	ld.param.u64 %rd5, [p_pages];
-	ld.param.u64 %rd6, [p_stride];
-	ld.param.u32 %r1, [p_maxPages];
-	ld.param.u32 %r2, [p_layer];
-	ld.param.u32 %r3, [p_heads];
-	ld.param.u32 %r4, [p_kvheads];
-	ld.param.u32 %r5, [p_pt];
-	ld.param.f32 %f1, [p_scale];
+	ret;`)
+	attentionPTX = ptxgen.Entry("attention", "u64 p_hi, u64 p_lo, u64 p_qkv, u64 p_desc, u64 p_table, u64 p_pages, u64 p_stride, u32 p_maxPages, u32 p_layer, u32 p_heads, u32 p_kvheads, u32 p_pt, f32 p_scale", `
 	mov.u32 %r6, %ctaid.x;
 	mov.u32 %r7, %ctaid.y;
 	mov.u32 %r8, %tid.x;
@@ -106,24 +66,24 @@ $L_kv_done:
 	shl.b32 %r14, %r8, 1;
 	shl.b32 %r15, %r6, 6;
 	add.s32 %r15, %r15, %r14;
-	mul.wide.u32 %rd7, %r7, %r11;
+	mul.wide.u32 %rd30, %r7, %r11;
 	cvt.u64.u32 %rd8, %r15;
-	add.s64 %rd7, %rd7, %rd8;
-	shl.b64 %rd7, %rd7, 2;
-	cvta.to.global.u64 %rd9, %rd2;
-	add.s64 %rd10, %rd9, %rd7;
+	add.s64 %rd30, %rd30, %rd8;
+	shl.b64 %rd30, %rd30, 2;
+	cvta.to.global.u64 %rd9, %rd3;
+	add.s64 %rd10, %rd9, %rd30;
 	ld.global.f32 %f2, [%rd10];
 	ld.global.f32 %f3, [%rd10+4];
 	mul.rn.f32 %f2, %f2, %f1;
 	mul.rn.f32 %f3, %f3, %f1;
-	cvta.to.global.u64 %rd11, %rd3;
+	cvta.to.global.u64 %rd11, %rd4;
 	mul.wide.u32 %rd12, %r7, 16;
 	add.s64 %rd13, %rd11, %rd12;
 	ld.global.u32 %r16, [%rd13+4];
 	ld.global.u32 %r17, [%rd13+8];
 	mul.wide.u32 %rd14, %r16, %r1;
 	shl.b64 %rd14, %rd14, 2;
-	cvta.to.global.u64 %rd15, %rd4;
+	cvta.to.global.u64 %rd15, %rd5;
 	add.s64 %rd16, %rd15, %rd14;
 	shl.b32 %r18, %r2, 1;
 	mul.lo.u32 %r18, %r18, %r5;
@@ -136,7 +96,7 @@ $L_kv_done:
 	shl.b32 %r20, %r20, 1;
 	add.s32 %r21, %r18, %r20;
 	shl.b32 %r22, %r10, 1;
-	cvta.to.global.u64 %rd17, %rd5;
+	cvta.to.global.u64 %rd17, %rd6;
 	cvt.u64.u32 %rd23, %r18;
 	cvt.u64.u32 %rd25, %r21;
 	cvt.u64.u32 %rd22, %r22;
@@ -157,7 +117,7 @@ $L_att_loop:
 	ld.global.s32 %r26, [%rd19];
 	add.s64 %rd19, %rd19, 4;
 	cvt.s64.s32 %rd20, %r26;
-	mul.lo.s64 %rd21, %rd20, %rd6;
+	mul.lo.s64 %rd21, %rd20, %rd7;
 	add.s64 %rd21, %rd17, %rd21;
 	add.s64 %rd24, %rd21, %rd23;
 	add.s64 %rd26, %rd21, %rd25;
@@ -224,9 +184,8 @@ $L_att_done:
 	cvta.to.global.u64 %rd28, %rd1;
 	add.s64 %rd29, %rd28, %rd27;
 	st.global.b32 [%rd29], %r29;
-	cvta.to.global.u64 %rd31, %rd30;
+	cvta.to.global.u64 %rd31, %rd2;
 	add.s64 %rd32, %rd31, %rd27;
 	st.global.b32 [%rd32], %r30;
-	ret;
-}
-`
+	ret;`)
+)

@@ -6,6 +6,7 @@ import (
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/examples/floats"
+	"github.com/cudapool/cudapool/examples/ptxgen"
 )
 
 // BiasPTX is the kernel that follows each layer's GEMM: it adds the layer's
@@ -14,28 +15,8 @@ import (
 // the CPU. Launch it with BlockSize threads a block, one thread an element.
 //
 //	bias_act(f32 *y, f32 *bias, u32 rows, u32 n, u32 relu)   y[i] = act(y[i] + bias[i%rows])
-const BiasPTX = `
-.version 8.0
-.target sm_80
-.address_size 64
-
-.visible .entry bias_act(.param .u64 y, .param .u64 bias, .param .u32 rows, .param .u32 n, .param .u32 relu)
-{
-	.reg .pred %p<3>;
-	.reg .b32 %r<9>;
-	.reg .f32 %f<4>;
-	.reg .b64 %rd<9>;
-	ld.param.u64 %rd1, [y];
-	ld.param.u64 %rd2, [bias];
-	ld.param.u32 %r1, [rows];
-	ld.param.u32 %r2, [n];
-	ld.param.u32 %r3, [relu];
-	mov.u32 %r4, %ctaid.x;
-	mov.u32 %r5, %ntid.x;
-	mov.u32 %r6, %tid.x;
-	mad.lo.s32 %r7, %r4, %r5, %r6;
-	setp.ge.u32 %p1, %r7, %r2;
-	@%p1 bra $L_bias_done;
+var BiasPTX = ptxgen.Module(
+	ptxgen.Elementwise("bias_act", "u64 y, u64 bias, u32 rows, u32 n, u32 relu", 4, "%r2", `
 	cvta.to.global.u64 %rd3, %rd1;
 	cvta.to.global.u64 %rd4, %rd2;
 	mul.wide.u32 %rd5, %r7, 4;
@@ -46,13 +27,10 @@ const BiasPTX = `
 	add.s64 %rd8, %rd4, %rd7;
 	ld.global.f32 %f2, [%rd8];
 	add.rn.f32 %f3, %f1, %f2;
-	setp.ne.u32 %p2, %r3, 0;
-	@%p2 max.f32 %f3, %f3, 0f00000000;
-	st.global.f32 [%rd6], %f3;
-$L_bias_done:
-	ret;
-}
-`
+	setp.ne.u32 %p1, %r3, 0;
+	@%p1 max.f32 %f3, %f3, 0f00000000;
+	st.global.f32 [%rd6], %f3;`),
+)
 
 // KernelName is BiasPTX's entry.
 const KernelName = "bias_act"

@@ -4,6 +4,7 @@ import (
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/examples/floats"
+	"github.com/cudapool/cudapool/examples/ptxgen"
 )
 
 // kernelsPTX holds the two kernels of the pipeline, for the driver to compile
@@ -12,28 +13,8 @@ import (
 //
 //	affine(f32 *out, f32 *in, f32 a, f32 b, u32 n)   out[i] = a*in[i] + b
 //	add(f32 *out, f32 *x, f32 *y, u32 n)            out[i] = x[i] + y[i]
-const kernelsPTX = `
-.version 8.0
-.target sm_80
-.address_size 64
-
-.visible .entry affine(.param .u64 out, .param .u64 in, .param .f32 a, .param .f32 b, .param .u32 n)
-{
-	.reg .pred %p;
-	.reg .b32 %r<6>;
-	.reg .f32 %f<6>;
-	.reg .b64 %rd<8>;
-	ld.param.u64 %rd1, [out];
-	ld.param.u64 %rd2, [in];
-	ld.param.f32 %f1, [a];
-	ld.param.f32 %f2, [b];
-	ld.param.u32 %r1, [n];
-	mov.u32 %r2, %ctaid.x;
-	mov.u32 %r3, %ntid.x;
-	mov.u32 %r4, %tid.x;
-	mad.lo.s32 %r5, %r2, %r3, %r4;
-	setp.ge.u32 %p, %r5, %r1;
-	@%p bra $L_affine_done;
+var kernelsPTX = ptxgen.Module(
+	ptxgen.Elementwise("affine", "u64 out, u64 in, f32 a, f32 b, u32 n", 2, "%r1", `
 	cvta.to.global.u64 %rd3, %rd1;
 	cvta.to.global.u64 %rd4, %rd2;
 	mul.wide.u32 %rd5, %r5, 4;
@@ -42,27 +23,8 @@ const kernelsPTX = `
 	mul.rn.f32 %f4, %f1, %f3;
 	add.rn.f32 %f5, %f4, %f2;
 	add.s64 %rd7, %rd3, %rd5;
-	st.global.f32 [%rd7], %f5;
-$L_affine_done:
-	ret;
-}
-
-.visible .entry add(.param .u64 out, .param .u64 x, .param .u64 y, .param .u32 n)
-{
-	.reg .pred %p;
-	.reg .b32 %r<6>;
-	.reg .f32 %f<4>;
-	.reg .b64 %rd<11>;
-	ld.param.u64 %rd1, [out];
-	ld.param.u64 %rd2, [x];
-	ld.param.u64 %rd3, [y];
-	ld.param.u32 %r1, [n];
-	mov.u32 %r2, %ctaid.x;
-	mov.u32 %r3, %ntid.x;
-	mov.u32 %r4, %tid.x;
-	mad.lo.s32 %r5, %r2, %r3, %r4;
-	setp.ge.u32 %p, %r5, %r1;
-	@%p bra $L_add_done;
+	st.global.f32 [%rd7], %f5;`),
+	ptxgen.Elementwise("add", "u64 out, u64 x, u64 y, u32 n", 2, "%r1", `
 	cvta.to.global.u64 %rd4, %rd1;
 	cvta.to.global.u64 %rd5, %rd2;
 	cvta.to.global.u64 %rd6, %rd3;
@@ -73,11 +35,8 @@ $L_affine_done:
 	ld.global.f32 %f2, [%rd9];
 	add.rn.f32 %f3, %f1, %f2;
 	add.s64 %rd10, %rd4, %rd7;
-	st.global.f32 [%rd10], %f3;
-$L_add_done:
-	ret;
-}
-`
+	st.global.f32 [%rd10], %f3;`),
+)
 
 // affine and add are the CPU's reference for the kernels, and on the fake
 // their implementation. The conversions round each operation to float32, as

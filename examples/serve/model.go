@@ -10,6 +10,7 @@ import (
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/examples/capture"
 	"github.com/cudapool/cudapool/examples/floats"
+	"github.com/cudapool/cudapool/examples/ptxgen"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -19,28 +20,8 @@ import (
 // the CPU's float32 arithmetic gives the same bits.
 //
 //	layer(f32 *out, f32 *in, f32 *w, f32 bias, u32 n)   out[i] = w[i%256]*in[i] + bias
-const layerPTX = `
-.version 8.0
-.target sm_80
-.address_size 64
-
-.visible .entry layer(.param .u64 out, .param .u64 in, .param .u64 w, .param .f32 bias, .param .u32 n)
-{
-	.reg .pred %p;
-	.reg .b32 %r<7>;
-	.reg .f32 %f<6>;
-	.reg .b64 %rd<11>;
-	ld.param.u64 %rd1, [out];
-	ld.param.u64 %rd2, [in];
-	ld.param.u64 %rd3, [w];
-	ld.param.f32 %f1, [bias];
-	ld.param.u32 %r1, [n];
-	mov.u32 %r2, %ctaid.x;
-	mov.u32 %r3, %ntid.x;
-	mov.u32 %r4, %tid.x;
-	mad.lo.s32 %r5, %r2, %r3, %r4;
-	setp.ge.u32 %p, %r5, %r1;
-	@%p bra $L_layer_done;
+var layerPTX = ptxgen.Module(
+	ptxgen.Elementwise("layer", "u64 out, u64 in, u64 w, f32 bias, u32 n", 2, "%r1", `
 	cvta.to.global.u64 %rd4, %rd1;
 	cvta.to.global.u64 %rd5, %rd2;
 	cvta.to.global.u64 %rd6, %rd3;
@@ -54,11 +35,8 @@ const layerPTX = `
 	mul.rn.f32 %f4, %f3, %f2;
 	add.rn.f32 %f5, %f4, %f1;
 	add.s64 %rd10, %rd4, %rd7;
-	st.global.f32 [%rd10], %f5;
-$L_layer_done:
-	ret;
-}
-`
+	st.global.f32 [%rd10], %f5;`),
+)
 
 // weightsPerLayer is how many weights a layer has: element i uses weight
 // i%256.
