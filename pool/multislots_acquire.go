@@ -76,19 +76,13 @@ func (m *MultiSlots) wait(ctx context.Context, profile string, start int) (Slot,
 		m.done(gw)
 		return Slot{}, err
 	}
-	if done := ctx.Done(); done == nil {
-		<-gw.ch
-	} else {
-		select {
-		case <-gw.ch:
-		case <-done:
-			if gw.won.CompareAndSwap(nil, cancelled) {
-				m.done(gw)
-				return Slot{}, fmt.Errorf("pool: acquire a slot for profile %q: %w", profile, ctx.Err())
-			}
-			// Handed something as the context ended: taken all the same.
-			<-gw.ch
+	if !woken(ctx, gw.ch) {
+		if gw.won.CompareAndSwap(nil, cancelled) {
+			m.done(gw)
+			return Slot{}, fmt.Errorf("pool: acquire a slot for profile %q: %w", profile, ctx.Err())
 		}
+		// Handed something as the context ended: taken all the same.
+		<-gw.ch
 	}
 	w := gw.won.Load()
 	s := gw.at[slices.Index(gw.subs, w)]
@@ -118,9 +112,7 @@ func (s *Slots) enlist(pr *planned, gw *anyWaiter) (*waiter, error) {
 	w.anyOf = gw
 	gw.subs = append(gw.subs, w)
 	gw.at = append(gw.at, s)
-	if n := len(s.ready); n > 0 {
-		sl := s.ready[n-1]
-		s.ready = s.ready[:n-1]
+	if sl, ok := pop(&s.ready); ok {
 		return s.give(sl, false), nil
 	}
 	return nil, nil
@@ -130,9 +122,7 @@ func (s *Slots) enlist(pr *planned, gw *anyWaiter) (*waiter, error) {
 // counts it waiting. The caller holds m.mu.
 func (m *MultiSlots) newAnyWaiter() *anyWaiter {
 	m.waiting++
-	if n := len(m.spare); n > 0 {
-		gw := m.spare[n-1]
-		m.spare = m.spare[:n-1]
+	if gw, ok := pop(&m.spare); ok {
 		return gw
 	}
 	return &anyWaiter{ch: make(chan struct{}, 1), subs: make([]*waiter, 0, len(m.per)), at: make([]*Slots, 0, len(m.per))}

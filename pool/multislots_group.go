@@ -229,9 +229,7 @@ func (s *Slots) readySlot(k int) *slot {
 // counts it waiting. The caller holds m.mu.
 func (m *MultiSlots) newGroupWaiter() *groupWaiter {
 	m.waitingGroups++
-	if n := len(m.spareGroups); n > 0 {
-		g := m.spareGroups[n-1]
-		m.spareGroups = m.spareGroups[:n-1]
+	if g, ok := pop(&m.spareGroups); ok {
 		return g
 	}
 	return &groupWaiter{m: m, index: -1, ch: make(chan struct{}, 1), parts: make([]*waiter, len(m.per)), took: make([]*slot, len(m.per))}
@@ -242,19 +240,13 @@ func (m *MultiSlots) newGroupWaiter() *groupWaiter {
 // error, and then gives back what it took.
 func (m *MultiSlots) waitGroup(ctx context.Context, g *groupWaiter, pr *planned) (int, error) {
 	begun := time.Now()
-	if done := ctx.Done(); done == nil {
-		<-g.ch
-	} else {
-		select {
-		case <-g.ch:
-		case <-done:
-			if g.settle(cancelled) {
-				m.abandon(g)
-				return 0, fmt.Errorf("pool: acquire a slot group for profile %q: %w", pr.name, ctx.Err())
-			}
-			// Settled as the context ended: taken, or failed, all the same.
-			<-g.ch
+	if !woken(ctx, g.ch) {
+		if g.settle(cancelled) {
+			m.abandon(g)
+			return 0, fmt.Errorf("pool: acquire a slot group for profile %q: %w", pr.name, ctx.Err())
 		}
+		// Settled as the context ended: taken, or failed, all the same.
+		<-g.ch
 	}
 	if end := g.end.Load(); end != completed {
 		err := m.groupError(g, end, pr)

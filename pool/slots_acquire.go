@@ -100,12 +100,10 @@ func (s *Slots) take(pr *planned) (*slot, *waiter, error) {
 // queued, if any, are a MultiSlots' AcquireGroups waiting for another
 // slot index, or calls served elsewhere. The caller holds s.mu.
 func (s *Slots) takeReady(pr *planned) *slot {
-	n := len(s.ready)
-	if n == 0 {
+	sl, ok := pop(&s.ready)
+	if !ok {
 		return nil
 	}
-	sl := s.ready[n-1]
-	s.ready = s.ready[:n-1]
 	s.hold(sl, pr)
 	return sl
 }
@@ -181,18 +179,8 @@ func (s *Slots) unassign(sl *slot) {
 // that a woken call takes s.mu again only if its wait ended otherwise too.
 func (s *Slots) wait(ctx context.Context, pr *planned, w *waiter) (*slot, error) {
 	start := time.Since(s.born)
-	var cancelled error
-	if done := ctx.Done(); done == nil {
-		<-w.ch
-	} else {
-		select {
-		case <-w.ch:
-		case <-done:
-			cancelled = ctx.Err()
-		}
-	}
-	if cancelled != nil {
-		return s.waitEnded(pr, w, cancelled)
+	if !woken(ctx, w.ch) {
+		return s.waitEnded(pr, w, ctx.Err())
 	}
 	// Received: w is the slot's until its Release, which recycles it, and
 	// no one writes it meanwhile.

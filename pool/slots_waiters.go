@@ -1,6 +1,9 @@
 package pool
 
-import "slices"
+import (
+	"context"
+	"slices"
+)
 
 // waiter is one Acquire waiting for a slot.
 type waiter struct {
@@ -17,6 +20,23 @@ type waiter struct {
 	// part of: it takes only the slot of the index its group is bound
 	// to, and the part that settles the group wakes it.
 	group *groupWaiter
+}
+
+// woken waits for ch to receive, as every Acquire waits for its waiter to
+// be woken, and says whether it did; false means ctx was done first, and ch
+// may yet receive. A ctx that is never done costs no select.
+func woken(ctx context.Context, ch <-chan struct{}) bool {
+	done := ctx.Done()
+	if done == nil {
+		<-ch
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	case <-done:
+		return false
+	}
 }
 
 // claim says whether w may be handed an outcome: always, unless it is part
@@ -110,9 +130,7 @@ func (s *Slots) firstFor(sl *slot) *waiter {
 // newWaiter reuses a finished waiter when there is one. The caller holds
 // s.mu.
 func (s *Slots) newWaiter() *waiter {
-	if n := len(s.spare); n > 0 {
-		w := s.spare[n-1]
-		s.spare = s.spare[:n-1]
+	if w, ok := pop(&s.spare); ok {
 		return w
 	}
 	return &waiter{ch: make(chan struct{}, 1)}
