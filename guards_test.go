@@ -8,6 +8,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/internal/pooltest"
 	"github.com/cudapool/cudapool/pinned"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -17,19 +18,12 @@ import (
 // memcheck, as a GPU runs without a tool.
 func TestGuardsCatchAOneByteOverflow(t *testing.T) {
 	forEachRuntime(t, func(t *testing.T, rt cudart.Full) {
-		p, err := pool.New(rt, pool.WithDeviceBytes(16<<20), pool.WithHostBytes(1<<20),
+		p := pooltest.New(t, rt, pool.WithDeviceBytes(16<<20), pool.WithHostBytes(1<<20),
 			pool.WithHostPinning(pinned.MethodHostAlloc), pool.WithGuards(256))
-		require.NoError(t, err)
-		defer func() { assert.NoError(t, p.Close()) }()
-		src, err := p.WantDevice(4096, pool.Name("src"))
-		require.NoError(t, err)
-		dst, err := p.WantDevice(4000, pool.Name("dst"))
-		require.NoError(t, err)
+		src := pooltest.Device(t, p, 4096, pool.Name("src"))
+		dst := pooltest.Device(t, p, 4000, pool.Name("dst"))
 		require.NoError(t, p.Satisfy())
-		sp, err := src.Ptr()
-		require.NoError(t, err)
-		dp, err := dst.Ptr()
-		require.NoError(t, err)
+		sp, dp := pooltest.Ptr(t, src), pooltest.Ptr(t, dst)
 		require.NoError(t, rt.Memset(0, sp, 0x5a, 4096))
 		require.NoError(t, rt.Memcpy(0, cudart.DeviceMem(dp, 4000), cudart.DeviceMem(sp, 4000), cudart.DeviceToDevice))
 		require.NoError(t, rt.DeviceSynchronize(0))
@@ -40,7 +34,7 @@ func TestGuardsCatchAOneByteOverflow(t *testing.T) {
 
 		require.NoError(t, rt.Memcpy(0, cudart.DeviceMem(dp, 4001), cudart.DeviceMem(sp, 4001), cudart.DeviceToDevice))
 		require.NoError(t, rt.DeviceSynchronize(0))
-		err = p.Check()
+		err := p.Check()
 		require.ErrorIs(t, err, pool.ErrCorrupted)
 		var ce *pool.CorruptedError
 		require.ErrorAs(t, err, &ce)

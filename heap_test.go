@@ -13,6 +13,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/internal/pooltest"
 	"github.com/cudapool/cudapool/pinned"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -86,16 +87,10 @@ func deviceMalloc(t *testing.T, rt cudart.Full, p *pool.Pool, size uint64) bool 
 			return nil
 		})
 	}
-	m, err := rt.ModuleLoadData(0, heapPTX)
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, rt.ModuleUnload(0, m)) }()
-	fn, err := rt.ModuleGetFunction(0, m, "heap")
-	require.NoError(t, err)
-	out, err := p.WantDevice(4, pool.Name("heap.out"))
-	require.NoError(t, err)
+	fn := pooltest.Kernel(t, rt, 0, heapPTX, "heap")
+	out := pooltest.Device(t, p, 4, pool.Name("heap.out"))
 	require.NoError(t, p.Satisfy())
-	ptr, err := out.Ptr()
-	require.NoError(t, err)
+	ptr := pooltest.Ptr(t, out)
 	require.NoError(t, rt.LaunchKernel(0, fn, cudart.Dim1(1), cudart.Dim1(1), 0, 0, cudart.Arg(ptr), cudart.Arg(size)))
 	require.NoError(t, rt.DeviceSynchronize(0))
 	b := make([]byte, 4)
@@ -121,10 +116,7 @@ func runChild(t *testing.T, test, marker, what string) {
 
 func newHeapPool(t *testing.T, rt cudart.Full, opts ...pool.Option) *pool.Pool {
 	t.Helper()
-	p, err := pool.New(rt, append([]pool.Option{pool.WithDeviceBytes(4 << 20), pool.WithHostBytes(1 << 20), pool.WithHostPinning(pinned.MethodHostAlloc)}, opts...)...)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, p.Close()) })
-	return p
+	return pooltest.New(t, rt, append([]pool.Option{pool.WithDeviceBytes(4 << 20), pool.WithHostBytes(1 << 20), pool.WithHostPinning(pinned.MethodHostAlloc)}, opts...)...)
 }
 
 // A kernel's malloc of 16 MiB gets NULL from CUDA's default 8 MiB heap and

@@ -12,6 +12,7 @@ import (
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/pooltest"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -160,23 +161,17 @@ func TestEndToEnd(t *testing.T) {
 // nothing placed, and the pool still usable.
 func TestExhaustionOnTheDevice(t *testing.T) {
 	forEachRuntime(t, func(t *testing.T, rt cudart.Full) {
-		p, err := pool.New(rt, pool.WithDeviceBytes(64<<20), pool.WithHostBytes(0))
-		require.NoError(t, err)
-		defer func() { require.NoError(t, p.Close()) }()
+		p := pooltest.New(t, rt, pool.WithDeviceBytes(64<<20), pool.WithHostBytes(0))
 		for i := 0; i < 3; i++ {
-			_, err := p.WantDevice(30<<20, pool.Name(fmt.Sprintf("slab%d", i)))
-			require.NoError(t, err)
+			pooltest.Device(t, p, 30<<20, pool.Name(fmt.Sprintf("slab%d", i)))
 		}
-		err = p.Satisfy()
+		err := p.Satisfy()
 		require.ErrorIs(t, err, pool.ErrExhausted)
 		t.Log(err)
 		require.NoError(t, p.ReleaseAll())
-		b, err := p.WantDevice(30 << 20)
-		require.NoError(t, err)
+		b := pooltest.Device(t, p, 30<<20)
 		require.NoError(t, p.Commit())
-		ptr, err := b.Ptr()
-		require.NoError(t, err)
-		require.NoError(t, rt.Memset(p.Device(), ptr, 1, b.Size()))
+		require.NoError(t, rt.Memset(p.Device(), pooltest.Ptr(t, b), 1, b.Size()))
 	})
 }
 
@@ -218,14 +213,10 @@ func TestTwoGPUs(t *testing.T) {
 		var pools [2]*pool.Pool
 		var ptrs [2]cudart.DevicePtr
 		for d := range pools {
-			p, err := pool.New(rt, pool.WithDevice(d), pool.WithGrowableDevice(1<<30), pool.WithHostBytes(0), pool.WithPeerAccess(1-d))
-			require.NoError(t, err)
-			defer func() { require.NoError(t, p.Close()) }()
-			b, err := p.WantDevice(size, pool.Name(fmt.Sprintf("gpu%d", d)))
-			require.NoError(t, err)
+			p := pooltest.New(t, rt, pool.WithDevice(d), pool.WithGrowableDevice(1<<30), pool.WithHostBytes(0), pool.WithPeerAccess(1-d))
+			b := pooltest.Device(t, p, size, pool.Name(fmt.Sprintf("gpu%d", d)))
 			require.NoError(t, p.Commit())
-			ptrs[d], err = b.Ptr()
-			require.NoError(t, err)
+			ptrs[d] = pooltest.Ptr(t, b)
 			pools[d] = p
 		}
 		pattern := make([]byte, size)

@@ -14,6 +14,7 @@ import (
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/pooltest"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -103,10 +104,8 @@ func TestRecoveryAfterAReset(t *testing.T) {
 		for _, k := range kinds {
 			p, err := pool.New(rt, k.opts...)
 			require.NoError(t, err)
-			_, err = p.WantDevice(32<<20, pool.Name("before"))
-			require.NoError(t, err)
-			_, err = p.WantHost(4096, pool.Name("before"))
-			require.NoError(t, err)
+			pooltest.Device(t, p, 32<<20, pool.Name("before"))
+			pooltest.Host(t, p, 4096, pool.Name("before"))
 			require.NoError(t, p.Commit())
 			st := p.Stats()
 			t.Logf("%s pool made: device arena %s, host arena %s pinned by %s", k.name, bytesize.Format(st.Device.Capacity), bytesize.Format(st.Host.Capacity), st.HostPinning)
@@ -188,8 +187,7 @@ func faultAndReset(t *testing.T, rt cudart.Full) {
 	p, err := pool.New(rt, recoverOptions()...)
 	require.NoError(t, err)
 	oldHost := p.Stats().Host.Capacity
-	b, err := p.WantDevice(4096, pool.Name("before"))
-	require.NoError(t, err)
+	b := pooltest.Device(t, p, 4096, pool.Name("before"))
 	require.NoError(t, p.Commit())
 	afterReset := slotsBeforeReset(t, rt)
 	t.Logf("pool made: %s host arena pinned by %s", bytesize.Format(oldHost), p.Stats().HostPinning)
@@ -233,32 +231,22 @@ func recoveredCycle(t *testing.T, rt cudart.Full, opts []pool.Option) {
 	q, err := pool.New(rt, opts...)
 	require.NoError(t, err, "a new pool with the same options")
 	t.Logf("new pool made: host arena pinned by %s", q.Stats().HostPinning)
-	dev, err := q.WantDevice(64<<10, pool.Name("device"))
-	require.NoError(t, err)
-	host, err := q.WantHost(64<<10, pool.Name("host"))
-	require.NoError(t, err)
-	flag, err := q.WantDevice(4, pool.Name("flag"))
-	require.NoError(t, err)
+	dev := pooltest.Device(t, q, 64<<10, pool.Name("device"))
+	host := pooltest.Host(t, q, 64<<10, pool.Name("host"))
+	flag := pooltest.Device(t, q, 4, pool.Name("flag"))
 	require.NoError(t, q.Satisfy())
-	hb, err := host.Bytes()
-	require.NoError(t, err)
+	hb := pooltest.Bytes(t, host)
 	want := bytes.Repeat([]byte("recovered"), len(hb)/9+1)[:len(hb)]
 	copy(hb, want)
-	dp, err := dev.Ptr()
-	require.NoError(t, err)
+	dp := pooltest.Ptr(t, dev)
 	require.NoError(t, rt.Memcpy(0, cudart.DeviceMem(dp, dev.Size()), cudart.HostMem(hb), cudart.HostToDevice))
 	back := make([]byte, dev.Size())
 	require.NoError(t, rt.Memcpy(0, cudart.HostMem(back), cudart.DeviceMem(dp, dev.Size()), cudart.DeviceToHost))
 	require.Equal(t, want, back, "host -> device -> host through the new pool")
 	t.Logf("new pool's copies: %s in and out, equal", bytesize.Format(dev.Size()))
 
-	m, err := rt.ModuleLoadData(0, pokePTX)
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, rt.ModuleUnload(0, m)) }()
-	poke, err := rt.ModuleGetFunction(0, m, "poke")
-	require.NoError(t, err)
-	fp, err := flag.Ptr()
-	require.NoError(t, err)
+	poke := pooltest.Kernel(t, rt, 0, pokePTX, "poke")
+	fp := pooltest.Ptr(t, flag)
 	require.NoError(t, rt.LaunchKernel(0, poke, cudart.Dim1(1), cudart.Dim1(1), 0, 0, cudart.Arg(fp)))
 	require.NoError(t, rt.DeviceSynchronize(0))
 	word := make([]byte, 4)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/internal/pooltest"
 	"github.com/cudapool/cudapool/pinned"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -46,33 +47,19 @@ func TestTwoPoolsOnOneDeviceReleaseIndependently(t *testing.T) {
 		if f, ok := rt.(*cudarttest.Fake); ok {
 			f.RegisterKernel("spin", func(*cudarttest.KernelContext) error { return nil })
 		}
-		sa, err := rt.StreamCreate(0)
-		require.NoError(t, err)
-		defer func() { assert.NoError(t, rt.StreamDestroy(0, sa)) }()
-		sb, err := rt.StreamCreate(0)
-		require.NoError(t, err)
-		defer func() { assert.NoError(t, rt.StreamDestroy(0, sb)) }()
+		sa, sb := pooltest.Stream(t, rt, 0), pooltest.Stream(t, rt, 0)
 		opts := []pool.Option{pool.WithDeviceBytes(64 << 20), pool.WithHostBytes(1 << 20), pool.WithHostPinning(pinned.MethodHostAlloc)}
-		a, err := pool.New(rt, append(opts, pool.WithStreams(sa))...)
-		require.NoError(t, err)
-		defer func() { assert.NoError(t, a.Close()) }()
-		b, err := pool.New(rt, opts...)
-		require.NoError(t, err)
-		defer func() { assert.NoError(t, b.Close()) }()
+		a := pooltest.New(t, rt, append(opts, pool.WithStreams(sa))...)
+		b := pooltest.New(t, rt, opts...)
 		require.NoError(t, b.UseStreams(sb))
 
-		m, err := rt.ModuleLoadData(0, spinPTX)
-		require.NoError(t, err)
-		defer func() { assert.NoError(t, rt.ModuleUnload(0, m)) }()
-		spin, err := rt.ModuleGetFunction(0, m, "spin")
-		require.NoError(t, err)
+		spin := pooltest.Kernel(t, rt, 0, spinPTX, "spin")
 		done, err := rt.EventCreate(0)
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, rt.EventDestroy(0, done)) }()
 
 		for _, p := range []*pool.Pool{a, b} {
-			_, err := p.WantDevice(1 << 20)
-			require.NoError(t, err)
+			pooltest.Device(t, p, 1<<20)
 			require.NoError(t, p.Commit())
 		}
 		start := time.Now()

@@ -12,6 +12,7 @@ import (
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/internal/check/record"
+	"github.com/cudapool/cudapool/internal/pooltest"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -39,22 +40,18 @@ func TestStrictByDefault(t *testing.T) {
 		} {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
 				rt := open(t)
-				p, err := pool.New(rt, append([]pool.Option{pool.WithDeviceBytes(1 << 20), pool.WithHostBytes(0)}, tc.opts...)...)
-				require.NoError(t, err)
-				defer func() { require.NoError(t, p.Close()) }()
+				p := pooltest.New(t, rt, append([]pool.Option{pool.WithDeviceBytes(1 << 20), pool.WithHostBytes(0)}, tc.opts...)...)
 				var first *pool.Buffer
 				for i, n := range tc.sizes {
-					b, err := p.WantDevice(n, pool.Name("b"+string(rune('0'+i))))
-					require.NoError(t, err)
+					b := pooltest.Device(t, p, n, pool.Name("b"+string(rune('0'+i))))
 					if first == nil {
 						first = b
 					}
 				}
 				require.NoError(t, p.Commit())
-				ptr, err := first.Ptr()
-				require.NoError(t, err)
+				ptr := pooltest.Ptr(t, first)
 				src := make([]byte, tc.write)
-				err = rt.Memcpy(p.Device(), cudart.DeviceMem(ptr, tc.write), cudart.HostMem(src), cudart.HostToDevice)
+				err := rt.Memcpy(p.Device(), cudart.DeviceMem(ptr, tc.write), cudart.HostMem(src), cudart.HostToDevice)
 				if tc.caught == "" {
 					assert.NoError(t, err, "the next buffer's bytes are a live buffer's: invisible to an address-based check")
 					return

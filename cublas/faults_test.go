@@ -14,6 +14,7 @@ import (
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/internal/check/record"
+	"github.com/cudapool/cudapool/internal/pooltest"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -35,22 +36,13 @@ func TestInjectedCUBLASFailures(t *testing.T) {
 	}
 	setupEnv := func(t *testing.T) env {
 		rt := cudarttest.NewFakeT(t)
-		p, err := pool.New(rt, pool.WithDeviceBytes(64<<20), pool.WithHostBytes(0))
-		require.NoError(t, err)
-		t.Cleanup(func() { assert.NoError(t, p.Close()) })
-		ws, err := p.WantDevice(cublas.MinWorkspace, pool.Name("workspace"))
-		require.NoError(t, err)
-		mats, err := p.WantDevice(1024, pool.Name("matrices"))
-		require.NoError(t, err)
+		p := pooltest.New(t, rt, pool.WithDeviceBytes(64<<20), pool.WithHostBytes(0))
+		ws := pooltest.Device(t, p, cublas.MinWorkspace, pool.Name("workspace"))
+		mats := pooltest.Device(t, p, 1024, pool.Name("matrices"))
 		require.NoError(t, p.Commit())
-		pm, err := mats.Ptr()
-		require.NoError(t, err)
 		blas, err := cublas.Open(rt)
 		require.NoError(t, err)
-		s, err := rt.StreamCreate(0)
-		require.NoError(t, err)
-		t.Cleanup(func() { assert.NoError(t, rt.StreamDestroy(0, s)) })
-		return env{rt, blas, s, ws, pm}
+		return env{rt, blas, pooltest.Stream(t, rt, 0), ws, pooltest.Ptr(t, mats)}
 	}
 	handle := func(t *testing.T, e env) *cublas.Handle {
 		h, err := e.blas.NewHandle(0, e.s)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/internal/pooltest"
 	"github.com/cudapool/cudapool/pinned"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -141,18 +142,9 @@ func TestGuardStatsAndMisuse(t *testing.T) {
 // A host arena's guard fills are the pool's upkeep, but its buffers are
 // annotated all the same: a copy from one is no memcheck fault.
 func TestGuardedHostBuffersAreAnnotated(t *testing.T) {
-	f := cudarttest.NewFakeT(t)
-	p, err := pool.New(f, pool.WithDeviceBytes(1<<20), pool.WithHostBytes(1<<20), pool.WithGuards(256))
-	require.NoError(t, err)
-	defer func() { require.NoError(t, p.Close()) }()
-	dev, err := p.WantDevice(4096, pool.Name("dev"))
-	require.NoError(t, err)
-	host, err := p.WantHost(4096, pool.Name("host"))
-	require.NoError(t, err)
+	p, f := newPool(t, pool.WithDeviceBytes(1<<20), pool.WithHostBytes(1<<20), pool.WithGuards(256))
+	dev := pooltest.Device(t, p, 4096, pool.Name("dev"))
+	host := pooltest.Host(t, p, 4096, pool.Name("host"))
 	require.NoError(t, p.Satisfy())
-	hb, err := host.Bytes()
-	require.NoError(t, err)
-	dp, err := dev.Ptr()
-	require.NoError(t, err)
-	assert.NoError(t, f.Memcpy(0, cudart.DeviceMem(dp, 4096), cudart.HostMem(hb), cudart.HostToDevice))
+	assert.NoError(t, f.Memcpy(0, cudart.DeviceMem(pooltest.Ptr(t, dev), 4096), cudart.HostMem(pooltest.Bytes(t, host)), cudart.HostToDevice))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/internal/pooltest"
 	"github.com/cudapool/cudapool/pinned"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -55,10 +56,7 @@ func newSharingPair(t *testing.T, first string, firstSize uint64, second string,
 
 func newPoolOn(t *testing.T, f *cudarttest.Fake, opts ...pool.Option) (*pool.Pool, *cudarttest.Fake) {
 	t.Helper()
-	p, err := pool.New(f, opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, p.Close()) })
-	return p, f
+	return pooltest.New(t, f, opts...), f
 }
 
 func TestNewDefaultsAreTheCppPools(t *testing.T) {
