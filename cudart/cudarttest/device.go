@@ -111,21 +111,17 @@ func checkLimit(l cudart.Limit) *failure {
 }
 
 // RuntimeVersion is cudaRuntimeGetVersion: FakeVersion.
-func (f *Fake) RuntimeVersion() (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if x := f.enter(calls.RuntimeGetVersion); x != nil {
-		return 0, x.err(calls.RuntimeGetVersion, "()")
-	}
-	return FakeVersion, nil
-}
+func (f *Fake) RuntimeVersion() (int, error) { return f.version(calls.RuntimeGetVersion) }
 
 // DriverVersion is cudaDriverGetVersion: FakeVersion.
-func (f *Fake) DriverVersion() (int, error) {
+func (f *Fake) DriverVersion() (int, error) { return f.version(calls.DriverGetVersion) }
+
+// version is FakeVersion through c, the runtime's or the driver's query.
+func (f *Fake) version(c calls.Call) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.enter(calls.DriverGetVersion); x != nil {
-		return 0, x.err(calls.DriverGetVersion, "()")
+	if x := f.enter(c); x != nil {
+		return 0, x.err(c, "()")
 	}
 	return FakeVersion, nil
 }

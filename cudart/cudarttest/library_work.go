@@ -259,8 +259,7 @@ func (f *Fake) accessible(device int, a, n uint64, verb string) *failure {
 	if x := f.memcheck(a, n, verb); x != nil {
 		return x
 	}
-	spans, x := f.resolve(f.scratch[:0], cudart.DevicePtr(a), n, device)
-	f.scratch = spans[:0]
+	_, x := f.resolveScratch(cudart.DevicePtr(a), n, device)
 	return x
 }
 

@@ -13,8 +13,7 @@ func (f *Fake) memset(device int, p cudart.DevicePtr, value byte, n uint64, perf
 	if x := f.memcheck(uint64(p), n, "memset"); x != nil {
 		return x
 	}
-	spans, x := f.resolve(f.scratch[:0], p, n, device)
-	f.scratch = spans[:0]
+	spans, x := f.resolveScratch(p, n, device)
 	if x == nil && perform {
 		fillSpans(spans, value)
 	}
@@ -47,30 +46,23 @@ func (f *Fake) memcpy(device int, dst, src cudart.Mem, kind cudart.MemcpyKind, p
 			copy(dst.Host(), src.Host())
 		}
 	case src.IsHost():
-		spans, x := f.resolve(f.scratch[:0], dst.Device(), n, device)
-		f.scratch = spans[:0]
-		if x != nil {
-			return x
-		}
-		if perform {
+		spans, x := f.resolveScratch(dst.Device(), n, device)
+		if x == nil && perform {
 			writeSpans(spans, src.Host())
 		}
+		return x
 	case dst.IsHost():
-		spans, x := f.resolve(f.scratch[:0], src.Device(), n, device)
-		f.scratch = spans[:0]
-		if x != nil {
-			return x
-		}
-		if perform {
+		spans, x := f.resolveScratch(src.Device(), n, device)
+		if x == nil && perform {
 			readSpans(dst.Host(), spans)
 		}
+		return x
 	default:
 		d, s := uint64(dst.Device()), uint64(src.Device())
 		if d < s+n && s < d+n {
 			return invalid("source and destination overlap, which CUDA leaves undefined")
 		}
-		ds, x := f.resolve(f.scratch[:0], dst.Device(), n, device)
-		f.scratch = ds[:0]
+		ds, x := f.resolveScratch(dst.Device(), n, device)
 		if x != nil {
 			return x
 		}

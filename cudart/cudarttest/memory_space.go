@@ -165,6 +165,15 @@ func (f *Fake) overlaps(p, n uint64) bool {
 	return i < len(f.regions) && f.regions[i].base < p+n
 }
 
+// resolveScratch is resolve into f.scratch, which it keeps for the next
+// call: the spans are good until then, and a copy or memset allocates
+// nothing to find them.
+func (f *Fake) resolveScratch(p cudart.DevicePtr, n uint64, device int) ([]span, *failure) {
+	spans, x := f.resolve(f.scratch[:0], p, n, device)
+	f.scratch = spans[:0]
+	return spans, x
+}
+
 // resolve appends to buf the spans that back the device range [p, p+n) as
 // device accesses it. The whole range must lie in one live allocation, or in
 // mapped, accessible memory of reservations that follow each other with no

@@ -192,18 +192,25 @@ func (f *Fake) reserve(size, alignment, hint uint64) (cudart.DevicePtr, *failure
 // MemAddressFree is cuMemAddressFree of a whole reservation. The fake
 // requires it to be unmapped first.
 func (f *Fake) MemAddressFree(p cudart.DevicePtr, size uint64) error {
+	return f.onRange(calls.CuMemAddressFree, p, size, f.addressFree)
+}
+
+// onRange is call c on the range of size bytes at p, done by op under f's
+// lock once c is entered; a failure is c's error, naming the range.
+func (f *Fake) onRange(c calls.Call, p cudart.DevicePtr, size uint64, op func(a, size uint64) *failure) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if x := f.addressFree(uint64(p), size); x != nil {
-		return x.err(calls.CuMemAddressFree, "(%s, %s)", p, bytesize.Format(size))
+	x := f.enterNoDevice(c)
+	if x == nil {
+		x = op(uint64(p), size)
+	}
+	if x != nil {
+		return x.err(c, "(%s, %s)", p, bytesize.Format(size))
 	}
 	return nil
 }
 
 func (f *Fake) addressFree(a, size uint64) *failure {
-	if x := f.enterNoDevice(calls.CuMemAddressFree); x != nil {
-		return x
-	}
 	r, x := f.reservation(a, size)
 	if x != nil {
 		return x
@@ -267,18 +274,10 @@ func (f *Fake) memMap(a, size, offset uint64, h cudart.PhysHandle) *failure {
 // MemUnmap is cuMemUnmap of whole mappings with no hole between. Physical
 // memory released and no longer mapped is freed.
 func (f *Fake) MemUnmap(p cudart.DevicePtr, size uint64) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if x := f.unmap(uint64(p), size); x != nil {
-		return x.err(calls.CuMemUnmap, "(%s, %s)", p, bytesize.Format(size))
-	}
-	return nil
+	return f.onRange(calls.CuMemUnmap, p, size, f.unmap)
 }
 
 func (f *Fake) unmap(a, size uint64) *failure {
-	if x := f.enterNoDevice(calls.CuMemUnmap); x != nil {
-		return x
-	}
 	r, i, j, x := f.wholeMappings(a, size)
 	if x != nil {
 		return x
