@@ -2,10 +2,10 @@ package cublas
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/cudapool/cudapool/internal/binding"
 	"github.com/cudapool/cudapool/internal/blas"
+	"github.com/cudapool/cudapool/internal/callerr"
 )
 
 // Status is a cuBLAS status code (cublasStatus_t).
@@ -22,20 +22,13 @@ type Error struct {
 
 // Error formats the call, the cuBLAS name and the message.
 func (e *Error) Error() string {
-	if e.Call == "" {
-		return fmt.Sprintf("cublas: %s (%d): %s", e.Name, int(e.Status), e.Message)
-	}
-	return fmt.Sprintf("cublas: %s: %s (%d): %s", e.Call, e.Name, int(e.Status), e.Message)
+	return callerr.Text("cublas", e.Call, e.Name, int(e.Status), e.Message)
 }
 
 // Is matches any *Error with the same status, so that
 // errors.Is(err, cublas.ErrInvalidValue) holds whichever call returned it.
 func (e *Error) Is(target error) bool {
-	var t *Error
-	if !errors.As(target, &t) {
-		return false
-	}
-	return t.Status == e.Status
+	return callerr.Match(target, func(t *Error) bool { return t.Status == e.Status })
 }
 
 func newError(call string, st Status, name, msg string) *Error {

@@ -3,6 +3,8 @@ package cudart
 import (
 	"errors"
 	"fmt"
+
+	"github.com/cudapool/cudapool/internal/callerr"
 )
 
 // Code is a CUDA error code. Runtime (cudaError_t) and driver (CUresult) codes
@@ -19,22 +21,13 @@ type Error struct {
 }
 
 // Error formats the call, the CUDA name and the message.
-func (e *Error) Error() string {
-	if e.Call == "" {
-		return fmt.Sprintf("cudart: %s (%d): %s", e.Name, int(e.Code), e.Message)
-	}
-	return fmt.Sprintf("cudart: %s: %s (%d): %s", e.Call, e.Name, int(e.Code), e.Message)
-}
+func (e *Error) Error() string { return callerr.Text("cudart", e.Call, e.Name, int(e.Code), e.Message) }
 
 // Is matches any *Error with the same code, so that
 // errors.Is(err, cudart.ErrMemoryAllocation) holds for every out-of-memory
 // error, whichever call returned it.
 func (e *Error) Is(target error) bool {
-	var t *Error
-	if !errors.As(target, &t) {
-		return false
-	}
-	return t.Code == e.Code
+	return callerr.Match(target, func(t *Error) bool { return t.Code == e.Code })
 }
 
 // NewError returns the error for code as call returned it, with the name and

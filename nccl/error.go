@@ -2,10 +2,10 @@ package nccl
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/cudapool/cudapool/internal/binding"
+	"github.com/cudapool/cudapool/internal/callerr"
 	"github.com/cudapool/cudapool/internal/ncclabi"
 )
 
@@ -25,10 +25,7 @@ type Error struct {
 
 // Error formats the call, the name, the message and the last error.
 func (e *Error) Error() string {
-	s := fmt.Sprintf("nccl: %s (%d): %s", e.Name, int(e.Result), e.Message)
-	if e.Call != "" {
-		s = fmt.Sprintf("nccl: %s: %s (%d): %s", e.Call, e.Name, int(e.Result), e.Message)
-	}
+	s := callerr.Text("nccl", e.Call, e.Name, int(e.Result), e.Message)
 	if e.Last != "" {
 		s += ": " + strings.TrimSpace(e.Last)
 	}
@@ -38,11 +35,7 @@ func (e *Error) Error() string {
 // Is matches any *Error with the same result, so that errors.Is(err,
 // nccl.ErrInvalidArgument) holds whichever call returned it.
 func (e *Error) Is(target error) bool {
-	var t *Error
-	if !errors.As(target, &t) {
-		return false
-	}
-	return t.Result == e.Result
+	return callerr.Match(target, func(t *Error) bool { return t.Result == e.Result })
 }
 
 func sentinel(r ncclabi.Result) *Error {
