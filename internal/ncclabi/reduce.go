@@ -18,23 +18,15 @@ import (
 // the nccl package documents. out may be one of ins.
 func Combine(out []byte, ins [][]byte, n uint64, t DataType, op RedOp) {
 	es := t.Size()
+	larger := func(a, b uint64) uint64 { return maxInt(a, b, t) }
+	smaller := func(a, b uint64) uint64 { return minInt(a, b, t) }
 	for i := range n {
 		o := i * es
 		switch t {
 		case Float16, BFloat16, Float32, Float64:
 			acc := getFloat(ins[0][o:], t)
 			for _, in := range ins[1:] {
-				v := getFloat(in[o:], t)
-				switch op {
-				case Sum, Avg:
-					acc += v
-				case Prod:
-					acc *= v
-				case Max:
-					acc = math.Max(acc, v)
-				case Min:
-					acc = math.Min(acc, v)
-				}
+				acc = step(op, acc, getFloat(in[o:], t), math.Max, math.Min)
 			}
 			if op == Avg {
 				acc /= float64(len(ins))
@@ -43,18 +35,7 @@ func Combine(out []byte, ins [][]byte, n uint64, t DataType, op RedOp) {
 		default:
 			acc := getInt(ins[0][o:], t)
 			for _, in := range ins[1:] {
-				v := getInt(in[o:], t)
-				switch op {
-				case Sum, Avg:
-					acc += v
-				case Prod:
-					acc *= v
-				case Max:
-					acc = maxInt(acc, v, t)
-				case Min:
-					acc = minInt(acc, v, t)
-				}
-				acc = wrap(acc, t)
+				acc = wrap(step(op, acc, getInt(in[o:], t), larger, smaller), t)
 			}
 			if op == Avg {
 				acc = avgInt(acc, uint64(len(ins)), t)
@@ -62,6 +43,22 @@ func Combine(out []byte, ins [][]byte, n uint64, t DataType, op RedOp) {
 			putInt(out[o:], t, acc)
 		}
 	}
+}
+
+// step is acc op v, a float's or an integer's: Avg sums (Combine divides
+// once all ranks are summed), and Max and Min are larger and smaller.
+func step[V uint64 | float64](op RedOp, acc, v V, larger, smaller func(a, b V) V) V {
+	switch op {
+	case Sum, Avg:
+		return acc + v
+	case Prod:
+		return acc * v
+	case Max:
+		return larger(acc, v)
+	case Min:
+		return smaller(acc, v)
+	}
+	return acc
 }
 
 // signed reports whether integer type t is signed.
