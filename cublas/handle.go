@@ -101,20 +101,12 @@ func (h *Handle) undo(err error) error {
 
 // Device is the device the handle works on.
 func (h *Handle) Device() (int, error) {
-	if err := h.own("Device", nil); err != nil {
-		return 0, err
-	}
-	defer h.mu.Unlock()
-	return h.device, nil
+	return held(h, h.own("Device", nil), func() int { return h.device })
 }
 
 // Stream is the stream the handle's work is queued on.
 func (h *Handle) Stream() (cudart.Stream, error) {
-	if err := h.own("Stream", nil); err != nil {
-		return 0, err
-	}
-	defer h.mu.Unlock()
-	return h.home.stream, nil
+	return held(h, h.own("Stream", nil), func() cudart.Stream { return h.home.stream })
 }
 
 // SetStream binds the handle to s (cublasSetStream): later GEMMs are queued
@@ -124,22 +116,42 @@ func (h *Handle) Stream() (cudart.Stream, error) {
 // the runtime can say (see the package documentation). On any error the
 // handle is as it was, in cuBLAS and here.
 func (h *Handle) SetStream(s cudart.Stream) error {
+	return h.setHome("SetStream", func(f *blas.Frame) error {
+		if s != h.cur.stream {
+			if err := h.l.streamOn(h.device, s); err != nil {
+				return err
+			}
+		}
+		return h.setStream(f, s, false)
+	})
+}
+
+// setHome is a setter of the owner's (method): set changes cuBLAS's
+// setting and h.cur with h.mu held, and what it set stays the owner's,
+// brought back after every lease.
+func (h *Handle) setHome(method string, set func(*blas.Frame) error) error {
 	f := getFrame()
 	defer putFrame(f)
-	if err := h.own("SetStream", f); err != nil {
+	if err := h.own(method, f); err != nil {
 		return err
 	}
 	defer h.mu.Unlock()
-	if s != h.cur.stream {
-		if err := h.l.streamOn(h.device, s); err != nil {
-			return err
-		}
-	}
-	if err := h.setStream(f, s, false); err != nil {
+	if err := set(f); err != nil {
 		return err
 	}
 	h.home = h.cur
 	return nil
+}
+
+// held is a getter's value: get, read with h.mu held, where err, the
+// result of taking the lock (own or enter), is nil; err otherwise.
+func held[T any](h *Handle, err error, get func() T) (T, error) {
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	defer h.mu.Unlock()
+	return get(), nil
 }
 
 // setStream binds the handle to s, keeping its workspace: nothing changes

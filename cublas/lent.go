@@ -72,25 +72,25 @@ func (b Lent) gemm(c blas.Call, g Gemm, batch int) error {
 
 // SetMathMode is Handle.SetMathMode for this lease only.
 func (b Lent) SetMathMode(m MathMode) error {
-	f := getFrame()
-	defer putFrame(f)
-	if err := b.enter("SetMathMode", f); err != nil {
-		return err
-	}
-	defer b.h.mu.Unlock()
-	return b.h.moveBy(b.h.setMathMode(f, m, false))
+	return b.set("SetMathMode", func(f *blas.Frame) error { return b.h.setMathMode(f, m, false) })
 }
 
 // SetWorkspace is Handle.SetWorkspace for this lease only: the next lease
 // works in the owner's workspace again.
 func (b Lent) SetWorkspace(ws Workspace) error {
+	return b.set("SetWorkspace", func(f *blas.Frame) error { return b.h.setWorkspace(f, ws) })
+}
+
+// set is a setter of the lease's (method): set changes cuBLAS's setting
+// and the handle's with its lock held, for this lease only.
+func (b Lent) set(method string, set func(*blas.Frame) error) error {
 	f := getFrame()
 	defer putFrame(f)
-	if err := b.enter("SetWorkspace", f); err != nil {
+	if err := b.enter(method, f); err != nil {
 		return err
 	}
 	defer b.h.mu.Unlock()
-	return b.h.moveBy(b.h.setWorkspace(f, ws))
+	return b.h.moveBy(set(f))
 }
 
 // SetStream accepts the owner's stream, which the lease is on already, and
@@ -108,38 +108,22 @@ func (b Lent) SetStream(s cudart.Stream) error {
 
 // Stream is the stream the lease's work is queued on: the owner's.
 func (b Lent) Stream() (cudart.Stream, error) {
-	if err := b.enter("Stream", nil); err != nil {
-		return 0, err
-	}
-	defer b.h.mu.Unlock()
-	return b.h.view(b.tok).stream, nil
+	return held(b.h, b.enter("Stream", nil), func() cudart.Stream { return b.h.view(b.tok).stream })
 }
 
 // Workspace is the lease's workspace: the owner's unless the lease set one.
 func (b Lent) Workspace() (Workspace, error) {
-	if err := b.enter("Workspace", nil); err != nil {
-		return nil, err
-	}
-	defer b.h.mu.Unlock()
-	return b.h.view(b.tok).ws, nil
+	return held(b.h, b.enter("Workspace", nil), func() Workspace { return b.h.view(b.tok).ws })
 }
 
 // MathMode is the lease's math mode: the owner's unless the lease set one.
 func (b Lent) MathMode() (MathMode, error) {
-	if err := b.enter("MathMode", nil); err != nil {
-		return 0, err
-	}
-	defer b.h.mu.Unlock()
-	return b.h.view(b.tok).mode, nil
+	return held(b.h, b.enter("MathMode", nil), func() MathMode { return b.h.view(b.tok).mode })
 }
 
 // Device is the device the handle works on.
 func (b Lent) Device() (int, error) {
-	if err := b.enter("Device", nil); err != nil {
-		return 0, err
-	}
-	defer b.h.mu.Unlock()
-	return b.h.device, nil
+	return held(b.h, b.enter("Device", nil), func() int { return b.h.device })
 }
 
 // enter takes the handle's lock for the lease's method, or says why not:

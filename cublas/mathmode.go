@@ -30,17 +30,7 @@ var mathModes = enum.Table[MathMode]{Prefix: "CUBLAS_", Names: []string{MathDefa
 
 // SetMathMode sets the handle's math mode (cublasSetMathMode).
 func (h *Handle) SetMathMode(m MathMode) error {
-	f := getFrame()
-	defer putFrame(f)
-	if err := h.own("SetMathMode", f); err != nil {
-		return err
-	}
-	defer h.mu.Unlock()
-	if err := h.setMathMode(f, m, false); err != nil {
-		return err
-	}
-	h.home = h.cur
-	return nil
+	return h.setHome("SetMathMode", func(f *blas.Frame) error { return h.setMathMode(f, m, false) })
 }
 
 func (h *Handle) setMathMode(f *blas.Frame, m MathMode, always bool) error {
@@ -58,9 +48,5 @@ func (h *Handle) setMathMode(f *blas.Frame, m MathMode, always bool) error {
 
 // MathMode is the handle's math mode.
 func (h *Handle) MathMode() (MathMode, error) {
-	if err := h.own("MathMode", nil); err != nil {
-		return 0, err
-	}
-	defer h.mu.Unlock()
-	return h.home.mode, nil
+	return held(h, h.own("MathMode", nil), func() MathMode { return h.home.mode })
 }

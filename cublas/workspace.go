@@ -37,17 +37,7 @@ type Workspace interface {
 // again before each GEMM: a workspace released by its pool since is refused
 // then, with ErrInvalidWorkspace, and nothing runs.
 func (h *Handle) SetWorkspace(ws Workspace) error {
-	f := getFrame()
-	defer putFrame(f)
-	if err := h.own("SetWorkspace", f); err != nil {
-		return err
-	}
-	defer h.mu.Unlock()
-	if err := h.setWorkspace(f, ws); err != nil {
-		return err
-	}
-	h.home = h.cur
-	return nil
+	return h.setHome("SetWorkspace", func(f *blas.Frame) error { return h.setWorkspace(f, ws) })
 }
 
 func (h *Handle) setWorkspace(f *blas.Frame, ws Workspace) error {
@@ -89,9 +79,5 @@ func (h *Handle) usable(ws Workspace) (cudart.DevicePtr, error) {
 
 // Workspace is the workspace set, nil while cuBLAS uses its own.
 func (h *Handle) Workspace() (Workspace, error) {
-	if err := h.own("Workspace", nil); err != nil {
-		return nil, err
-	}
-	defer h.mu.Unlock()
-	return h.home.ws, nil
+	return held(h, h.own("Workspace", nil), func() Workspace { return h.home.ws })
 }
