@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/nccl"
 	"github.com/cudapool/cudapool/nccl/internal/fakenccl"
 )
@@ -61,9 +60,7 @@ func TestInlineLaunchAllReduces(t *testing.T) {
 }
 
 func TestInlineLaunchInitRankOnGoroutines(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
-	lib, err := nccl.Open(f)
-	require.NoError(t, err)
+	_, lib := openFake(t, 2)
 	id, err := lib.UniqueID()
 	require.NoError(t, err)
 	comms := make([]*nccl.Comm, 2)
@@ -83,9 +80,7 @@ func TestInlineLaunchInitRankOnGoroutines(t *testing.T) {
 // non-blocking one, destroyed after: it holds a split's charge, and takes
 // a further communicator's at its first collective.
 func TestInlineLaunchCharge(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
-	lib, err := nccl.Open(f)
-	require.NoError(t, err)
+	f, lib := openFake(t, 2)
 	used := func() uint64 {
 		free, total, err := f.MemGetInfo(1)
 		require.NoError(t, err)

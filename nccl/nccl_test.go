@@ -28,14 +28,8 @@ type rig struct {
 
 func newRig(t testing.TB, n int, size uint64, opts ...nccl.CommOption) *rig {
 	t.Helper()
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(n))
-	lib, err := nccl.Open(f)
-	require.NoError(t, err)
-	devs := make([]int, n)
-	for i := range devs {
-		devs[i] = i
-	}
-	comms, err := lib.InitAll(devs, opts...)
+	f, lib := openFake(t, n)
+	comms, err := lib.InitAll(devices(n), opts...)
 	require.NoError(t, err)
 	r := &rig{fake: f, lib: lib, comms: comms}
 	for d := range n {
@@ -56,6 +50,25 @@ func newRig(t testing.TB, n int, size uint64, opts ...nccl.CommOption) *rig {
 		}
 	})
 	return r
+}
+
+// openFake is NCCL opened on a fake of n devices, which fails t at cleanup
+// if anything is left.
+func openFake(t testing.TB, n int) (*cudarttest.Fake, *nccl.Library) {
+	t.Helper()
+	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(n))
+	lib, err := nccl.Open(f)
+	require.NoError(t, err)
+	return f, lib
+}
+
+// devices is the first n devices' indices, 0 to n-1.
+func devices(n int) []int {
+	ds := make([]int, n)
+	for d := range ds {
+		ds[d] = d
+	}
+	return ds
 }
 
 // streamsAndBuffers makes a stream and a buffer of size bytes on each of
@@ -179,9 +192,7 @@ func TestMismatchFailsEveryRankAtOnce(t *testing.T) {
 }
 
 func TestMissingRankTimesOutAndAborts(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
-	lib, err := nccl.Open(f)
-	require.NoError(t, err)
+	f, lib := openFake(t, 2)
 	id, err := lib.UniqueID()
 	require.NoError(t, err)
 	_, err = lib.InitRank(0, id, 2, 0, nccl.WithTimeout(20e6))
@@ -198,9 +209,7 @@ func TestMissingRankTimesOutAndAborts(t *testing.T) {
 // exactly, stage by stage, where the conformance group's Charge asserts a
 // range that a GPU's figures must fall in too.
 func TestCommunicatorsChargeWhatNCCLTakes(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
-	lib, err := nccl.Open(f)
-	require.NoError(t, err)
+	f, lib := openFake(t, 2)
 	s, p := streamsAndBuffers(t, f, 2, 4)
 	used := func() uint64 {
 		free, total, err := f.MemGetInfo(1)

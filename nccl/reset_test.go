@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cudapool/cudapool/cudart/cudarttest"
 	"github.com/cudapool/cudapool/nccl"
 )
 
@@ -17,9 +16,7 @@ import (
 // the other device's rank, left alone, times out within its bound (and is
 // aborted) instead of waiting for it.
 func TestDeviceResetDropsCommunicators(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
-	lib, err := nccl.Open(f)
-	require.NoError(t, err)
+	f, lib := openFake(t, 2)
 	comms, err := lib.InitAll([]int{0, 1}, nccl.WithTimeout(100*time.Millisecond))
 	require.NoError(t, err)
 	free, total, err := f.MemGetInfo(0)

@@ -29,13 +29,8 @@ type commSlots struct {
 
 func newCommSlots(t *testing.T, devs, n int) *commSlots {
 	t.Helper()
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(devs))
-	lib, err := nccl.Open(f)
-	require.NoError(t, err)
-	ds := make([]int, devs)
-	for d := range ds {
-		ds[d] = d
-	}
+	f, lib := openFake(t, devs)
+	ds := devices(devs)
 	cs := &commSlots{f: f, lib: lib}
 	for range n {
 		comms, err := lib.InitAll(ds)
@@ -51,6 +46,7 @@ func newCommSlots(t *testing.T, devs, n int) *commSlots {
 		}
 	})
 	pr := pool.NewProfile("request")
+	var err error
 	cs.x, err = pr.Device(8, pool.Name("x"))
 	require.NoError(t, err)
 	cs.m, err = pool.NewMultiSlots(f, ds, n, pool.SlotLayout{Profiles: []*pool.Profile{pr}, Attach: []pool.Attachment{lib.ForSlots(cs.comms)}})
@@ -252,9 +248,7 @@ func TestLendAllocatesNothing(t *testing.T) {
 }
 
 func TestForSlotsRefusals(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
-	lib, err := nccl.Open(f)
-	require.NoError(t, err)
+	f, lib := openFake(t, 2)
 	other, err := nccl.Open(cudarttest.NewFakeT(t, cudarttest.WithDevices(2)))
 	require.NoError(t, err)
 	var all []*nccl.Comm

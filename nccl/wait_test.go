@@ -113,9 +113,7 @@ func TestWaitRunsACapturedAllReduceOnceEveryRankLaunched(t *testing.T) {
 // also a peer killed after posting) times out within its bound, aborting
 // its communicator, where a synchronisation would have hung on a GPU.
 func TestWaitIsBoundedWhenAPeerNeverRuns(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
-	lib, err := nccl.Open(f)
-	require.NoError(t, err)
+	f, lib := openFake(t, 2)
 	comms, err := lib.InitAll([]int{0, 1})
 	require.NoError(t, err)
 	s, p := streamsAndBuffers(t, f, 2, 16)

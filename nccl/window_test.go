@@ -96,9 +96,7 @@ func TestWindowsOfExportableArenas(t *testing.T) {
 // Blocking communicators register windows too, their calls returning once
 // every rank has.
 func TestWindowsOfBlockingCommunicators(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
-	lib, err := nccl.Open(f)
-	require.NoError(t, err)
+	f, lib := openFake(t, 2)
 	comms, err := lib.InitAll([]int{0, 1}, nccl.WithInlineLaunch())
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -211,9 +209,7 @@ func TestWindowsThatNeverCompleteTimeOut(t *testing.T) {
 		{"a rank missing", nil, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
-			lib, err := nccl.Open(f)
-			require.NoError(t, err)
+			f, lib := openFake(t, 2)
 			const bound = 100 * time.Millisecond
 			comms, err := lib.InitAll([]int{0, 1}, nccl.WithTimeout(bound))
 			require.NoError(t, err)

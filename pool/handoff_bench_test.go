@@ -53,8 +53,14 @@ func BenchmarkHandoff(b *testing.B) {
 	}
 }
 
+// slotSource is what Slots and MultiSlots hand slots out and back with.
+type slotSource interface {
+	Acquire(ctx context.Context, profile string) (pool.Slot, error)
+	Release(sl pool.Slot) error
+}
+
 // acquireRelease is one hand-off of a slot of s.
-func acquireRelease(s *pool.Slots) func() error {
+func acquireRelease(s slotSource) func() error {
 	ctx := context.Background()
 	return func() error {
 		sl, err := s.Acquire(ctx, "b1")

@@ -28,8 +28,7 @@ func TestAcquireGroupProperties(t *testing.T) {
 	for seed := range seeds {
 		devs, n := 1+int(seed%4), 1+int(seed/4%3)
 		t.Run(fmt.Sprintf("seed-%d-%d-devices-%d-slots", seed, devs, n), func(t *testing.T) {
-			f := cudarttest.NewFakeT(t, cudarttest.WithDevices(devs))
-			m, _ := newMulti(t, f, devs, n)
+			m, _, f := newMulti(t, devs, n)
 			h := &holders{held: map[[2]int]bool{}}
 			var wg sync.WaitGroup
 			for w := range 12 {

@@ -62,8 +62,7 @@ func checkGroup(t *testing.T, m *pool.MultiSlots, g pool.SlotGroup, profile stri
 func TestAcquireGroupTakesOneIndexOnEveryDevice(t *testing.T) {
 	for _, tc := range []struct{ devs, n int }{{1, 1}, {1, 3}, {2, 1}, {2, 3}, {4, 2}} {
 		t.Run(fmt.Sprintf("%d-devices-%d-slots", tc.devs, tc.n), func(t *testing.T) {
-			f := cudarttest.NewFakeT(t, cudarttest.WithDevices(tc.devs))
-			m, _ := newMulti(t, f, tc.devs, tc.n)
+			m, _, _ := newMulti(t, tc.devs, tc.n)
 			ctx := context.Background()
 			seen := map[int]bool{}
 			var held []pool.SlotGroup
@@ -91,8 +90,7 @@ func TestAcquireGroupTakesOneIndexOnEveryDevice(t *testing.T) {
 // A group waits for the index it reserved, taking its slot on each device
 // as it is freed, while the other slots serve the calls behind it.
 func TestAcquireGroupReservesAnIndexAndPassesTheOthersOn(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
-	m, _ := newMulti(t, f, 2, 2)
+	m, _, _ := newMulti(t, 2, 2)
 	ctx := context.Background()
 	// Slot 0 held on device 0, slot 1 on device 1: no index free on both.
 	a := must(m.On(0).Acquire(ctx, "b1"))
@@ -130,8 +128,7 @@ func TestAcquireGroupReservesAnIndexAndPassesTheOthersOn(t *testing.T) {
 
 // An Acquire waiting before a group is served before it.
 func TestAcquireGroupWaitsBehindEarlierCalls(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
-	m, _ := newMulti(t, f, 2, 1)
+	m, _, _ := newMulti(t, 2, 1)
 	ctx := context.Background()
 	h := must(m.On(1).Acquire(ctx, "b1"))
 	first := acquireOn(m, 1)
@@ -164,8 +161,7 @@ func TestAcquireGroupCancelledGivesBackItsIndex(t *testing.T) {
 		}, func(context.CancelFunc) {}, context.DeadlineExceeded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
-			m, _ := newMulti(t, f, 2, 1)
+			m, _, _ := newMulti(t, 2, 1)
 			h := must(m.On(1).Acquire(context.Background(), "b1"))
 			ctx, cancel := tc.ctx()
 			defer cancel()
@@ -201,8 +197,7 @@ func TestAcquireGroupCancelledGivesBackItsIndex(t *testing.T) {
 
 // A context done before the call takes nothing, even with slots free.
 func TestAcquireGroupDoneContext(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
-	m, _ := newMulti(t, f, 2, 1)
+	m, _, _ := newMulti(t, 2, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := m.AcquireGroup(ctx, "b1")
@@ -260,8 +255,7 @@ func TestAcquireGroupDeviceReset(t *testing.T) {
 // When CUDA cannot say whether the slot a group waits for has finished its
 // work, the group gets CUDA's error and holds nothing.
 func TestAcquireGroupFailedSynchronisation(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
-	m, _ := newMulti(t, f, 2, 1)
+	m, _, f := newMulti(t, 2, 1)
 	ctx := context.Background()
 	sl := must(m.On(1).Acquire(ctx, "b1"))
 	queueWork(t, f, sl)
@@ -281,8 +275,7 @@ func TestAcquireGroupFailedSynchronisation(t *testing.T) {
 }
 
 func TestAcquireGroupRefusals(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
-	m, _ := newMulti(t, f, 2, 1)
+	m, _, _ := newMulti(t, 2, 1)
 	ctx := context.Background()
 	_, err := m.AcquireGroup(ctx, "b2")
 	require.ErrorIs(t, err, pool.ErrUnknownProfile)
@@ -308,8 +301,7 @@ func TestAcquireGroupRefusals(t *testing.T) {
 // A group once released refuses to be used, even with its index held by a
 // group after it; so do its members' resources.
 func TestSlotGroupReleasedIsRefused(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
-	m, _ := newMulti(t, f, 2, 1)
+	m, _, _ := newMulti(t, 2, 1)
 	ctx := context.Background()
 	old := must(m.AcquireGroup(ctx, "b1"))
 	lent, err := pool.Attached[lentResource](old.At(1))
@@ -340,20 +332,16 @@ func TestSlotGroupReleasedIsRefused(t *testing.T) {
 
 // AcquireGroup and Release of a group free at once allocate nothing.
 func TestAcquireGroupAllocatesNothing(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(4))
-	m, _ := newMulti(t, f, 4, 2)
+	m, _, _ := newMulti(t, 4, 2)
 	ctx := context.Background()
-	allocs := testing.AllocsPerRun(100, func() {
+	allocatesNothing(t, func() error {
 		g, err := m.AcquireGroup(ctx, "b1")
 		if err != nil {
-			panic(err)
+			return err
 		}
 		if g.On(2).Index() != g.Index() {
 			panic("not one index")
 		}
-		if err := g.Release(); err != nil {
-			panic(err)
-		}
+		return g.Release()
 	})
-	assert.Zero(t, allocs)
 }

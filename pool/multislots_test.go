@@ -25,9 +25,24 @@ func devices(n int) []int {
 	return d
 }
 
-// newMulti is n slots of the serving layout, with a counter attached, on
-// each of a fake's devices, closed at cleanup.
-func newMulti(t *testing.T, f *cudarttest.Fake, devs, n int) (*pool.MultiSlots, *counter) {
+// newMulti is newMultiOn a fake of devs devices of its own.
+func newMulti(t *testing.T, devs, n int) (*pool.MultiSlots, *counter, *cudarttest.Fake) {
+	t.Helper()
+	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(devs))
+	m, c := newMultiOn(t, f, devs, n)
+	return m, c, f
+}
+
+// onTwoAndFourDevices runs fn as a subtest with 2 devices, then with 4.
+func onTwoAndFourDevices(t *testing.T, fn func(t *testing.T, devs int)) {
+	for _, devs := range []int{2, 4} {
+		t.Run(fmt.Sprintf("%d-devices", devs), func(t *testing.T) { fn(t, devs) })
+	}
+}
+
+// newMultiOn is n slots of the serving layout, with a counter attached, on
+// each of f's first devs devices, closed at cleanup.
+func newMultiOn(t *testing.T, f *cudarttest.Fake, devs, n int) (*pool.MultiSlots, *counter) {
 	t.Helper()
 	c := newCounter(f, 1024)
 	layout := newServingLayout(t).layout()
@@ -41,123 +56,116 @@ func newMulti(t *testing.T, f *cudarttest.Fake, devs, n int) (*pool.MultiSlots, 
 // Every device gets its slots, their shared buffers and their attachments;
 // the first requests spread over the devices.
 func TestMultiSlotsPutSlotsOnEveryDevice(t *testing.T) {
-	for _, devs := range []int{2, 4} {
-		t.Run(fmt.Sprintf("%d-devices", devs), func(t *testing.T) {
-			f := cudarttest.NewFakeT(t, cudarttest.WithDevices(devs))
-			m, c := newMulti(t, f, devs, 2)
-			assert.Equal(t, devices(devs), m.Devices())
-			st := m.Stats()
-			assert.Equal(t, 2*devs, st.Slots)
-			assert.Equal(t, 2*devs, st.Ready)
-			require.Len(t, st.PerDevice, devs)
-			for d := range devs {
-				s := m.On(d)
-				require.NotNil(t, s)
-				w, err := s.Shared(newServingLayout(t).weights)
-				require.ErrorIs(t, err, pool.ErrNotInProfile, "a Ref of another layout")
-				assert.Nil(t, w)
-			}
-			assert.Nil(t, m.On(devs))
-			perDevice := map[int]int{}
-			for _, r := range c.resources {
-				perDevice[r.device]++
-			}
-			for d := range devs {
-				assert.Equal(t, 2, perDevice[d], "device %d's slots each have a resource on it", d)
-			}
+	onTwoAndFourDevices(t, func(t *testing.T, devs int) {
+		m, c, f := newMulti(t, devs, 2)
+		assert.Equal(t, devices(devs), m.Devices())
+		st := m.Stats()
+		assert.Equal(t, 2*devs, st.Slots)
+		assert.Equal(t, 2*devs, st.Ready)
+		require.Len(t, st.PerDevice, devs)
+		for d := range devs {
+			s := m.On(d)
+			require.NotNil(t, s)
+			w, err := s.Shared(newServingLayout(t).weights)
+			require.ErrorIs(t, err, pool.ErrNotInProfile, "a Ref of another layout")
+			assert.Nil(t, w)
+		}
+		assert.Nil(t, m.On(devs))
+		perDevice := map[int]int{}
+		for _, r := range c.resources {
+			perDevice[r.device]++
+		}
+		for d := range devs {
+			assert.Equal(t, 2, perDevice[d], "device %d's slots each have a resource on it", d)
+		}
 
-			ctx := context.Background()
-			seen := map[int]int{}
-			var held []pool.Slot
-			for range 2 * devs {
-				sl, err := m.Acquire(ctx, "b1")
-				require.NoError(t, err)
-				held = append(held, sl)
-				seen[sl.Device()]++
-				lent, err := pool.Attached[lentResource](sl)
-				require.NoError(t, err)
-				i, err := lent.Index()
-				require.NoError(t, err)
-				assert.Equal(t, sl.Index(), i)
-				for _, r := range c.resources {
-					if r.device == sl.Device() && r.index == i {
-						assert.Equal(t, must(sl.Stream()), r.stream, "the resource is on the slot's stream")
-					}
+		ctx := context.Background()
+		seen := map[int]int{}
+		var held []pool.Slot
+		for range 2 * devs {
+			sl, err := m.Acquire(ctx, "b1")
+			require.NoError(t, err)
+			held = append(held, sl)
+			seen[sl.Device()]++
+			lent, err := pool.Attached[lentResource](sl)
+			require.NoError(t, err)
+			i, err := lent.Index()
+			require.NoError(t, err)
+			assert.Equal(t, sl.Index(), i)
+			for _, r := range c.resources {
+				if r.device == sl.Device() && r.index == i {
+					assert.Equal(t, must(sl.Stream()), r.stream, "the resource is on the slot's stream")
 				}
-				st, err := sl.Stream()
-				require.NoError(t, err)
-				d, err := f.StreamDevice(sl.Device(), st)
-				require.NoError(t, err)
-				assert.Equal(t, sl.Device(), d, "the slot's stream is its device's")
 			}
-			for d := range devs {
-				assert.Equal(t, 2, seen[d], "device %d", d)
-			}
-			assert.Equal(t, 2*devs, m.Stats().InUse)
-			for _, sl := range held {
-				require.NoError(t, m.Release(sl))
-			}
-		})
-	}
+			st, err := sl.Stream()
+			require.NoError(t, err)
+			d, err := f.StreamDevice(sl.Device(), st)
+			require.NoError(t, err)
+			assert.Equal(t, sl.Device(), d, "the slot's stream is its device's")
+		}
+		for d := range devs {
+			assert.Equal(t, 2, seen[d], "device %d", d)
+		}
+		assert.Equal(t, 2*devs, m.Stats().InUse)
+		for _, sl := range held {
+			require.NoError(t, m.Release(sl))
+		}
+	})
 }
 
 // With every slot held, waiting calls are served in the order they came,
 // each by the first slot freed, whichever device it is on.
 func TestMultiSlotsServeWaitersInOrder(t *testing.T) {
-	for _, devs := range []int{2, 4} {
-		t.Run(fmt.Sprintf("%d-devices", devs), func(t *testing.T) {
-			f := cudarttest.NewFakeT(t, cudarttest.WithDevices(devs))
-			m, _ := newMulti(t, f, devs, 1)
-			ctx := context.Background()
-			var held []pool.Slot
-			for range devs {
-				held = append(held, must(m.Acquire(ctx, "b8")))
+	onTwoAndFourDevices(t, func(t *testing.T, devs int) {
+		m, _, f := newMulti(t, devs, 1)
+		ctx := context.Background()
+		var held []pool.Slot
+		for range devs {
+			held = append(held, must(m.Acquire(ctx, "b8")))
+		}
+		type served struct {
+			waiter int
+			sl     pool.Slot
+		}
+		got := make(chan served)
+		for i := range devs {
+			go func() {
+				sl, err := m.Acquire(ctx, "b1")
+				assert.NoError(t, err, "waiter %d", i)
+				got <- served{i, sl}
+			}()
+			require.Eventually(t, func() bool { return m.Stats().Waiting == i+1 }, 5*time.Second, time.Millisecond)
+		}
+		// Release from the last device back: the k-th slot freed, on
+		// whichever device, goes to the k-th waiter.
+		var again []pool.Slot
+		for k := range devs {
+			sl := held[devs-1-k]
+			if k%2 == 0 {
+				queueWork(t, f, sl) // handed on by the drainer once it has run
 			}
-			type served struct {
-				waiter int
-				sl     pool.Slot
-			}
-			got := make(chan served)
-			for i := range devs {
-				go func() {
-					sl, err := m.Acquire(ctx, "b1")
-					assert.NoError(t, err, "waiter %d", i)
-					got <- served{i, sl}
-				}()
-				require.Eventually(t, func() bool { return m.Stats().Waiting == i+1 }, 5*time.Second, time.Millisecond)
-			}
-			// Release from the last device back: the k-th slot freed, on
-			// whichever device, goes to the k-th waiter.
-			var again []pool.Slot
-			for k := range devs {
-				sl := held[devs-1-k]
-				if k%2 == 0 {
-					queueWork(t, f, sl) // handed on by the drainer once it has run
-				}
-				require.NoError(t, m.Release(sl))
-				next := <-got
-				assert.Equal(t, k, next.waiter, "served in the order they waited")
-				assert.Equal(t, sl.Device(), next.sl.Device(), "the slot freed goes to the first waiter")
-				assert.Equal(t, "b1", next.sl.Profile())
-				again = append(again, next.sl)
-			}
-			for _, sl := range again {
-				require.NoError(t, m.Release(sl))
-			}
-			st := m.Stats()
-			assert.Zero(t, st.Waiting)
-			assert.Zero(t, st.InUse)
-			for _, ps := range st.PerDevice {
-				assert.Zero(t, ps.Waiting, "no waiter left behind on a device")
-			}
-		})
-	}
+			require.NoError(t, m.Release(sl))
+			next := <-got
+			assert.Equal(t, k, next.waiter, "served in the order they waited")
+			assert.Equal(t, sl.Device(), next.sl.Device(), "the slot freed goes to the first waiter")
+			assert.Equal(t, "b1", next.sl.Profile())
+			again = append(again, next.sl)
+		}
+		for _, sl := range again {
+			require.NoError(t, m.Release(sl))
+		}
+		st := m.Stats()
+		assert.Zero(t, st.Waiting)
+		assert.Zero(t, st.InUse)
+		for _, ps := range st.PerDevice {
+			assert.Zero(t, ps.Waiting, "no waiter left behind on a device")
+		}
+	})
 }
 
 // A waiting call whose context ends takes no slot and loses none.
 func TestMultiSlotsCancelledWaitLosesNoSlot(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
-	m, _ := newMulti(t, f, 2, 1)
+	m, _, _ := newMulti(t, 2, 1)
 	ctx := context.Background()
 	a, b := must(m.Acquire(ctx, "b1")), must(m.Acquire(ctx, "b1"))
 	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
@@ -215,7 +223,7 @@ func TestMultiSlotsRefusals(t *testing.T) {
 	require.ErrorIs(t, err, pool.ErrInvalidOption, "no device 2")
 	require.NoError(t, f.CheckLeaks(), "device 0's slots are closed")
 
-	m, _ := newMulti(t, f, 2, 1)
+	m, _ := newMultiOn(t, f, 2, 1)
 	ctx := context.Background()
 	_, err = m.Acquire(ctx, "b2")
 	require.ErrorIs(t, err, pool.ErrUnknownProfile)
@@ -256,70 +264,68 @@ func (a failOn) Attach(device, _ int, _ cudart.Stream, _ cudart.DevicePtr, _ uin
 // with work queued at release: every request gets a slot, no two hold one
 // at once, and nothing is left waiting or held.
 func TestMultiSlotsUnderLoad(t *testing.T) {
-	for _, devs := range []int{2, 4} {
-		t.Run(fmt.Sprintf("%d-devices", devs), func(t *testing.T) {
-			f := cudarttest.NewFakeT(t, cudarttest.WithDevices(devs))
-			m, _ := newMulti(t, f, devs, 2)
-			ctx := context.Background()
-			var mu sync.Mutex
-			holding := map[[2]int]bool{}
-			perDevice := make([]int, devs)
-			var wg sync.WaitGroup
-			for w := range 16 {
-				wg.Go(func() {
-					for r := range 50 {
-						sl, err := m.Acquire(ctx, []string{"b1", "b8"}[r%2])
-						if !assert.NoError(t, err) {
-							return
-						}
-						key := [2]int{sl.Device(), sl.Index()}
-						mu.Lock()
-						assert.False(t, holding[key], "slot %v held twice", key)
-						holding[key] = true
-						perDevice[sl.Device()]++
-						mu.Unlock()
-						if (w+r)%3 == 0 {
-							queueWork(t, f, sl)
-						}
-						mu.Lock()
-						holding[key] = false
-						mu.Unlock()
-						if !assert.NoError(t, m.Release(sl)) {
-							return
-						}
+	onTwoAndFourDevices(t, func(t *testing.T, devs int) {
+		m, _, f := newMulti(t, devs, 2)
+		ctx := context.Background()
+		var mu sync.Mutex
+		holding := map[[2]int]bool{}
+		perDevice := make([]int, devs)
+		var wg sync.WaitGroup
+		for w := range 16 {
+			wg.Go(func() {
+				for r := range 50 {
+					sl, err := m.Acquire(ctx, []string{"b1", "b8"}[r%2])
+					if !assert.NoError(t, err) {
+						return
 					}
-				})
-			}
-			wg.Wait()
-			for d, n := range perDevice {
-				assert.Positive(t, n, "device %d served requests", d)
-			}
-			st := m.Stats()
-			assert.Zero(t, st.Waiting)
-			assert.Zero(t, st.InUse)
-			var acquisitions uint64
-			for _, ps := range st.PerDevice {
-				assert.Zero(t, ps.Waiting)
-				for _, p := range ps.Profiles {
-					acquisitions += p.Acquisitions
+					key := [2]int{sl.Device(), sl.Index()}
+					mu.Lock()
+					assert.False(t, holding[key], "slot %v held twice", key)
+					holding[key] = true
+					perDevice[sl.Device()]++
+					mu.Unlock()
+					if (w+r)%3 == 0 {
+						queueWork(t, f, sl)
+					}
+					mu.Lock()
+					holding[key] = false
+					mu.Unlock()
+					if !assert.NoError(t, m.Release(sl)) {
+						return
+					}
 				}
+			})
+		}
+		wg.Wait()
+		for d, n := range perDevice {
+			assert.Positive(t, n, "device %d served requests", d)
+		}
+		st := m.Stats()
+		assert.Zero(t, st.Waiting)
+		assert.Zero(t, st.InUse)
+		var acquisitions uint64
+		for _, ps := range st.PerDevice {
+			assert.Zero(t, ps.Waiting)
+			for _, p := range ps.Profiles {
+				acquisitions += p.Acquisitions
 			}
-			assert.Equal(t, uint64(16*50), acquisitions)
-		})
-	}
+		}
+		assert.Equal(t, uint64(16*50), acquisitions)
+	})
 }
 
 // Acquire and Release of a free slot allocate nothing, as on one device.
 func TestMultiSlotsAllocateNothing(t *testing.T) {
-	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
-	m, _ := newMulti(t, f, 2, 1)
-	ctx := context.Background()
+	m, _, _ := newMulti(t, 2, 1)
+	allocatesNothing(t, acquireRelease(m))
+}
+
+// allocatesNothing asserts that op allocates nothing, run 100 times; an
+// error from op panics, as AllocsPerRun has no way to report it.
+func allocatesNothing(t *testing.T, op func() error) {
+	t.Helper()
 	allocs := testing.AllocsPerRun(100, func() {
-		sl, err := m.Acquire(ctx, "b1")
-		if err != nil {
-			panic(err)
-		}
-		if err := m.Release(sl); err != nil {
+		if err := op(); err != nil {
 			panic(err)
 		}
 	})
