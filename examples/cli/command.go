@@ -21,6 +21,7 @@ func Main(run func(args []string, stdout, stderr io.Writer) int) {
 type Command struct {
 	*flag.FlagSet
 	stderr io.Writer
+	fake   []func() // Fake's values, set by Run on the fake runtime
 }
 
 // New is the command line of the program called name, which does what
@@ -71,10 +72,30 @@ func (c *Command) Fail(code int, a ...any) int {
 	return code
 }
 
-// Default sets *p to v unless the command line gave the flag called name:
-// how an example runs smaller on the fake runtime than on CUDA unless told.
-func Default[T any](c *Command, name string, p *T, v T) {
-	if !c.Given(name) {
-		*p = v
+// Fake makes v the value of the flag called name, which sets *p, on the
+// fake runtime unless the command line gives it: how an example runs
+// smaller there than on CUDA. Run sets it, once the runtime is open.
+func Fake[T any](c *Command, name string, p *T, v T) {
+	c.fake = append(c.fake, func() {
+		if !c.Given(name) {
+			*p = v
+		}
+	})
+}
+
+// Run runs work, the program's work on rt once the command line is parsed
+// and checked: on the fake runtime it first sets the flags given to Fake,
+// then it prints "runtime: " and rt's description to stdout. It returns
+// the program's exit status: 0, or 1 after printing work's error.
+func (c *Command) Run(rt *choose.Runtime, stdout io.Writer, work func() error) int {
+	if !rt.CUDA {
+		for _, set := range c.fake {
+			set()
+		}
 	}
+	fmt.Fprintf(stdout, "runtime: %s\n", rt.Description)
+	if err := work(); err != nil {
+		return c.Fail(1, err)
+	}
+	return 0
 }

@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cudapool/cudapool/choose"
 )
 
 func TestParseArgs(t *testing.T) {
@@ -88,25 +91,60 @@ func TestPositives(t *testing.T) {
 	}
 }
 
-func TestRuntimeAndDefault(t *testing.T) {
+func TestRuntime(t *testing.T) {
 	var stderr bytes.Buffer
 	c := New("demo", "about", &stderr)
 	which := c.Runtime()
-	n := c.Int("n", 1, "")
-	m := c.Int("m", 1, "")
-	_, exit := c.ParseArgs([]string{"-runtime", "fake", "-n", "1"})
+	_, exit := c.ParseArgs([]string{"-runtime", "fake"})
 	assert.False(t, exit)
 	assert.Equal(t, "fake", *which)
-	Default(c, "n", n, 7)
-	Default(c, "m", m, 7)
-	assert.Equal(t, 1, *n, "given, even at its default: kept")
-	assert.Equal(t, 7, *m, "not given: the default")
 
 	var runtime string
 	c = New("demo", "about", &stderr)
 	c.RuntimeVar(&runtime)
 	c.Usage()
 	assert.Contains(t, stderr.String(), "-runtime string\n    \tCUDA runtime to use: ")
+}
+
+// Run sets the fake's values of the flags the command line did not give,
+// on the fake runtime only, before the work; it says which runtime runs,
+// and turns the work's error into exit status 1.
+func TestRunSetsTheFakesValues(t *testing.T) {
+	fake, err := choose.Open("fake")
+	require.NoError(t, err)
+	defer fake.Close()
+	for _, tc := range []struct {
+		name    string
+		rt      *choose.Runtime
+		workErr error
+		code    int
+		n, m    int
+		stderr  string
+	}{
+		{"fake", fake, nil, 0, 1, 7, ""},
+		{"cuda", &choose.Runtime{Full: fake.Full, CUDA: true, Description: "a GPU"}, nil, 0, 1, 1, ""},
+		{"failing work", fake, errors.New("no device"), 1, 1, 7, "demo: no device\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			c := New("demo", "about", &stderr)
+			n := c.Int("n", 1, "")
+			m := c.Int("m", 1, "")
+			Fake(c, "n", n, 7)
+			Fake(c, "m", m, 7)
+			_, exit := c.ParseArgs([]string{"-n", "1"})
+			require.False(t, exit)
+			var during [2]int
+			code := c.Run(tc.rt, &stdout, func() error {
+				during = [2]int{*n, *m}
+				return tc.workErr
+			})
+			assert.Equal(t, tc.code, code)
+			assert.Equal(t, [2]int{tc.n, tc.m}, during, "-n given, even at its default: kept; -m not given: the fake's value, on the fake only")
+			assert.Equal(t, "runtime: "+tc.rt.Description+"\n", stdout.String())
+			assert.Equal(t, tc.stderr, stderr.String())
+		})
+	}
 }
 
 func TestLaunches(t *testing.T) {

@@ -208,11 +208,7 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 	if tweak != nil {
 		tweak(&c)
 	}
-	fmt.Fprintf(stdout, "runtime: %s\n", rt.Description)
-	if err := measure(rt, c, stdout, stderr); err != nil {
-		return fs.Fail(1, err)
-	}
-	return 0
+	return fs.Run(rt, stdout, func() error { return measure(rt, c, stdout, stderr) })
 }
 
 func (c *config) validate() error {

@@ -99,9 +99,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var c config
 	cmd.RuntimeVar(&c.runtime)
 	cmd.IntVar(&c.reps, "reps", 50, "GEMMs a trial, between its two events (2 on the fake unless given)")
+	cli.Fake(cmd, "reps", &c.reps, 2)
 	cmd.IntVar(&c.trials, "trials", 7, "timed trials a shape; the median and the fastest are reported (3 on the fake unless given)")
+	cli.Fake(cmd, "trials", &c.trials, 3)
 	cmd.IntVar(&c.warmup, "warmup", 10, "untimed GEMMs a shape before its trials (1 on the fake unless given)")
+	cli.Fake(cmd, "warmup", &c.warmup, 1)
 	cmd.IntVar(&c.scale, "scale", 1, "divide every dimension but the batch by this (32 on the fake unless given)")
+	cli.Fake(cmd, "scale", &c.scale, 32)
 	cmd.BoolVar(&c.graph, "graph", false, "capture each trial's GEMMs in a CUDA graph and launch it once, so that the host's calls are out of the timing")
 	cmd.BoolVar(&c.machine, "machine", false, `also print each row as a "gemm:" line, as cref/gemm.c does`)
 	cmd.StringVar(&c.compare, "compare", "", "a file of cref/gemm.c's output: print the ratio Go/C per shape")
@@ -117,17 +121,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmd.Fail(1, err)
 	}
 	defer rt.Close()
-	if !rt.CUDA {
-		cli.Default(cmd, "reps", &c.reps, 2)
-		cli.Default(cmd, "trials", &c.trials, 3)
-		cli.Default(cmd, "warmup", &c.warmup, 1)
-		cli.Default(cmd, "scale", &c.scale, 32)
-	}
-	fmt.Fprintf(stdout, "runtime: %s\n", rt.Description)
-	if err := measure(rt, c, stdout, stderr); err != nil {
-		return cmd.Fail(1, err)
-	}
-	return 0
+	return cmd.Run(rt, stdout, func() error { return measure(rt, c, stdout, stderr) })
 }
 
 // measure times every shape, prints the table and, as asked, the machine

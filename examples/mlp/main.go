@@ -126,14 +126,18 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 	var c config
 	cmd.RuntimeVar(&c.runtime)
 	cmd.IntVar(&c.requests, "requests", 10000, "timed requests a run, a run being one configuration at one batch size in one launch mode, once for each -repeat where paired (12 on the fake unless given)")
+	cli.Fake(cmd, "requests", &c.requests, 12)
 	cmd.IntVar(&c.repeat, "repeat", 3, "times each slot count and cudaMallocAsync with as many clients are measured, one after the other, at each batch size (1 on the fake unless given)")
+	cli.Fake(cmd, "repeat", &c.repeat, 1)
 	cmd.IntVar(&c.clients, "clients", 8, "concurrent clients of the slots, the mutex pool and the reference cudaMallocAsync")
 	slots := cmd.String("slots", "1,2,4,8", "slot counts to measure, comma-separated")
 	batches := cmd.String("batches", "1,8,32", "batch sizes, comma-separated: a profile each")
 	launch := cmd.String("launch", "both", "graph (one CUDA graph launch a request), calls (each copy, GEMM and kernel launched) or both")
 	cmd.Uint64Var(&c.seed, "seed", 1, "seed of the parameters and inputs")
 	cmd.IntVar(&c.scale, "scale", 1, "divide every width by this, 1 to 16, a power of 2 (16 on the fake unless given)")
+	cli.Fake(cmd, "scale", &c.scale, 16)
 	copyBytes := cmd.Uint64("copy", 1<<30, "bytes of the device-to-device copy that measures the bandwidth (16 MiB on the fake unless given)")
+	cli.Fake(cmd, "copy", &c.copyBytes, 16<<20)
 	cmd.StringVar(&c.dump, "dump", "", "write the parameters, an input batch per profile and its outputs, and manifest.json, into this directory")
 	if code, exit := cmd.ParseArgs(args); exit {
 		return code
@@ -167,15 +171,5 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 		return cmd.Fail(1, err)
 	}
 	defer rt.Close()
-	if !rt.CUDA {
-		cli.Default(cmd, "requests", &c.requests, 12)
-		cli.Default(cmd, "repeat", &c.repeat, 1)
-		cli.Default(cmd, "scale", &c.scale, 16)
-		cli.Default(cmd, "copy", &c.copyBytes, 16<<20)
-	}
-	fmt.Fprintf(stdout, "runtime: %s\n", rt.Description)
-	if err := measure(rt, c, stdout, stderr); err != nil {
-		return cmd.Fail(1, err)
-	}
-	return 0
+	return cmd.Run(rt, stdout, func() error { return measure(rt, c, stdout, stderr) })
 }

@@ -72,13 +72,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var c config
 	cmd.RuntimeVar(&c.runtime)
 	cmd.IntVar(&c.requests, "requests", 20000, "timed requests a configuration (100 on the fake unless given)")
+	cli.Fake(cmd, "requests", &c.requests, 100)
 	cmd.IntVar(&c.clients, "clients", 8, "concurrent clients of the load generator")
 	n := cmd.Uint("n", 65536, "float32 elements a batch row (4096 on the fake unless given)")
+	cli.Fake(cmd, "n", &c.n, 4096)
 	cmd.IntVar(&c.layers, "layers", 8, "kernels a request runs")
 	mix := cmd.String("mix", "1", "batch sizes of the requests in turn, comma-separated; each is a shape profile")
 	slots := cmd.String("slots", "1,2,4,8", "slot counts to measure, comma-separated")
 	launch := cmd.String("launch", "both", "graph (one CUDA graph launch a request), kernels (a launch a kernel) or both, each configuration in each")
 	cmd.IntVar(&c.handoffs, "handoffs", 1_000_000, "Acquire + Release hand-offs a run of the hand-off measurement, in process (10000 on the fake unless given; 0: none)")
+	cli.Fake(cmd, "handoffs", &c.handoffs, 10000)
 	via := cmd.String("via", "both", "inproc (calls the server code directly: the pool's cost), http (through the loopback HTTP server) or both")
 	if code, exit := cmd.ParseArgs(args); exit {
 		return code
@@ -110,16 +113,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmd.Fail(1, err)
 	}
 	defer rt.Close()
-	if !rt.CUDA {
-		cli.Default(cmd, "requests", &c.requests, 100)
-		cli.Default(cmd, "n", &c.n, 4096)
-		cli.Default(cmd, "handoffs", &c.handoffs, 10000)
-	}
-	fmt.Fprintf(stdout, "runtime: %s\n", rt.Description)
-	if err := measure(rt, c, stdout, stderr); err != nil {
-		return cmd.Fail(1, err)
-	}
-	return 0
+	return cmd.Run(rt, stdout, func() error { return measure(rt, c, stdout, stderr) })
 }
 
 // current is the Slots being measured, published at /debug/vars.

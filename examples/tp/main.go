@@ -191,18 +191,22 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 	modes := cmd.String("modes", "replicas,tp", "replicas, tp or both, comma-separated")
 	batches := cmd.String("batches", "1,32", "batch sizes, comma-separated")
 	cmd.IntVar(&c.requests, "requests", 2000, "timed requests a run, a run being one configuration at one batch size (8 on the fake unless given)")
+	cli.Fake(cmd, "requests", &c.requests, 8)
 	cmd.IntVar(&c.clients, "clients", 0, "concurrent clients, in one process; 0: one a slot, so that every slot can be busy (replicas: -slots a GPU served; tensor parallel: -tp-slots); a process per GPU has -tp-slots")
 	cmd.IntVar(&c.slots, "slots", 8, "replicas: slots a GPU")
 	cmd.IntVar(&c.tpSlots, "tp-slots", 2, "tensor parallel: groups (a slot and a communicator on every GPU) serving at once")
 	cmd.StringVar(&c.launch, "launch", launchGraph, "tensor parallel: graph (one CUDA graph a GPU, the all-reduce inside), split (two graphs around an eager all-reduce) or eager (split on the fake unless given)")
+	cli.Fake(cmd, "launch", &c.launch, launchSplit)
 	cmd.Uint64Var(&c.seed, "seed", 1, "seed of the parameters and inputs")
 	cmd.IntVar(&c.scale, "scale", 1, "divide every width by this, 1 to 16, a power of 2 (16 on the fake unless given)")
+	cli.Fake(cmd, "scale", &c.scale, 16)
 	cmd.IntVar(&c.soak, "soak", 0, "then serve this many tensor-parallel requests more, at the most GPUs and the smallest batch")
 	cmd.StringVar(&c.dump, "dump", "", "write the parameters, an input batch a batch size and its tensor-parallel outputs, and manifest.json, into this directory (as examples/mlp does)")
 	cmd.DurationVar(&c.timeout, "timeout", defaultTimeout, "bound of a request, its wait for a slot or group included; a communicator's calls get this or "+nccl.DefaultTimeout.String()+", the longer")
 	cmd.DurationVar(&c.rvTimeout, "rendezvous-timeout", DefaultRendezvousTimeout, "a process per GPU: how long rank 0 waits for the ranks, and a rank for rank 0")
 	cmd.BoolVar(&c.bench, "bench-allreduce", false, "only time ncclAllReduce over every visible GPU, 1 MiB to -bench-max, as cref/allreduce.c does")
 	cmd.Uint64Var(&c.benchMax, "bench-max", 256<<20, "-bench-allreduce: the largest size in bytes, a power of 2 of 1 MiB or more (4 MiB on the fake unless given)")
+	cli.Fake(cmd, "bench-max", &c.benchMax, 4<<20)
 	cmd.IntVar(&c.iters, "iters", 20, "-bench-allreduce: timed calls a size")
 	cmd.IntVar(&c.warmup, "warmup", 5, "-bench-allreduce: untimed calls a size first")
 	if code, exit := cmd.ParseArgs(args); exit {
@@ -262,26 +266,18 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 			}
 		}()
 	}
-	if !rt.CUDA {
-		cli.Default(cmd, "requests", &c.requests, 8)
-		cli.Default(cmd, "scale", &c.scale, 16)
-		cli.Default(cmd, "launch", &c.launch, launchSplit)
-		cli.Default(cmd, "bench-max", &c.benchMax, 4<<20)
-	}
-	fmt.Fprintf(stdout, "runtime: %s\n", rt.Description)
-	if c.bench {
-		err = benchAllReduce(rt, c, stdout, stderr)
-	} else {
-		c.aborted = newAbortSignal()
-		err = bounded(c.aborted, stderr, func() error { return serveAll(rt, c, stdout, stderr) })
-	}
-	if err != nil {
-		return cmd.Fail(1, err)
-	}
-	if !rt.CUDA {
-		fmt.Fprintln(stdout, "\n(fake runtime: not a GPU timing)")
-	}
-	return 0
+	return cmd.Run(rt, stdout, func() (err error) {
+		if c.bench {
+			err = benchAllReduce(rt, c, stdout, stderr)
+		} else {
+			c.aborted = newAbortSignal()
+			err = bounded(c.aborted, stderr, func() error { return serveAll(rt, c, stdout, stderr) })
+		}
+		if err == nil && !rt.CUDA {
+			fmt.Fprintln(stdout, "\n(fake runtime: not a GPU timing)")
+		}
+		return err
+	})
 }
 
 // transportVars are NCCL's variables that choose its transport: the report
