@@ -14,6 +14,7 @@ import (
 	"github.com/cudapool/cudapool/cublas"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/internal/pooltest"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -37,11 +38,61 @@ func newGemmLayout(t testing.TB, n uint64) *gemmLayout {
 	return l
 }
 
+// slots is the layout of slots that serve l's GEMM, each with a handle of
+// lib and a workspace of workspace bytes (0: the default).
+func (l *gemmLayout) slots(lib *cublas.Library, workspace uint64) pool.SlotLayout {
+	return pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, Attach: []pool.Attachment{lib.ForSlots(workspace)}}
+}
+
+// slotSource is what Slots and MultiSlots hand slots out and back with.
+type slotSource interface {
+	Acquire(ctx context.Context, profile string) (pool.Slot, error)
+	Release(sl pool.Slot) error
+}
+
+// acquireLent acquires a slot of s and its handle.
+func acquireLent(t *testing.T, s slotSource) (pool.Slot, cublas.Lent) {
+	t.Helper()
+	sl, err := s.Acquire(context.Background(), "request")
+	require.NoError(t, err)
+	h, err := pool.Attached[cublas.Lent](sl)
+	require.NoError(t, err)
+	return sl, h
+}
+
+// acquireLents acquires n slots of s, and each one's handle.
+func acquireLents(t *testing.T, s slotSource, n int) ([]pool.Slot, []cublas.Lent) {
+	t.Helper()
+	held, hs := make([]pool.Slot, n), make([]cublas.Lent, n)
+	for i := range n {
+		held[i], hs[i] = acquireLent(t, s)
+	}
+	return held, hs
+}
+
+// releaseAll gives held back to s.
+func releaseAll(t *testing.T, s slotSource, held []pool.Slot) {
+	t.Helper()
+	for _, sl := range held {
+		require.NoError(t, s.Release(sl))
+	}
+}
+
+// newGemmFake is a fake made with opts, cuBLAS opened on it, and the
+// layout of an n×n GEMM.
+func newGemmFake(t *testing.T, n uint64, opts ...cudarttest.Option) (*cudarttest.Fake, *gemmLayout, *cublas.Library) {
+	t.Helper()
+	rt := cudarttest.NewFakeT(t, opts...)
+	lib, err := cublas.Open(rt)
+	require.NoError(t, err)
+	return rt, newGemmLayout(t, n), lib
+}
+
 func blasSlots(t testing.TB, rt cudart.Runtime, n int, l *gemmLayout) *pool.Slots {
 	t.Helper()
 	lib, err := cublas.Open(rt)
 	require.NoError(t, err)
-	s, err := pool.NewSlots(rt, n, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, Attach: []pool.Attachment{lib.ForSlots(0)}})
+	s, err := pool.NewSlots(rt, n, l.slots(lib, 0))
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, s.Close()) })
 	return s
@@ -58,22 +109,14 @@ func floats(v ...float32) []byte {
 // Every slot has a handle of its own, on its own stream, in a workspace of
 // its own inside its region; the handles go with Close.
 func TestSlotsOwnTheirBLAS(t *testing.T) {
-	rt := cudarttest.NewFakeT(t)
-	l := newGemmLayout(t, 4)
-	lib, err := cublas.Open(rt)
-	require.NoError(t, err)
-	s, err := pool.NewSlots(rt, 3, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, Attach: []pool.Attachment{lib.ForSlots(0)}})
+	rt, l, lib := newGemmFake(t, 4)
+	s, err := pool.NewSlots(rt, 3, l.slots(lib, 0))
 	require.NoError(t, err)
 	require.Equal(t, 3, rt.Live().LibraryHandles)
-	ctx := context.Background()
 	workspaces := map[cudart.DevicePtr]bool{}
-	var held []pool.Slot
-	for range 3 {
-		sl, err := s.Acquire(ctx, "request")
-		require.NoError(t, err)
-		held = append(held, sl)
-		h, err := pool.Attached[cublas.Lent](sl)
-		require.NoError(t, err)
+	held, hs := acquireLents(t, s, 3)
+	for i, sl := range held {
+		h := hs[i]
 		st, err := sl.Stream()
 		require.NoError(t, err)
 		hs, err := h.Stream()
@@ -88,9 +131,7 @@ func TestSlotsOwnTheirBLAS(t *testing.T) {
 		workspaces[p] = true
 	}
 	assert.Len(t, workspaces, 3, "a handle and a workspace each")
-	for _, sl := range held {
-		require.NoError(t, s.Release(sl))
-	}
+	releaseAll(t, s, held)
 	require.NoError(t, s.Close())
 	assert.Zero(t, rt.Live().LibraryHandles, "Close destroys the handles")
 	_, err = pool.Attached[cublas.Lent](held[0])
@@ -98,11 +139,8 @@ func TestSlotsOwnTheirBLAS(t *testing.T) {
 }
 
 func TestSlotsBLASRefusals(t *testing.T) {
-	rt := cudarttest.NewFakeT(t)
-	l := newGemmLayout(t, 4)
-	lib, err := cublas.Open(rt)
-	require.NoError(t, err)
-	_, err = pool.NewSlots(rt, 2, pool.SlotLayout{Profiles: []*pool.Profile{l.req}, Attach: []pool.Attachment{lib.ForSlots(cublas.MinWorkspace - 1)}})
+	rt, l, lib := newGemmFake(t, 4)
+	_, err := pool.NewSlots(rt, 2, pool.SlotLayout{Profiles: []*pool.Profile{l.req}, Attach: []pool.Attachment{lib.ForSlots(cublas.MinWorkspace - 1)}})
 	require.ErrorIs(t, err, pool.ErrInvalidRequest)
 	require.ErrorIs(t, err, cublas.ErrInvalidWorkspace)
 	_, err = pool.NewSlots(rt, 2, pool.SlotLayout{Profiles: []*pool.Profile{l.req}, Attach: []pool.Attachment{cublas.SlotHandles{}}})
@@ -126,13 +164,10 @@ func TestSlotsBLASRefusals(t *testing.T) {
 // is taken, saying what the handles take, rather than failing at the third
 // cublasCreate.
 func TestSlotsBLASOnAFullDevice(t *testing.T) {
-	rt := cudarttest.NewFakeT(t, cudarttest.WithDeviceMemory(256<<20))
-	l := newGemmLayout(t, 4)
-	lib, err := cublas.Open(rt)
-	require.NoError(t, err)
+	rt, l, lib := newGemmFake(t, 4, cudarttest.WithDeviceMemory(256<<20))
 	// 3 slots with a 32 MiB workspace each fit 256 MiB; their handles,
 	// 3 × 64 MiB, do not.
-	_, err = pool.NewSlots(rt, 3, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, Attach: []pool.Attachment{lib.ForSlots(0)}})
+	_, err := pool.NewSlots(rt, 3, l.slots(lib, 0))
 	require.ErrorIs(t, err, pool.ErrInvalidOption)
 	assert.Contains(t, err.Error(), "192 MiB (201326592 B) more outside the pool (64 MiB a slot: SlotLayout.Attach[0] (cublas.SlotHandles) 64 MiB)")
 	require.True(t, rt.Live().Empty(), "%+v", rt.Live())
@@ -145,11 +180,8 @@ func TestASlotsGraphHoldsNoMemoryNode(t *testing.T) {
 	const n = 64
 	l := newGemmLayout(t, n)
 	s := blasSlots(t, rt, 1, l)
-	sl, err := s.Acquire(context.Background(), "request")
-	require.NoError(t, err)
+	sl, h := acquireLent(t, s)
 	defer func() { require.NoError(t, s.Release(sl)) }()
-	h, err := pool.Attached[cublas.Lent](sl)
-	require.NoError(t, err)
 	st, err := sl.Stream()
 	require.NoError(t, err)
 	a, err := sl.Ptr(l.a)
@@ -259,27 +291,17 @@ func TestASlotsBufferAsAWorkspace(t *testing.T) {
 // region is placed at a 256-byte multiple, as every buffer is.
 func TestSlotsTakeAnyWorkspaceSize(t *testing.T) {
 	for _, n := range []uint64{5_000_000, cublas.MinWorkspace + 1, 32<<20 + 128, cublas.MinWorkspace} {
-		rt := cudarttest.NewFakeT(t)
-		l := newGemmLayout(t, 3)
-		lib, err := cublas.Open(rt)
-		require.NoError(t, err)
-		s, err := pool.NewSlots(rt, 3, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, Attach: []pool.Attachment{lib.ForSlots(n)}})
+		rt, l, lib := newGemmFake(t, 3)
+		s, err := pool.NewSlots(rt, 3, l.slots(lib, n))
 		require.NoError(t, err, "a workspace of %d B", n)
-		var held []pool.Slot
-		for range 3 {
-			sl, err := s.Acquire(context.Background(), "request")
-			require.NoError(t, err)
-			held = append(held, sl)
-			h, err := pool.Attached[cublas.Lent](sl)
-			require.NoError(t, err)
+		held, hs := acquireLents(t, s, 3)
+		for _, h := range hs {
 			ws, err := h.Workspace()
 			require.NoError(t, err)
 			require.NotNil(t, ws)
 			assert.Equal(t, n, ws.Size())
 		}
-		for _, sl := range held {
-			require.NoError(t, s.Release(sl))
-		}
+		releaseAll(t, s, held)
 		require.NoError(t, s.Close())
 	}
 }
@@ -294,7 +316,6 @@ func TestASlotsHandleIsTheRequests(t *testing.T) {
 	scratch, err := l.req.Device(cublas.MinWorkspace, pool.Name("scratch"))
 	require.NoError(t, err)
 	s := blasSlots(t, rt, 1, l)
-	ctx := context.Background()
 	// C = A·B with A = 1+2⁻¹², B = 1: TF32 rounds A to 1.
 	product := func(sl pool.Slot, h cublas.Lent) float32 {
 		t.Helper()
@@ -313,10 +334,7 @@ func TestASlotsHandleIsTheRequests(t *testing.T) {
 		return math.Float32frombits(binary.LittleEndian.Uint32(out))
 	}
 
-	first, err := s.Acquire(ctx, "request")
-	require.NoError(t, err)
-	h1, err := pool.Attached[cublas.Lent](first)
-	require.NoError(t, err)
+	first, h1 := acquireLent(t, s)
 	slotWS, err := h1.Workspace()
 	require.NoError(t, err)
 	slotStream, err := first.Stream()
@@ -327,9 +345,7 @@ func TestASlotsHandleIsTheRequests(t *testing.T) {
 	ws, err := first.Workspace(scratch)
 	require.NoError(t, err)
 	require.NoError(t, h1.SetWorkspace(ws))
-	own, err := rt.StreamCreate(0)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, rt.StreamDestroy(0, own)) })
+	own := pooltest.Stream(t, rt, 0)
 	require.ErrorIs(t, h1.SetStream(own), cublas.ErrInvalidStream, "Release waits for the slot's stream alone")
 	require.NoError(t, h1.SetStream(slotStream), "the slot's own stream")
 	require.NoError(t, s.Release(first))
@@ -348,10 +364,7 @@ func TestASlotsHandleIsTheRequests(t *testing.T) {
 		require.ErrorIs(t, call(), pool.ErrSlotReleased, "%s on a released request's handle", name)
 	}
 
-	second, err := s.Acquire(ctx, "request")
-	require.NoError(t, err)
-	h2, err := pool.Attached[cublas.Lent](second)
-	require.NoError(t, err)
+	second, h2 := acquireLent(t, s)
 	mode, err := h2.MathMode()
 	require.NoError(t, err)
 	assert.Equal(t, cublas.MathDefault, mode)
@@ -399,11 +412,8 @@ func TestAnUnchangedHandleCostsNothing(t *testing.T) {
 // pool.Attached while the slots close returns a handle that refuses, or an
 // error; never a nil handle and no error.
 func TestBLASWhileTheSlotsClose(t *testing.T) {
-	rt := cudarttest.NewFakeT(t)
-	l := newGemmLayout(t, 1)
-	lib, err := cublas.Open(rt)
-	require.NoError(t, err)
-	s, err := pool.NewSlots(rt, 1, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, Attach: []pool.Attachment{lib.ForSlots(0)}})
+	rt, l, lib := newGemmFake(t, 1)
+	s, err := pool.NewSlots(rt, 1, l.slots(lib, 0))
 	require.NoError(t, err)
 	sl, err := s.Acquire(context.Background(), "request")
 	require.NoError(t, err)
@@ -434,21 +444,13 @@ func TestBLASWhileTheSlotsClose(t *testing.T) {
 // Slots on two devices: each slot's handle is on the slot's device and
 // stream, working in a workspace there, and its GEMM runs there.
 func TestSlotHandlesOnEveryDevice(t *testing.T) {
-	rt := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
-	l := newGemmLayout(t, 2)
-	lib, err := cublas.Open(rt)
-	require.NoError(t, err)
-	m, err := pool.NewMultiSlots(rt, []int{0, 1}, 2, pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, Attach: []pool.Attachment{lib.ForSlots(0)}})
+	rt, l, lib := newGemmFake(t, 2, cudarttest.WithDevices(2))
+	m, err := pool.NewMultiSlots(rt, []int{0, 1}, 2, l.slots(lib, 0))
 	require.NoError(t, err)
 	require.Equal(t, 4, rt.Live().LibraryHandles)
-	ctx := context.Background()
-	var held []pool.Slot
-	for range 4 {
-		sl, err := m.Acquire(ctx, "request")
-		require.NoError(t, err)
-		held = append(held, sl)
-		h, err := pool.Attached[cublas.Lent](sl)
-		require.NoError(t, err)
+	held, hs := acquireLents(t, m, 4)
+	for i, sl := range held {
+		h := hs[i]
 		d, err := h.Device()
 		require.NoError(t, err)
 		require.Equal(t, sl.Device(), d)

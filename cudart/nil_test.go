@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/cudapool/cudapool/internal/zerocall"
 )
 
 func TestANilLibraryIsClosed(t *testing.T) {
@@ -26,18 +28,5 @@ func TestANilLibraryIsClosed(t *testing.T) {
 func TestNoMethodOfANilLibraryPanics(t *testing.T) {
 	v := reflect.ValueOf((*library)(nil))
 	assert.Equal(t, reflect.TypeFor[Library]().NumMethod(), v.NumMethod(), "every method of Library is called")
-	for i := range v.NumMethod() {
-		m, name := v.Method(i), v.Type().Method(i).Name
-		args := make([]reflect.Value, m.Type().NumIn())
-		for j := range args {
-			args[j] = reflect.Zero(m.Type().In(j))
-		}
-		assert.NotPanics(t, func() {
-			if m.Type().IsVariadic() {
-				m.CallSlice(args)
-			} else {
-				m.Call(args)
-			}
-		}, name)
-	}
+	zerocall.Methods(v, func(name string, call func()) { assert.NotPanics(t, call, name) })
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/internal/zerocall"
 	"github.com/cudapool/cudapool/pinned"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -170,19 +171,6 @@ func TestAPanicInNewTakesBackWhatItTook(t *testing.T) {
 // Every method of a nil *Pool and a nil *Buffer returns instead of panicking.
 func TestNoMethodOfANilHandlePanics(t *testing.T) {
 	for _, v := range []reflect.Value{reflect.ValueOf((*pool.Pool)(nil)), reflect.ValueOf((*pool.Buffer)(nil))} {
-		for i := range v.NumMethod() {
-			m, name := v.Method(i), v.Type().String()+"."+v.Type().Method(i).Name
-			args := make([]reflect.Value, m.Type().NumIn())
-			for j := range args {
-				args[j] = reflect.Zero(m.Type().In(j))
-			}
-			assert.NotPanics(t, func() {
-				if m.Type().IsVariadic() {
-					m.CallSlice(args)
-				} else {
-					m.Call(args)
-				}
-			}, name)
-		}
+		zerocall.Methods(v, func(name string, call func()) { assert.NotPanics(t, call, name) })
 	}
 }
