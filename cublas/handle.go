@@ -8,6 +8,7 @@ import (
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/blas"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/streamdev"
 )
 
 // HandleCharge is the device memory cuBLAS takes for each live handle,
@@ -193,13 +194,9 @@ func (h *Handle) setStream(f *blas.Frame, s cudart.Stream, always bool) error {
 // leave both devices unusable (cudaErrorDevicesUnavailable). A stream whose
 // device the runtime cannot tell is taken.
 func (l *Library) streamOn(device int, s cudart.Stream) error {
-	st, ok := l.rt.(cudart.Streams)
-	if !ok {
-		return nil
-	}
-	d, err := st.StreamDevice(device, s)
+	d, known, err := streamdev.Of(l.rt, device, s)
 	switch {
-	case errors.Is(err, cudart.ErrNotSupported):
+	case !known:
 		return nil
 	case errors.Is(err, cudart.ErrInvalidDevice):
 		// The device is the fault, not the stream.

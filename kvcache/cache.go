@@ -8,6 +8,7 @@ import (
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/internal/bytesize"
+	"github.com/cudapool/cudapool/internal/streamdev"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -179,9 +180,9 @@ func checkStream(streams cudart.Streams, dev int, s cudart.Stream) error {
 	if s == 0 {
 		return nil
 	}
-	d, err := streams.StreamDevice(dev, s)
+	d, known, err := streamdev.Of(streams, dev, s)
 	switch {
-	case errors.Is(err, cudart.ErrNotSupported):
+	case !known:
 		return nil
 	case errors.Is(err, cudart.ErrInvalidResourceHandle):
 		return fmt.Errorf("%w: WithStream(%#x): CUDA does not know the stream (never created, or destroyed); give one StreamCreate made on device %d: %w", ErrInvalidOption, uintptr(s), dev, err)

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/cudapool/cudapool/cudart"
+	"github.com/cudapool/cudapool/internal/streamdev"
 )
 
 // WithStreams tells the pool which streams of its device use its buffers:
@@ -133,13 +134,9 @@ func (p *Pool) addStreams(streams []cudart.Stream, check bool) error {
 // the runtime can tell (cudart.Streams.StreamDevice; a runtime before CUDA
 // 12.8 cannot for a stream it did not make, which is taken).
 func (p *Pool) onDevice(s cudart.Stream) error {
-	st, ok := p.rt.(cudart.Streams)
-	if !ok {
-		return nil
-	}
-	d, err := st.StreamDevice(p.dev, s)
+	d, known, err := streamdev.Of(p.rt, p.dev, s)
 	switch {
-	case errors.Is(err, cudart.ErrNotSupported):
+	case !known:
 		return nil
 	case err != nil:
 		return streamError("check", s, err)
