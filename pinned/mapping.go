@@ -1,6 +1,8 @@
 package pinned
 
 import (
+	"fmt"
+
 	"go.uber.org/zap"
 
 	"github.com/cudapool/cudapool/cudart"
@@ -22,4 +24,15 @@ func enableMapHost(ha cudart.HostAllocator, device int, log *zap.Logger) {
 	if err != nil {
 		log.Debug("pinned: cannot set cudaDeviceMapHost; relying on unified addressing", zap.Int("device", device), zap.Error(err))
 	}
+}
+
+// mappedAt is dev, the device address of memory pinned with flags, through
+// which a kernel reaches it: DevicePtr of a Region or a Registration still
+// pinned. Memory pinned without Mapped has none: an error wrapping
+// ErrNotMapped says so.
+func mappedAt(flags Flags, dev cudart.DevicePtr) (cudart.DevicePtr, error) {
+	if flags&Mapped == 0 {
+		return 0, fmt.Errorf("%w: flags %s", ErrNotMapped, flags)
+	}
+	return dev, nil
 }

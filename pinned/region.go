@@ -49,13 +49,10 @@ func (r *Region) DevicePtr() (cudart.DevicePtr, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	switch {
-	case r.freed:
+	if r.freed {
 		return 0, ErrFreed
-	case r.flags&Mapped == 0:
-		return 0, fmt.Errorf("%w: flags %s", ErrNotMapped, r.flags)
 	}
-	return r.dev, nil
+	return mappedAt(r.flags, r.dev)
 }
 
 // Method is the method that pinned the memory: the one asked for, or

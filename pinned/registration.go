@@ -95,13 +95,10 @@ func (g *Registration) DevicePtr() (cudart.DevicePtr, error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	switch {
-	case g.chunks == nil:
+	if g.chunks == nil {
 		return 0, ErrNotRegistered
-	case g.flags&Mapped == 0:
-		return 0, fmt.Errorf("%w: flags %s", ErrNotMapped, g.flags)
 	}
-	return g.dev, nil
+	return mappedAt(g.flags, g.dev)
 }
 
 // Unregister unpins the memory; call it before the memory goes away. A
