@@ -1,7 +1,8 @@
 // Package capture records the work a function queues on one or more
 // streams into CUDA graphs, as the examples that launch graphs do (gemm,
-// serve, mlp, tp), and keeps a serving example's graphs: one a batch size
-// (ByRows), or one a slot and profile (PerSlot).
+// serve, mlp, tp), keeps a serving example's graphs: one a batch size
+// (ByRows), or one a slot and profile (PerSlot), and runs a request's work
+// through its graph, or call by call where it has none (Run).
 //
 // A capture is thread-local (cudart.CaptureModeThreadLocal), so that other
 // goroutines' CUDA calls go on meanwhile, and begins and ends on one locked

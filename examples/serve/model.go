@@ -162,16 +162,7 @@ func (m *model) run(s cudart.Stream, b buffers, rows int, g cudart.GraphExec, x 
 	if err := x.fill(b.in); err != nil {
 		return err
 	}
-	var err error
-	if g != 0 {
-		err = m.rt.GraphLaunch(dev, g, s)
-	} else {
-		err = m.enqueue(s, b, rows)
-	}
-	if err != nil {
-		return err
-	}
-	if err := m.rt.StreamSynchronize(dev, s); err != nil {
+	if err := capture.Run(m.rt, dev, s, g, func() error { return m.enqueue(s, b, rows) }); err != nil {
 		return err
 	}
 	return x.read(b.out)
