@@ -9,6 +9,7 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/internal/pooltest"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -45,16 +46,9 @@ func TestEveryCallFailsOnceThePoolTookThePagesBack(t *testing.T) {
 		{"Sync", func(_ *Cache, tb *Tables, a, _ Seq) error { _, err := tb.Sync([]Seq{a}); return err }},
 	}
 	for _, memcheck := range []bool{true, false} {
-		for _, how := range []struct {
-			name string
-			take func(*pool.Pool) error
-			is   error
-		}{
-			{"ReleaseAll", (*pool.Pool).ReleaseAll, pool.ErrReleased},
-			{"Close", (*pool.Pool).Close, pool.ErrClosed},
-		} {
+		for _, how := range pooltest.Reclaims() {
 			for _, tt := range calls {
-				name := how.name + "/" + tt.name
+				name := how.Name + "/" + tt.name
 				if !memcheck {
 					name += "/without memcheck"
 				}
@@ -64,9 +58,7 @@ func TestEveryCallFailsOnceThePoolTookThePagesBack(t *testing.T) {
 						opts = append(opts, cudarttest.WithoutMemcheck())
 					}
 					rt := cudarttest.NewFakeT(t, opts...)
-					p, err := pool.New(rt, pool.WithDeviceBytes(1<<20), pool.WithHostBytes(1<<20))
-					require.NoError(t, err)
-					t.Cleanup(func() { require.NoError(t, p.Close()) })
+					p := pooltest.New(t, rt, pool.WithDeviceBytes(1<<20), pool.WithHostBytes(1<<20))
 					c, err := New(rt, p, small, WithPages(8), WithSwap(4))
 					require.NoError(t, err)
 					require.Equal(t, memcheck, c.annotated)
@@ -84,8 +76,8 @@ func TestEveryCallFailsOnceThePoolTookThePagesBack(t *testing.T) {
 					pa := pagesOf(t, a)
 					require.NoError(t, rt.DeviceSynchronize(0))
 
-					require.NoError(t, how.take(p))
-					if how.is == pool.ErrReleased {
+					require.NoError(t, how.Do(p))
+					if how.Is == pool.ErrReleased {
 						// The bytes the pages were in are another buffer's now.
 						_, err := p.WantDevice(1<<20, pool.Name("next model"))
 						require.NoError(t, err)
@@ -94,7 +86,7 @@ func TestEveryCallFailsOnceThePoolTookThePagesBack(t *testing.T) {
 					before := c.Stats()
 					err = tt.call(c, tb, a, w)
 					require.ErrorIs(t, err, ErrReleased)
-					require.ErrorIs(t, err, how.is, "it wraps the pool's error")
+					require.ErrorIs(t, err, how.Is, "it wraps the pool's error")
 					assert.Contains(t, err.Error(), "make a new Cache with New")
 					assert.Equal(t, before, c.Stats(), "it changes nothing")
 					assert.Equal(t, 6, a.Len())

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cudapool/cudapool/internal/pooltest"
 	"github.com/cudapool/cudapool/pool"
 )
 
@@ -70,8 +71,7 @@ func TestPlacedAndUseAnswerAsPtr(t *testing.T) {
 
 func placedBuffer(t *testing.T, p *pool.Pool) *pool.Buffer {
 	t.Helper()
-	b, err := p.WantDevice(256)
-	require.NoError(t, err)
+	b := pooltest.Device(t, p, 256)
 	require.NoError(t, p.Satisfy())
 	return b
 }
@@ -81,29 +81,22 @@ func placedBuffer(t *testing.T, p *pool.Pool) *pool.Buffer {
 // refused after; a ReleaseAll whose wait for the device fails leaves the
 // buffer placed, for Placed and Use as for Ptr.
 func TestReleaseAllAndCloseWaitForUse(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		take func(*pool.Pool) error
-		is   error
-	}{
-		{"ReleaseAll", (*pool.Pool).ReleaseAll, pool.ErrReleased},
-		{"Close", (*pool.Pool).Close, pool.ErrClosed},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, tt := range pooltest.Reclaims() {
+		t.Run(tt.Name, func(t *testing.T) {
 			p, _ := newPool(t, pool.WithDeviceBytes(mib))
 			b := placedBuffer(t, p)
 			require.NoError(t, b.Use())
 			done := make(chan error)
-			go func() { done <- tt.take(p) }()
+			go func() { done <- tt.Do(p) }()
 			select {
 			case err := <-done:
-				t.Fatalf("%s returned (%v) while the buffer was held", tt.name, err)
+				t.Fatalf("%s returned (%v) while the buffer was held", tt.Name, err)
 			case <-time.After(50 * time.Millisecond):
 			}
 			b.Done()
 			require.NoError(t, <-done)
-			assert.ErrorIs(t, b.Placed(), tt.is)
-			assert.ErrorIs(t, b.Use(), tt.is)
+			assert.ErrorIs(t, b.Placed(), tt.Is)
+			assert.ErrorIs(t, b.Use(), tt.Is)
 		})
 	}
 	t.Run("failed ReleaseAll", func(t *testing.T) {

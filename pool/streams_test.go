@@ -9,24 +9,17 @@ import (
 
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/internal/pooltest"
 	"github.com/cudapool/cudapool/pool"
 )
 
 func TestReleaseAndCloseWaitForTheirStreamsOnly(t *testing.T) {
 	f := cudarttest.NewFakeT(t)
-	s1, err := f.StreamCreate(0)
-	require.NoError(t, err)
-	s2, err := f.StreamCreate(0)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		assert.NoError(t, f.StreamDestroy(0, s1))
-		assert.NoError(t, f.StreamDestroy(0, s2))
-	})
+	s1, s2 := pooltest.Stream(t, f, 0), pooltest.Stream(t, f, 0)
 	p, err := pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithStreams(s1))
 	require.NoError(t, err)
 	require.NoError(t, p.UseStreams(s2, s1), "a stream given twice is waited for once")
-	_, err = p.WantDevice(256)
-	require.NoError(t, err)
+	pooltest.Device(t, p, 256)
 	require.NoError(t, p.Satisfy())
 
 	f.ResetCalls()
@@ -54,11 +47,9 @@ func TestStreamsNeedEvents(t *testing.T) {
 
 func TestAFailedNewDestroysTheEventsItMade(t *testing.T) {
 	f := cudarttest.NewFakeT(t)
-	s, err := f.StreamCreate(0)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, f.StreamDestroy(0, s)) })
+	s := pooltest.Stream(t, f, 0)
 	require.NoError(t, f.FailCall("cudaMalloc", cudart.ErrMemoryAllocation.Code))
-	_, err = pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithStreams(s))
+	_, err := pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithStreams(s))
 	require.ErrorIs(t, err, cudart.ErrMemoryAllocation)
 	f.ClearFaults()
 	assert.Zero(t, f.Live().Events)
@@ -77,12 +68,8 @@ func TestStreamsCUDADoesNotKnowAreRefused(t *testing.T) {
 		assert.Zero(t, f.Live().Events, "%s: the failed New destroyed its events", name)
 	}
 
-	good, err := f.StreamCreate(0)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, f.StreamDestroy(0, good)) })
-	p, err := pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(0))
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, p.Close()) })
+	good := pooltest.Stream(t, f, 0)
+	p := pooltest.New(t, f, pool.WithDeviceBytes(mib), pool.WithHostBytes(0))
 	assert.ErrorIs(t, p.UseStreams(good, 12345), pool.ErrInvalidStream)
 	assert.Zero(t, f.Live().Events, "a refused UseStreams adds no stream")
 	f.ResetCalls()
@@ -94,14 +81,9 @@ func TestADestroyedStreamIsNamedAndCanBeForgotten(t *testing.T) {
 	f := cudarttest.NewFakeT(t)
 	s1, err := f.StreamCreate(0)
 	require.NoError(t, err)
-	s2, err := f.StreamCreate(0)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, f.StreamDestroy(0, s2)) })
-	p, err := pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithStreams(s1, s2))
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, p.Close()) })
-	_, err = p.WantDevice(256)
-	require.NoError(t, err)
+	s2 := pooltest.Stream(t, f, 0)
+	p := pooltest.New(t, f, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithStreams(s1, s2))
+	pooltest.Device(t, p, 256)
 	require.NoError(t, p.Satisfy())
 
 	require.NoError(t, f.StreamDestroy(0, s1), "destroyed while the pool waits for it")
@@ -128,14 +110,10 @@ func TestADestroyedStreamIsNamedAndCanBeForgotten(t *testing.T) {
 // devices: the pool's event cannot be recorded there.
 func TestAnotherDevicesStreamIsRefused(t *testing.T) {
 	f := cudarttest.NewFakeT(t, cudarttest.WithDevices(2))
-	s1, err := f.StreamCreate(1)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, f.StreamDestroy(1, s1)) })
-	_, err = pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithStreams(s1))
+	s1 := pooltest.Stream(t, f, 1)
+	_, err := pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithStreams(s1))
 	require.ErrorIs(t, err, pool.ErrInvalidStream)
 	assert.Contains(t, err.Error(), "device 1's, the pool device 0's")
-	p, err := pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(0))
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, p.Close()) })
+	p := pooltest.New(t, f, pool.WithDeviceBytes(mib), pool.WithHostBytes(0))
 	require.ErrorIs(t, p.UseStreams(s1), pool.ErrInvalidStream)
 }

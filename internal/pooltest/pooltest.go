@@ -83,3 +83,20 @@ func Kernel(t T, rt cudart.Kernels, device int, ptx, name string) cudart.Functio
 	require.NoError(t, err, "ModuleGetFunction(%q)", name)
 	return fn
 }
+
+// Reclaim is a way for a pool to take its buffers back, and the sentinel
+// that a buffer's calls wrap after it.
+type Reclaim struct {
+	Name string                 // the pool's method
+	Do   func(*pool.Pool) error // calls it
+	Is   error                  // pool.ErrReleased or pool.ErrClosed
+}
+
+// Reclaims are the ways for a pool to take its buffers back: ReleaseAll
+// and Close.
+func Reclaims() []Reclaim {
+	return []Reclaim{
+		{"ReleaseAll", (*pool.Pool).ReleaseAll, pool.ErrReleased},
+		{"Close", (*pool.Pool).Close, pool.ErrClosed},
+	}
+}

@@ -101,3 +101,18 @@ func TestHelpersStopOnFailure(t *testing.T) {
 	stopped(t, "WantDevice", func(t pooltest.T) { pooltest.Device(t, p, 256) })
 	stopped(t, "pool.New", func(t pooltest.T) { pooltest.New(t, f, pool.WithDeviceBytes(1<<40)) })
 }
+
+// After each Reclaim, a buffer's Ptr wraps its sentinel.
+func TestReclaims(t *testing.T) {
+	var names []string
+	for _, r := range pooltest.Reclaims() {
+		names = append(names, r.Name)
+		p := pooltest.New(t, cudarttest.NewFakeT(t), pool.WithDeviceBytes(1<<20), pool.WithHostBytes(0))
+		b := pooltest.Device(t, p, 256)
+		require.NoError(t, p.Satisfy())
+		require.NoError(t, r.Do(p))
+		_, err := b.Ptr()
+		assert.ErrorIs(t, err, r.Is, r.Name)
+	}
+	assert.Equal(t, []string{"ReleaseAll", "Close"}, names)
+}
