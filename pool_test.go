@@ -102,18 +102,7 @@ func verify(t *testing.T, rt cudart.Runtime, p *pool.Pool, bufs []filled) {
 	require.NoError(t, rt.DeviceSynchronize(p.Device()))
 	bad := 0
 	for _, f := range bufs {
-		var got []byte
-		if f.b.Arena() == pool.Host {
-			hb, err := f.b.Bytes()
-			require.NoError(t, err)
-			got = hb
-		} else {
-			ptr, err := f.b.Ptr()
-			require.NoError(t, err)
-			got = make([]byte, f.b.Size())
-			require.NoError(t, rt.Memcpy(p.Device(), cudart.HostMem(got), cudart.DeviceMem(ptr, f.b.Size()), cudart.DeviceToHost))
-		}
-		if !bytes.Equal(got, f.pattern) {
+		if !bytes.Equal(pooltest.Read(t, rt, f.b), f.pattern) {
 			bad++
 			if bad <= 5 {
 				t.Errorf("%s (%s arena, offset %d, %d bytes) was corrupted", f.b.Name(), f.b.Arena(), f.b.Offset(), f.b.Size())

@@ -12,6 +12,7 @@ import (
 	"github.com/cudapool/cudapool/align"
 	"github.com/cudapool/cudapool/cudart"
 	"github.com/cudapool/cudapool/cudart/cudarttest"
+	"github.com/cudapool/cudapool/internal/pooltest"
 	"github.com/cudapool/cudapool/pinned"
 	"github.com/cudapool/cudapool/pool"
 )
@@ -558,17 +559,7 @@ func (r *fuzzRun) verify() {
 
 func (r *fuzzRun) verifyOne(fb *fuzzBuf) {
 	t := r.t
-	var got []byte
-	if fb.arena == pool.Host {
-		hb, err := fb.b.Bytes()
-		require.NoError(t, err)
-		got = hb
-	} else {
-		ptr, err := fb.b.Ptr()
-		require.NoError(t, err)
-		got = make([]byte, fb.size)
-		require.NoError(t, r.f.Memcpy(r.p.Device(), cudart.HostMem(got), cudart.DeviceMem(ptr, fb.size), cudart.DeviceToHost))
-	}
+	got := pooltest.Read(t, r.f, fb.b)
 	if i := slices.IndexFunc(got, func(c byte) bool { return c != fb.pattern }); i >= 0 {
 		t.Fatalf("%s (%s arena, offset %d, %d bytes): byte %d is %#x, want %#x: overwritten through another handle",
 			fb.b.Name(), fb.arena, fb.b.Offset(), fb.size, i, got[i], fb.pattern)

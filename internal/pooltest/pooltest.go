@@ -63,6 +63,18 @@ func Bytes(t T, b *pool.Buffer) []byte {
 	return hb
 }
 
+// Read is what a placed buffer holds: a host buffer's memory itself, a
+// device or managed buffer's bytes copied to the host.
+func Read(t T, rt cudart.Runtime, b *pool.Buffer) []byte {
+	t.Helper()
+	if b.Arena() == pool.Host {
+		return Bytes(t, b)
+	}
+	got := make([]byte, b.Size())
+	require.NoError(t, rt.Memcpy(b.Device(), cudart.HostMem(got), cudart.DeviceMem(Ptr(t, b), b.Size()), cudart.DeviceToHost), "Memcpy")
+	return got
+}
+
 // Stream is a new stream on device, destroyed when t ends.
 func Stream(t T, rt cudart.Streams, device int) cudart.Stream {
 	t.Helper()

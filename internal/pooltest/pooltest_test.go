@@ -1,6 +1,7 @@
 package pooltest_test
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
 	"testing"
@@ -38,7 +39,12 @@ func TestHelpersUndoWhatTheyMakeWhenTheTestEnds(t *testing.T) {
 		want, err := dev.Ptr()
 		require.NoError(t, err)
 		assert.Equal(t, want, pooltest.Ptr(t, dev))
-		assert.Len(t, pooltest.Bytes(t, host), 100)
+		hb := pooltest.Bytes(t, host)
+		assert.Len(t, hb, 100)
+		copy(hb, "host")
+		require.NoError(t, f.Memset(0, want, 7, 4096))
+		assert.Equal(t, hb, pooltest.Read(t, f, host), "a host buffer's own memory")
+		assert.Equal(t, bytes.Repeat([]byte{7}, 4096), pooltest.Read(t, f, dev), "a device buffer's bytes")
 		pooltest.Stream(t, f, 0)
 		pooltest.Kernel(t, f, 0, kernelPTX, "nothing")
 		live := f.Live()
