@@ -156,10 +156,7 @@ const (
 func (f *Fake) DeviceCanAccessPeer(device, peer int) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.enter(calls.DeviceCanAccessPeer)
-	if x == nil {
-		x = f.device(device)
-	}
+	x := f.enterOn(calls.DeviceCanAccessPeer, device)
 	if x == nil {
 		x = f.device(peer)
 	}

@@ -34,10 +34,7 @@ import (
 func (f *Fake) DeviceReset(device int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := f.enter(calls.DeviceReset)
-	if x == nil {
-		x = f.device(device)
-	}
+	x := f.enterOn(calls.DeviceReset, device)
 	if x == nil {
 		x = f.devs[device].lost
 	}

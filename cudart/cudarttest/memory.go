@@ -99,13 +99,20 @@ func (f *Fake) DeviceSynchronize(device int) error {
 // check enters call c and checks the device ordinal it names, and that the
 // device is neither lost nor poisoned by a sticky error.
 func (f *Fake) check(c calls.Call, device int) *failure {
-	if x := f.enter(c); x != nil {
-		return x
-	}
-	if x := f.device(device); x != nil {
+	if x := f.enterOn(c, device); x != nil {
 		return x
 	}
 	return f.broken(device)
+}
+
+// enterOn enters call c and checks the device ordinal it names: check for
+// the calls that need no context on the device, which work on one that is
+// lost or broken.
+func (f *Fake) enterOn(c calls.Call, device int) *failure {
+	if x := f.enter(c); x != nil {
+		return x
+	}
+	return f.device(device)
 }
 
 // broken is the error every call that needs device's context returns: the
