@@ -2,7 +2,7 @@
 // same seed, the same -dump files; package mlpmodel) on 1, 2 and 4 GPUs,
 // two ways, and measures them:
 //
-//	go run ./examples/tp [-runtime=auto|cuda|fake] [-gpus 1,2,4] [-modes replicas,tp] [-batches 1,32] [-requests 2000] [-soak N] [-dump DIR]
+//	go run ./examples/tp [-runtime=auto|cuda|fake] [-gpus 1,2,4] [-modes replicas,tp] [-batches 1,32] [-requests 200000] [-soak N] [-dump DIR]
 //	go run ./examples/tp -bench-allreduce      # the all-reduce table of cref/allreduce.c
 //
 // Replicas: the whole model on every GPU, -slots slots on each
@@ -190,7 +190,7 @@ func runWith(args []string, stdout, stderr io.Writer, tweak func(*config)) int {
 	gpus := cmd.String("gpus", "1,2,4", "GPU counts to serve on, comma-separated; counts over the visible GPUs are skipped, saying so")
 	modes := cmd.String("modes", "replicas,tp", "replicas, tp or both, comma-separated")
 	batches := cmd.String("batches", "1,32", "batch sizes, comma-separated")
-	cmd.IntVar(&c.requests, "requests", 2000, "timed requests a run, a run being one configuration at one batch size (8 on the fake unless given)")
+	cmd.IntVar(&c.requests, "requests", 200000, "timed requests a run, a run being one configuration at one batch size (a run much shorter than a second measures the clients' start more than the GPUs)")
 	cli.Fake(cmd, "requests", &c.requests, 8)
 	cmd.IntVar(&c.clients, "clients", 0, "concurrent clients, in one process; 0: one a slot, so that every slot can be busy (replicas: -slots a GPU served; tensor parallel: -tp-slots); a process per GPU has -tp-slots")
 	cmd.IntVar(&c.slots, "slots", 8, "replicas: slots a GPU")
