@@ -3,9 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/dustin/go-humanize"
+
+	"github.com/cudapool/cudapool/examples/baseline"
 )
 
 // asyncBackend is stream-ordered allocation: a stream and pinned staging
@@ -17,27 +18,24 @@ import (
 // and the free are captured into each client's graph as memory nodes.
 type asyncBackend struct {
 	*perClientBackend // with async buffers
-	threshold         uint64
+	restore           func() error
 }
 
 func newAsyncBackend(m *model, clients int, batches []int, graphs bool) (_ *asyncBackend, err error) {
 	b := &asyncBackend{}
-	if b.threshold, err = m.rt.MemPoolReleaseThreshold(dev); err != nil {
-		return nil, err
-	}
-	if err := m.rt.SetMemPoolReleaseThreshold(dev, math.MaxUint64); err != nil {
+	if b.restore, err = baseline.KeepFreed(m.rt, dev); err != nil {
 		return nil, err
 	}
 	if b.perClientBackend, err = newClients(m, clients, batches, true, graphs); err != nil {
-		return nil, errors.Join(err, m.rt.SetMemPoolReleaseThreshold(dev, b.threshold))
+		return nil, errors.Join(err, b.restore())
 	}
 	return b, nil
 }
 
 func (b *asyncBackend) memory() string {
-	return fmt.Sprintf("device: what cudaMallocAsync's pool or the graphs' memory nodes keep; host %s pinned per client", humanize.IBytes(2*uint64(len(b.clients[0].bufs.in))))
+	return fmt.Sprintf("device: what cudaMallocAsync's pool or the graphs' memory nodes keep; host %s pinned per client", humanize.IBytes(2*uint64(len(b.clients.All[0].In))))
 }
 
 func (b *asyncBackend) close() error {
-	return errors.Join(b.perClientBackend.close(), b.m.rt.SetMemPoolReleaseThreshold(dev, b.threshold))
+	return errors.Join(b.perClientBackend.close(), b.restore())
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/cudapool/cudapool/cudart"
-	"github.com/cudapool/cudapool/examples/capture"
+	"github.com/cudapool/cudapool/examples/baseline"
 )
 
 // perClientBackend is the upper bound the slots approach: each client has
@@ -20,14 +20,8 @@ import (
 type perClientBackend struct {
 	m       *model
 	w       cudart.DevicePtr
-	clients []clientState
-}
-
-// clientState is one client's stream and buffers.
-type clientState struct {
-	st     cudart.Stream
-	bufs   buffers
-	graphs capture.ByRows // nil launching kernel by kernel
+	async   bool
+	clients *baseline.Clients
 }
 
 func newPerClientBackend(m *model, clients int, batches []int, graphs bool) (*perClientBackend, error) {
@@ -38,7 +32,15 @@ func newPerClientBackend(m *model, clients int, batches []int, graphs bool) (*pe
 // once with cudaMalloc or in each request with cudaMallocAsync (async),
 // graphs as asked, and the weights.
 func newClients(m *model, clients int, batches []int, async, graphs bool) (_ *perClientBackend, err error) {
-	b := &perClientBackend{m: m}
+	b := &perClientBackend{m: m, async: async}
+	size := m.rowBytes() * uint64(slices.Max(batches))
+	sizes := baseline.Sizes{In: size, Out: size, Act: size}
+	if async {
+		sizes.Act = 0
+	}
+	if b.clients, err = baseline.NewClients(m.rt, dev, clients, sizes); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, b.close())
@@ -47,30 +49,10 @@ func newClients(m *model, clients int, batches []int, async, graphs bool) (_ *pe
 	if b.w, err = m.newWeights(); err != nil {
 		return nil, err
 	}
-	size := m.rowBytes() * uint64(slices.Max(batches))
-	b.clients = make([]clientState, 0, clients)
-	for range clients {
-		// Kept from the start, for close to free what was taken.
-		b.clients = append(b.clients, clientState{bufs: buffers{w: b.w, async: async}})
-		c := &b.clients[len(b.clients)-1]
-		if c.st, err = m.rt.StreamCreate(dev); err != nil {
-			return nil, err
-		}
-		for _, h := range []*[]byte{&c.bufs.in, &c.bufs.out} {
-			if *h, err = m.rt.MallocHost(dev, size); err != nil {
-				return nil, err
-			}
-		}
-		for _, d := range []*cudart.DevicePtr{&c.bufs.x, &c.bufs.y} {
-			if async {
-				break
-			}
-			if *d, err = m.rt.Malloc(dev, size); err != nil {
-				return nil, err
-			}
-		}
+	for i := range b.clients.All {
+		c := &b.clients.All[i]
 		if graphs {
-			if c.graphs, err = m.captureEach(c.st, c.bufs, batches); err != nil {
+			if c.Graphs, err = m.captureEach(c.Stream, b.buffers(c), batches); err != nil {
 				return nil, err
 			}
 		}
@@ -78,42 +60,28 @@ func newClients(m *model, clients int, batches []int, async, graphs bool) (_ *pe
 	return b, nil
 }
 
+// buffers are where client c's requests run.
+func (b *perClientBackend) buffers(c *baseline.Client) buffers {
+	return buffers{in: c.In, out: c.Out, x: c.X, y: c.Y, w: b.w, async: b.async}
+}
+
 func (b *perClientBackend) serve(_ context.Context, client, rows int, x exchange) (time.Duration, error) {
-	c := &b.clients[client]
-	g, err := c.graphs.For(rows)
-	if err != nil {
-		return 0, err
-	}
-	return 0, b.m.run(c.st, c.bufs, rows, g, x)
+	return b.clients.Serve(client, rows, func(c *baseline.Client, g cudart.GraphExec) error {
+		return b.m.run(c.Stream, b.buffers(c), rows, g, x)
+	})
 }
 
 func (b *perClientBackend) memory() string {
-	c := b.clients[0].bufs
-	each := humanize.IBytes(uint64(len(c.in) + len(c.out)))
-	return fmt.Sprintf("device %s shared + %d × %s; host %d × %s", humanize.IBytes(b.m.weightBytes()), len(b.clients), each, len(b.clients), each)
+	c := b.clients.All[0]
+	each := humanize.IBytes(uint64(len(c.In) + len(c.Out)))
+	return fmt.Sprintf("device %s shared + %d × %s; host %d × %s", humanize.IBytes(b.m.weightBytes()), len(b.clients.All), each, len(b.clients.All), each)
 }
 
 func (b *perClientBackend) close() error {
-	var errs []error
-	for _, c := range b.clients {
-		errs = append(errs, c.graphs.Destroy(b.m.rt, dev))
-		if c.st != 0 {
-			errs = append(errs, b.m.rt.StreamSynchronize(dev, c.st), b.m.rt.StreamDestroy(dev, c.st))
-		}
-		for _, h := range [][]byte{c.bufs.in, c.bufs.out} {
-			if h != nil {
-				errs = append(errs, b.m.rt.FreeHost(h))
-			}
-		}
-		for _, d := range []cudart.DevicePtr{c.bufs.x, c.bufs.y} {
-			if d != 0 {
-				errs = append(errs, b.m.rt.Free(dev, d))
-			}
-		}
-	}
+	errs := []error{b.clients.Close(nil)}
 	if b.w != 0 {
 		errs = append(errs, b.m.rt.Free(dev, b.w))
 	}
-	b.clients, b.w = nil, 0
+	b.w = 0
 	return errors.Join(errs...)
 }
