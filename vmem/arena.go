@@ -95,12 +95,14 @@ func (a *Arena) Ensure(n uint64) error {
 	if !ok || target > a.reserved {
 		target = a.reserved
 	}
-	_ = a.p.later.retry()
-	var u undoLog
-	s, err := a.p.mapNew(&u, a.base, have, target-have)
+	var s segment
+	err := a.p.later.attempt(func(u *undoLog) (err error) {
+		s, err = a.p.mapNew(u, a.base, have, target-have)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("vmem: grow arena at %s from %s to %s on device %d: %w",
-			a.base, bytesize.Format(have), bytesize.Format(target), a.p.device, errors.Join(err, a.p.later.rollback(u)))
+			a.base, bytesize.Format(have), bytesize.Format(target), a.p.device, err)
 	}
 	a.p.segs = append(a.p.segs, s)
 	return nil

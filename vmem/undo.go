@@ -34,6 +34,19 @@ func (d *deferred) rollback(u undoLog) error {
 // errRollback heads the errors of a rollback that did not complete.
 var errRollback = errors.New("vmem: undoing the partial growth also failed; what is left is retried at the next growth and at Close")
 
+// attempt makes one growth: the cleanups deferred so far are retried
+// first, then growth runs, logging in u how to take back each CUDA call
+// that succeeds. If growth fails, u is rolled back, and the error joins
+// growth's and the rollback's.
+func (d *deferred) attempt(growth func(u *undoLog) error) error {
+	_ = d.retry()
+	var u undoLog
+	if err := growth(&u); err != nil {
+		return errors.Join(err, d.rollback(u))
+	}
+	return nil
+}
+
 // later keeps a cleanup that failed, to retry.
 func (d *deferred) later(step func() error) { *d = append(*d, step) }
 

@@ -86,12 +86,14 @@ func (v *Vector) Reserve(n uint64) error {
 	if !ok {
 		return fmt.Errorf("%w: reserve of %d B overflows once rounded up to the granularity %s", ErrInvalidSize, n, bytesize.Format(v.p.gran))
 	}
-	_ = v.p.later.retry()
-	var u undoLog
-	plan, err := v.planReserve(&u, target)
+	var plan addressPlan
+	err := v.p.later.attempt(func(u *undoLog) (err error) {
+		plan, err = v.planReserve(u, target)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("vmem: reserve %s for vector at %s on device %d: %w",
-			bytesize.Format(target), v.ptr, v.p.device, errors.Join(err, v.p.later.rollback(u)))
+			bytesize.Format(target), v.ptr, v.p.device, err)
 	}
 	v.commit(plan, target)
 	return nil
@@ -116,12 +118,15 @@ func (v *Vector) Grow(n uint64) error {
 	if !ok {
 		return fmt.Errorf("%w: growth to %d B overflows once rounded up to the chunk %s", ErrInvalidSize, n, bytesize.Format(v.p.chunk))
 	}
-	_ = v.p.later.retry()
-	var u undoLog
-	plan, segs, err := v.planGrow(&u, have, target)
+	var plan addressPlan
+	var segs []segment
+	err := v.p.later.attempt(func(u *undoLog) (err error) {
+		plan, segs, err = v.planGrow(u, have, target)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("vmem: grow vector at %s from %s to %s on device %d: %w",
-			v.ptr, bytesize.Format(have), bytesize.Format(target), v.p.device, errors.Join(err, v.p.later.rollback(u)))
+			v.ptr, bytesize.Format(have), bytesize.Format(target), v.p.device, err)
 	}
 	v.commit(plan, max(target, v.reserved))
 	v.p.segs = append(v.p.segs, segs...)
