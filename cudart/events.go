@@ -37,10 +37,7 @@ func (l *library) StreamWaitEvent(device int, s Stream, e Event) error {
 // EventSynchronize is cudaEventSynchronize: the host waits until e, as last
 // recorded, completes; at once for an event never recorded.
 func (l *library) EventSynchronize(device int, e Event) error {
-	if r := l.call(calls.EventSynchronize, device, uintptr(e)); r.code != 0 {
-		return l.fail(calls.EventSynchronize, r, "(event 0x%x) on device %d", uintptr(e), device)
-	}
-	return nil
+	return l.onHandle(calls.EventSynchronize, device, uintptr(e), "event")
 }
 
 // EventQuery is cudaEventQuery: whether e, as last recorded, has completed
@@ -64,8 +61,5 @@ func (l *library) EventElapsedTime(device int, start, end Event) (time.Duration,
 
 // EventDestroy is cudaEventDestroy.
 func (l *library) EventDestroy(device int, e Event) error {
-	if r := l.call(calls.EventDestroy, device, uintptr(e)); r.code != 0 {
-		return l.fail(calls.EventDestroy, r, "(event 0x%x) on device %d", uintptr(e), device)
-	}
-	return nil
+	return l.onHandle(calls.EventDestroy, device, uintptr(e), "event")
 }

@@ -53,18 +53,12 @@ func (l *library) GraphLaunch(device int, x GraphExec, s Stream) error {
 
 // GraphExecDestroy is cudaGraphExecDestroy.
 func (l *library) GraphExecDestroy(device int, x GraphExec) error {
-	if r := l.call(calls.GraphExecDestroy, device, uintptr(x)); r.code != 0 {
-		return l.fail(calls.GraphExecDestroy, r, "(graph exec 0x%x) on device %d", uintptr(x), device)
-	}
-	return nil
+	return l.onHandle(calls.GraphExecDestroy, device, uintptr(x), "graph exec")
 }
 
 // GraphDestroy is cudaGraphDestroy.
 func (l *library) GraphDestroy(device int, g Graph) error {
-	if r := l.call(calls.GraphDestroy, device, uintptr(g)); r.code != 0 {
-		return l.fail(calls.GraphDestroy, r, "(graph 0x%x) on device %d", uintptr(g), device)
-	}
-	return nil
+	return l.onHandle(calls.GraphDestroy, device, uintptr(g), "graph")
 }
 
 // GraphNodes is cudaGraphGetNodes of g, called twice: for the number of

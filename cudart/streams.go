@@ -17,10 +17,7 @@ func (l *library) StreamCreate(device int) (Stream, error) {
 
 // StreamSynchronize is cudaStreamSynchronize on device.
 func (l *library) StreamSynchronize(device int, s Stream) error {
-	if r := l.call(calls.StreamSynchronize, device, uintptr(s)); r.code != 0 {
-		return l.fail(calls.StreamSynchronize, r, "(stream 0x%x) on device %d", uintptr(s), device)
-	}
-	return nil
+	return l.onHandle(calls.StreamSynchronize, device, uintptr(s), "stream")
 }
 
 // StreamQuery is cudaStreamQuery: whether all the work queued on s has
@@ -48,6 +45,15 @@ func (l *library) query(c calls.Call, device int, handle uintptr, what string) (
 		}
 	}
 	return false, l.fail(c, r, "(%s 0x%x) on device %d", what, handle, device)
+}
+
+// onHandle makes c, a call whose one argument is a handle of the kind
+// named what ("event", "stream"), on device, and fails as query does.
+func (l *library) onHandle(c calls.Call, device int, handle uintptr, what string) error {
+	if r := l.call(c, device, handle); r.code != 0 {
+		return l.fail(c, r, "(%s 0x%x) on device %d", what, handle, device)
+	}
+	return nil
 }
 
 // StreamDestroy is cudaStreamDestroy on device.

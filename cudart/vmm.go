@@ -86,13 +86,7 @@ func (l *library) MemAddressReserve(size, alignment uint64, hint DevicePtr) (Dev
 
 // MemAddressFree is cuMemAddressFree.
 func (l *library) MemAddressFree(p DevicePtr, size uint64) error {
-	if err := l.driverReady(calls.CuMemAddressFree); err != nil {
-		return err
-	}
-	if r := l.call(calls.CuMemAddressFree, l.vmmDev(), uintptr(p), uintptr(size)); r.code != 0 {
-		return l.fail(calls.CuMemAddressFree, r, "(%s, %s)", p, bytesize.Format(size))
-	}
-	return nil
+	return l.onRange(calls.CuMemAddressFree, p, size)
 }
 
 // MemMap is cuMemMap: size bytes of h, from offset, at p.
@@ -108,13 +102,7 @@ func (l *library) MemMap(p DevicePtr, size, offset uint64, h PhysHandle) error {
 
 // MemUnmap is cuMemUnmap.
 func (l *library) MemUnmap(p DevicePtr, size uint64) error {
-	if err := l.driverReady(calls.CuMemUnmap); err != nil {
-		return err
-	}
-	if r := l.call(calls.CuMemUnmap, l.vmmDev(), uintptr(p), uintptr(size)); r.code != 0 {
-		return l.fail(calls.CuMemUnmap, r, "(%s, %s)", p, bytesize.Format(size))
-	}
-	return nil
+	return l.onRange(calls.CuMemUnmap, p, size)
 }
 
 // MemSetAccess is cuMemSetAccess with one read-write CUmemAccessDesc per
@@ -129,6 +117,18 @@ func (l *library) MemSetAccess(p DevicePtr, size uint64, devices []int) error {
 	desc := readWriteFor(devices)
 	if r := l.callMem(calls.CuMemSetAccess, l.vmmDev(), [2]Mem{sliceMem(desc)}, uintptr(p), uintptr(size), uintptr(len(desc))); r.code != 0 {
 		return l.fail(calls.CuMemSetAccess, r, "(%s, %s, read-write for devices %v)", p, bytesize.Format(size), devices)
+	}
+	return nil
+}
+
+// onRange makes driver call c on the range of size bytes at p
+// (cuMemAddressFree, cuMemUnmap).
+func (l *library) onRange(c calls.Call, p DevicePtr, size uint64) error {
+	if err := l.driverReady(c); err != nil {
+		return err
+	}
+	if r := l.call(c, l.vmmDev(), uintptr(p), uintptr(size)); r.code != 0 {
+		return l.fail(c, r, "(%s, %s)", p, bytesize.Format(size))
 	}
 	return nil
 }
