@@ -41,15 +41,12 @@ var bugs = []bug{
 // overflow writes one byte past the end of a 4 KiB buffer: the kernel is
 // launched for size+1 bytes.
 func overflow(e *env) ([]byte, error) {
-	w, err := e.p.WantDevice(4096, pool.Name("weights"))
+	const size = 4096
+	ptr, err := e.placed("weights", size)
 	if err != nil {
 		return nil, err
 	}
-	ptr, err := e.place(w)
-	if err != nil {
-		return nil, err
-	}
-	return nil, e.bad(e.fill(ptr, w.Size()+1, 1))
+	return nil, e.bad(e.fill(ptr, size+1, 1))
 }
 
 // lifetime reads a buffer at a step outside its Live range. Activations
@@ -98,11 +95,7 @@ func lifetime(e *env) ([]byte, error) {
 // into memory of its own.
 func released(e *env) ([]byte, error) {
 	const size = 4096
-	k, err := e.p.WantDevice(size, pool.Name("kv-cache"))
-	if err != nil {
-		return nil, err
-	}
-	stale, err := e.place(k)
+	stale, err := e.placed("kv-cache", size)
 	if err != nil {
 		return nil, err
 	}
@@ -126,11 +119,7 @@ func released(e *env) ([]byte, error) {
 // padding writes 120 bytes into a 100-byte buffer: past its end but inside
 // the 256 bytes it is aligned to, so no allocator-level check can see it.
 func padding(e *env) ([]byte, error) {
-	s, err := e.p.WantDevice(100, pool.Name("scratch"))
-	if err != nil {
-		return nil, err
-	}
-	ptr, err := e.place(s)
+	ptr, err := e.placed("scratch", 100)
 	if err != nil {
 		return nil, err
 	}
@@ -184,6 +173,16 @@ func (e *env) bad(err error) error {
 // failure when compute-sanitizer stops the kernel.
 func isFault(err error) bool {
 	return errors.Is(err, cudart.ErrIllegalAddress) || errors.Is(err, cudart.ErrLaunchFailure)
+}
+
+// placed wants a device buffer of size bytes called name and places it:
+// its address.
+func (e *env) placed(name string, size uint64) (cudart.DevicePtr, error) {
+	b, err := e.p.WantDevice(size, pool.Name(name))
+	if err != nil {
+		return 0, err
+	}
+	return e.place(b)
 }
 
 // place satisfies the pool's requests and returns b's address.
