@@ -44,14 +44,8 @@ func (l *gemmLayout) slots(lib *cublas.Library, workspace uint64) pool.SlotLayou
 	return pool.SlotLayout{Shared: l.shared, Profiles: []*pool.Profile{l.req}, Attach: []pool.Attachment{lib.ForSlots(workspace)}}
 }
 
-// slotSource is what Slots and MultiSlots hand slots out and back with.
-type slotSource interface {
-	Acquire(ctx context.Context, profile string) (pool.Slot, error)
-	Release(sl pool.Slot) error
-}
-
 // acquireLent acquires a slot of s and its handle.
-func acquireLent(t *testing.T, s slotSource) (pool.Slot, cublas.Lent) {
+func acquireLent(t *testing.T, s pooltest.SlotSource) (pool.Slot, cublas.Lent) {
 	t.Helper()
 	sl, err := s.Acquire(context.Background(), "request")
 	require.NoError(t, err)
@@ -61,7 +55,7 @@ func acquireLent(t *testing.T, s slotSource) (pool.Slot, cublas.Lent) {
 }
 
 // acquireLents acquires n slots of s, and each one's handle.
-func acquireLents(t *testing.T, s slotSource, n int) ([]pool.Slot, []cublas.Lent) {
+func acquireLents(t *testing.T, s pooltest.SlotSource, n int) ([]pool.Slot, []cublas.Lent) {
 	t.Helper()
 	held, hs := make([]pool.Slot, n), make([]cublas.Lent, n)
 	for i := range n {
@@ -71,7 +65,7 @@ func acquireLents(t *testing.T, s slotSource, n int) ([]pool.Slot, []cublas.Lent
 }
 
 // releaseAll gives held back to s.
-func releaseAll(t *testing.T, s slotSource, held []pool.Slot) {
+func releaseAll(t *testing.T, s pooltest.SlotSource, held []pool.Slot) {
 	t.Helper()
 	for _, sl := range held {
 		require.NoError(t, s.Release(sl))

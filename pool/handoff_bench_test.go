@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cudapool/cudapool/cudart/cudarttest"
-	"github.com/cudapool/cudapool/pool"
+	"github.com/cudapool/cudapool/internal/pooltest"
 )
 
 // contenders is how many goroutines hand the slots about in
@@ -53,14 +53,8 @@ func BenchmarkHandoff(b *testing.B) {
 	}
 }
 
-// slotSource is what Slots and MultiSlots hand slots out and back with.
-type slotSource interface {
-	Acquire(ctx context.Context, profile string) (pool.Slot, error)
-	Release(sl pool.Slot) error
-}
-
 // acquireRelease is one hand-off of a slot of s.
-func acquireRelease(s slotSource) func() error {
+func acquireRelease(s pooltest.SlotSource) func() error {
 	ctx := context.Background()
 	return func() error {
 		sl, err := s.Acquire(ctx, "b1")

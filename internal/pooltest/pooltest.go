@@ -6,6 +6,8 @@
 package pooltest
 
 import (
+	"context"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -95,6 +97,18 @@ func Kernel(t T, rt cudart.Kernels, device int, ptx, name string) cudart.Functio
 	require.NoError(t, err, "ModuleGetFunction(%q)", name)
 	return fn
 }
+
+// SlotSource is what pool.Slots and pool.MultiSlots hand slots out and
+// back with, for a test that runs on either.
+type SlotSource interface {
+	Acquire(ctx context.Context, profile string) (pool.Slot, error)
+	Release(sl pool.Slot) error
+}
+
+var (
+	_ SlotSource = (*pool.Slots)(nil)
+	_ SlotSource = (*pool.MultiSlots)(nil)
+)
 
 // Reclaim is a way for a pool to take its buffers back, and the sentinel
 // that a buffer's calls wrap after it.
