@@ -39,6 +39,14 @@ func forEachRuntime(t *testing.T, fn func(t *testing.T, rt cudart.Full), opts ..
 	})
 }
 
+// memInfo is device 0's free and total memory.
+func memInfo(t *testing.T, rt cudart.Runtime) (free, total uint64) {
+	t.Helper()
+	free, total, err := rt.MemGetInfo(0)
+	require.NoError(t, err, "MemGetInfo")
+	return free, total
+}
+
 type filled struct {
 	b       *pool.Buffer
 	pattern []byte
@@ -118,12 +126,10 @@ func verify(t *testing.T, rt cudart.Runtime, p *pool.Pool, bufs []filled) {
 // started.
 func TestEndToEnd(t *testing.T) {
 	forEachRuntime(t, func(t *testing.T, rt cudart.Full) {
-		free0, total, err := rt.MemGetInfo(0)
-		require.NoError(t, err)
+		free0, total := memInfo(t, rt)
 		p, err := pool.New(rt, pool.WithDeviceBytes(512<<20), pool.WithHostBytes(256<<20))
 		require.NoError(t, err)
-		during, _, err := rt.MemGetInfo(0)
-		require.NoError(t, err)
+		during, _ := memInfo(t, rt)
 		assert.GreaterOrEqual(t, free0-during, uint64(512<<20), "the device arena is taken from the device")
 
 		r := rand.New(rand.NewPCG(42, 1))
@@ -138,8 +144,7 @@ func TestEndToEnd(t *testing.T) {
 			require.ErrorIs(t, err, pool.ErrReleased)
 		}
 		require.NoError(t, p.Close())
-		free1, _, err := rt.MemGetInfo(0)
-		require.NoError(t, err)
+		free1, _ := memInfo(t, rt)
 		t.Logf("free device memory: %s before New, %s after Close (of %s)",
 			bytesize.Format(free0), bytesize.Format(free1), bytesize.Format(total))
 		assert.InDelta(t, float64(free0), float64(free1), 2<<20, "free memory back where it started")
@@ -169,8 +174,7 @@ func TestExhaustionOnTheDevice(t *testing.T) {
 // and Close gives everything back.
 func TestGrowableEndToEnd(t *testing.T) {
 	forEachRuntime(t, func(t *testing.T, rt cudart.Full) {
-		free0, _, err := rt.MemGetInfo(0)
-		require.NoError(t, err)
+		free0, _ := memInfo(t, rt)
 		p, err := pool.New(rt, pool.WithGrowableDevice(8<<30), pool.WithHostBytes(64<<20))
 		require.NoError(t, err)
 		r := rand.New(rand.NewPCG(7, 7))
@@ -184,8 +188,7 @@ func TestGrowableEndToEnd(t *testing.T) {
 		assert.GreaterOrEqual(t, st.Mapped, st.Used)
 		assert.Less(t, st.Mapped, st.Capacity/100, "only what the buffers need is mapped")
 		require.NoError(t, p.Close())
-		free1, _, err := rt.MemGetInfo(0)
-		require.NoError(t, err)
+		free1, _ := memInfo(t, rt)
 		assert.InDelta(t, float64(free0), float64(free1), 2<<20, "free memory back where it started")
 	})
 }

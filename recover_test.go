@@ -91,8 +91,7 @@ func TestRecoveryAfterAReset(t *testing.T) {
 		require.NoError(t, rt.DeviceReset(0))
 		g, err := rt.MemGetAllocationGranularity(0, false)
 		require.NoError(t, err)
-		before, _, err := rt.MemGetInfo(0)
-		require.NoError(t, err)
+		before, _ := memInfo(t, rt)
 		kinds := []struct {
 			name string
 			opts []pool.Option
@@ -112,8 +111,7 @@ func TestRecoveryAfterAReset(t *testing.T) {
 			old = append(old, p)
 		}
 		afterReset := slotsBeforeReset(t, rt)
-		during, _, err := rt.MemGetInfo(0)
-		require.NoError(t, err)
+		during, _ := memInfo(t, rt)
 		t.Logf("free device memory: %d B before the pools, %d B with them", before, during)
 
 		require.NoError(t, rt.DeviceReset(0))
@@ -126,8 +124,7 @@ func TestRecoveryAfterAReset(t *testing.T) {
 			require.NoError(t, p.Close(), "a second Close")
 		}
 		t.Log("old pools' second Close: ok")
-		after, _, err := rt.MemGetInfo(0)
-		require.NoError(t, err)
+		after, _ := memInfo(t, rt)
 		t.Logf("free device memory after the Closes: %d B (%+d B against before the pools; granule %s)", after, int64(after)-int64(before), bytesize.Format(g))
 		assert.GreaterOrEqual(t, after+g, before, "the memory came back, the growable arena's too, within a granule")
 
