@@ -45,10 +45,8 @@ func newUncheckedPool(t *testing.T, opts ...pool.Option) (*pool.Pool, *cudarttes
 func newSharingPair(t *testing.T, first string, firstSize uint64, second string, secondSize uint64) (*pool.Pool, *cudarttest.Fake, *pool.Buffer, *pool.Buffer) {
 	t.Helper()
 	p, f := newUncheckedPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithGuards(256))
-	a, err := p.WantDevice(firstSize, pool.Name(first), pool.Live(0, 1))
-	require.NoError(t, err)
-	b, err := p.WantDevice(secondSize, pool.Name(second), pool.Live(2, 3))
-	require.NoError(t, err)
+	a := pooltest.Device(t, p, firstSize, pool.Name(first), pool.Live(0, 1))
+	b := pooltest.Device(t, p, secondSize, pool.Name(second), pool.Live(2, 3))
 	require.NoError(t, p.Satisfy())
 	require.Equal(t, a.Offset(), b.Offset(), "the planner shares their bytes")
 	return p, f, a, b
@@ -82,14 +80,11 @@ func TestHostArenaIsRegisteredByDefault(t *testing.T) {
 
 func TestMappedHostArenaHasADeviceAddress(t *testing.T) {
 	p, f := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(4*mib), pool.WithHostFlags(pinned.Mapped))
-	h, err := p.WantHost(1000, pool.Name("zero-copy"))
-	require.NoError(t, err)
+	h := pooltest.Host(t, p, 1000, pool.Name("zero-copy"))
 	require.NoError(t, p.Satisfy())
-	ptr, err := h.Ptr()
-	require.NoError(t, err)
+	ptr := pooltest.Ptr(t, h)
 	require.NoError(t, f.Memset(0, ptr, 0x42, 1000), "a device write through the mapped address")
-	hb, err := h.Bytes()
-	require.NoError(t, err)
+	hb := pooltest.Bytes(t, h)
 	assert.Equal(t, bytes.Repeat([]byte{0x42}, 1000), hb, "is seen by the host: the same bytes")
 }
 
@@ -105,9 +100,7 @@ func TestSatisfyPlacesInOrderAt256ByteOffsets(t *testing.T) {
 	want := []uint64{0, 256, 512, 1024, 2048, 6144}
 	bufs := make([]*pool.Buffer, len(sizes))
 	for i, s := range sizes {
-		b, err := p.WantDevice(s)
-		require.NoError(t, err)
-		bufs[i] = b
+		bufs[i] = pooltest.Device(t, p, s)
 	}
 	require.NoError(t, p.Satisfy())
 	base, err := bufs[0].Ptr()
@@ -115,8 +108,7 @@ func TestSatisfyPlacesInOrderAt256ByteOffsets(t *testing.T) {
 	for i, b := range bufs {
 		assert.Equal(t, want[i], b.Offset(), "buffer %d", i)
 		assert.Equal(t, sizes[i], b.Size())
-		ptr, err := b.Ptr()
-		require.NoError(t, err)
+		ptr := pooltest.Ptr(t, b)
 		assert.Equal(t, base.Add(want[i]), ptr)
 		assert.True(t, align.Is(uint64(ptr), align.CUDA))
 	}
@@ -127,8 +119,7 @@ func TestSatisfyPlacesInOrderAt256ByteOffsets(t *testing.T) {
 	assert.Equal(t, 6, st.Placed)
 
 	// A second Satisfy places after the first batch; placed buffers stay.
-	b, err := p.WantDevice(10)
-	require.NoError(t, err)
+	b := pooltest.Device(t, p, 10)
 	require.NoError(t, p.Satisfy())
 	assert.Equal(t, uint64(6400), b.Offset())
 	assert.Equal(t, want[5], bufs[5].Offset())
@@ -136,18 +127,14 @@ func TestSatisfyPlacesInOrderAt256ByteOffsets(t *testing.T) {
 
 func TestExhaustionPlacesNothingAndKeepsTheQueue(t *testing.T) {
 	p, _ := newPool(t, pool.WithDeviceBytes(4*mib), pool.WithHostBytes(4*mib))
-	placed, err := p.WantDevice(mib, pool.Name("weights"))
-	require.NoError(t, err)
+	placed := pooltest.Device(t, p, mib, pool.Name("weights"))
 	require.NoError(t, p.Satisfy())
 
-	a, err := p.WantDevice(2*mib, pool.Name("kv-cache"))
-	require.NoError(t, err)
-	b, err := p.WantDevice(1536*1024, pool.Name("scratch"))
-	require.NoError(t, err)
-	h, err := p.WantHost(mib, pool.Name("staging"))
-	require.NoError(t, err)
+	a := pooltest.Device(t, p, 2*mib, pool.Name("kv-cache"))
+	b := pooltest.Device(t, p, 1536*1024, pool.Name("scratch"))
+	h := pooltest.Host(t, p, mib, pool.Name("staging"))
 
-	err = p.Satisfy()
+	err := p.Satisfy()
 	require.Error(t, err)
 	assert.ErrorIs(t, err, pool.ErrExhausted)
 	var ex *pool.ExhaustedError
@@ -184,12 +171,10 @@ func TestRequestBiggerThanTheArenaIsRefusedAtOnce(t *testing.T) {
 
 func TestHandleLifecycle(t *testing.T) {
 	p, _ := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib))
-	d, err := p.WantDevice(100, pool.Name("d"))
-	require.NoError(t, err)
-	h, err := p.WantHost(100, pool.Name("h"))
-	require.NoError(t, err)
+	d := pooltest.Device(t, p, 100, pool.Name("d"))
+	h := pooltest.Host(t, p, 100, pool.Name("h"))
 
-	_, err = d.Ptr()
+	_, err := d.Ptr()
 	assert.ErrorIs(t, err, pool.ErrNotPlaced)
 	_, err = h.Bytes()
 	assert.ErrorIs(t, err, pool.ErrNotPlaced)
@@ -197,8 +182,7 @@ func TestHandleLifecycle(t *testing.T) {
 	require.NoError(t, p.Satisfy())
 	_, err = d.Ptr()
 	assert.NoError(t, err)
-	hb, err := h.Bytes()
-	require.NoError(t, err)
+	hb := pooltest.Bytes(t, h)
 	assert.Len(t, hb, 100)
 	_, err = d.Bytes()
 	assert.ErrorIs(t, err, pool.ErrWrongArena)
@@ -211,8 +195,7 @@ func TestHandleLifecycle(t *testing.T) {
 	_, err = h.Bytes()
 	assert.ErrorIs(t, err, pool.ErrReleased)
 
-	d2, err := p.WantDevice(100)
-	require.NoError(t, err)
+	d2 := pooltest.Device(t, p, 100)
 	require.NoError(t, p.Satisfy())
 	assert.Zero(t, d2.Offset(), "ReleaseAll resets the arena to offset 0")
 
@@ -223,10 +206,9 @@ func TestHandleLifecycle(t *testing.T) {
 
 func TestCommitLocksUntilReleaseAll(t *testing.T) {
 	p, _ := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib))
-	b, err := p.WantDevice(10)
-	require.NoError(t, err)
+	b := pooltest.Device(t, p, 10)
 	require.NoError(t, p.Commit())
-	_, err = b.Ptr()
+	_, err := b.Ptr()
 	require.NoError(t, err, "Commit satisfies the queue")
 	assert.True(t, p.Stats().Committed)
 
@@ -330,12 +312,11 @@ func TestNewFaultSweep(t *testing.T) {
 
 func TestReleaseAllWaitsForTheDeviceAndKeepsStateWhenThatFails(t *testing.T) {
 	p, f := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib))
-	b, err := p.WantDevice(10)
-	require.NoError(t, err)
+	b := pooltest.Device(t, p, 10)
 	require.NoError(t, p.Commit())
 
 	require.NoError(t, f.FailCall("cudaDeviceSynchronize", 700))
-	err = p.ReleaseAll()
+	err := p.ReleaseAll()
 	assert.ErrorIs(t, err, cudart.ErrIllegalAddress)
 	_, err = b.Ptr()
 	assert.NoError(t, err, "a failed wait resets nothing")
@@ -373,8 +354,7 @@ func TestCloseFaultIsRetried(t *testing.T) {
 func TestSatisfyAndReleaseMakeNoAllocatingCUDACalls(t *testing.T) {
 	p, f := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib))
 	f.ResetCalls()
-	_, err := p.WantDevice(10)
-	require.NoError(t, err)
+	pooltest.Device(t, p, 10)
 	require.NoError(t, p.Satisfy())
 	assert.Empty(t, f.Calls(), "placement is pure bookkeeping")
 	require.NoError(t, p.ReleaseAll())
@@ -385,8 +365,7 @@ func TestLogs(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	p, _ := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib), pool.WithLogger(zap.New(core)))
 	for i := 0; i < 10; i++ {
-		_, err := p.WantDevice(10)
-		require.NoError(t, err)
+		pooltest.Device(t, p, 10)
 	}
 	require.NoError(t, p.Commit())
 	require.NoError(t, p.ReleaseAll())
@@ -400,8 +379,7 @@ func TestLogs(t *testing.T) {
 
 	dcore, dlogs := observer.New(zapcore.DebugLevel)
 	q, _ := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithLogger(zap.New(dcore)))
-	_, err := q.WantDevice(10, pool.Name("x"))
-	require.NoError(t, err)
+	pooltest.Device(t, q, 10, pool.Name("x"))
 	assert.Equal(t, 1, dlogs.FilterMessage("pool: request queued").Len())
 }
 
@@ -409,8 +387,7 @@ func TestExhaustionIsLogged(t *testing.T) {
 	core, logs := observer.New(zapcore.WarnLevel)
 	p, _ := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithLogger(zap.New(core)))
 	for i := 0; i < 3; i++ {
-		_, err := p.WantDevice(mib / 2)
-		require.NoError(t, err)
+		pooltest.Device(t, p, mib/2)
 	}
 	err := p.Satisfy()
 	require.True(t, errors.Is(err, pool.ErrExhausted))
@@ -436,8 +413,7 @@ func TestRequestSizeBoundaries(t *testing.T) {
 	err := p.Satisfy()
 	require.ErrorIs(t, err, pool.ErrExhausted, "1 B at 0 and 768 B at 256 end at 1024 > 1000")
 	require.NoError(t, p.ReleaseAll())
-	_, err = p.WantDevice(768)
-	require.NoError(t, err)
+	pooltest.Device(t, p, 768)
 	require.NoError(t, p.Satisfy())
 	assert.Equal(t, uint64(768), p.Stats().Device.Used)
 }
