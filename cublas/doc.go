@@ -32,7 +32,7 @@
 //	err = p.UseStreams(s)
 //	...
 //	err = h.Close()           // cublasDestroy synchronises the device
-//	err = p.ForgetStreams(s)  // before the stream goes
+//	err = p.ForgetStreams(s)  // before the stream goes; nil after p.Close
 //	err = rt.StreamDestroy(0, s)
 //
 // Stream 0, the legacy default stream, needs none of this but serialises

@@ -31,6 +31,23 @@
 // where a call left waiting for a peer must end with an abort; take the
 // blocking kind for eager operations.
 //
+// One goroutine driving both devices of a process, on buffers x0 and x1 of
+// n float32s and streams s0 and s1 of devices 0 and 1 (pool buffers' Ptr,
+// say):
+//
+//	lib, err := nccl.Open(rt) // rt: a choose.Runtime, or a cudarttest fake
+//	comms, err := lib.InitAll([]int{0, 1})
+//	err = lib.Group(
+//		comms[0].AllReduceOp(x0, x0, n, nccl.Float32, nccl.Sum, s0),
+//		comms[1].AllReduceOp(x1, x1, n, nccl.Float32, nccl.Sum, s1))
+//	err = lib.Wait(rt, nccl.DefaultTimeout, nccl.Queued{Comm: comms[0], Stream: s0}, nccl.Queued{Comm: comms[1], Stream: s1})
+//	// x0 and x1 hold the sum; then Destroy each communicator.
+//
+// Wait polls the streams and the communicators' errors, and aborts them past
+// the bound; a synchronisation of the streams would wait for ever for a
+// peer that is gone. A goroutine a rank calls Comm.AllReduce instead, and
+// slots get a communicator each (see A communicator per slot).
+//
 // Errors are *Error values with NCCL's result name, its message and its last
 // error text (ncclGetLastError); errors.Is matches them against the
 // sentinels ErrInvalidArgument, ErrInvalidUsage and the others.

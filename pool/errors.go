@@ -63,15 +63,19 @@ var ErrInvalidStream = errors.New("pool: invalid stream")
 // address, and by Bytes on a device buffer.
 var ErrWrongArena = errors.New("pool: wrong arena for this call")
 
-// ExhaustedError reports that the queued requests do not fit in an arena.
-// Nothing was placed and the queue was kept, so the caller can ReleaseAll,
-// drop requests by closing the pool, or retry with a bigger pool.
+// ExhaustedError reports that requests do not fit in an arena. From
+// Satisfy or Commit, the queued requests do not fit together: nothing was
+// placed and the queue was kept, so the caller can ReleaseAll, drop
+// requests by closing the pool, or retry with a bigger pool. From WantDevice
+// or WantHost, the one request is larger than the whole arena: it was not
+// queued, and the queue is as it was.
 type ExhaustedError struct {
 	Arena        Arena  // the arena that does not fit
-	Need         uint64 // bytes the arena would need for the placed and queued requests
+	Need         uint64 // bytes the arena would need for the placed and queued requests, or for the refused one
 	Have         uint64 // the arena's capacity
-	LargestName  string // the largest queued request for that arena
+	LargestName  string // the largest queued request for that arena, or the refused one
 	LargestBytes uint64
+	refused      bool // WantDevice or WantHost refused the request: nothing was queued
 }
 
 // Error says what was asked and what was available, in binary units.
@@ -80,6 +84,10 @@ func (e *ExhaustedError) Error() string {
 	if need == have {
 		// Rounding hid the difference: say it in bytes.
 		need, have = fmt.Sprintf("%s (%d B)", need, e.Need), fmt.Sprintf("%s (%d B)", have, e.Have)
+	}
+	if e.refused {
+		return fmt.Sprintf("%v (%s): need %s, have %s; %q alone is larger than the arena, not queued",
+			ErrExhausted, e.Arena, need, have, e.LargestName)
 	}
 	return fmt.Sprintf("%v (%s): need %s, have %s; largest pending: %q %s",
 		ErrExhausted, e.Arena, need, have, e.LargestName, bytesize.Format(e.LargestBytes))

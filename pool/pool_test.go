@@ -3,6 +3,7 @@ package pool_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -422,5 +423,37 @@ func TestExhaustionSaysBytesWhenRoundingHidesTheDifference(t *testing.T) {
 	p, _ := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(0))
 	_, err := p.WantDevice(mib + 1)
 	require.ErrorIs(t, err, pool.ErrExhausted)
-	assert.Equal(t, `pool: arena exhausted (device): need 1.0 MiB (1048832 B), have 1.0 MiB (1048576 B); largest pending: "unnamed request of 1048577 B" 1.0 MiB`, err.Error())
+	assert.Equal(t, `pool: arena exhausted (device): need 1.0 MiB (1048832 B), have 1.0 MiB (1048576 B); "unnamed request of 1048577 B" alone is larger than the arena, not queued`, err.Error())
+}
+
+// A request larger than its whole arena is refused at once and not queued:
+// the queue, and the Commit after it, go on as if it had not been asked.
+func TestARequestLargerThanItsArenaIsNotQueued(t *testing.T) {
+	for _, tt := range []struct {
+		arena pool.Arena
+		want  func(*pool.Pool, uint64, ...pool.WantOption) (*pool.Buffer, error)
+	}{
+		{pool.Device, (*pool.Pool).WantDevice},
+		{pool.Host, (*pool.Pool).WantHost},
+	} {
+		t.Run(tt.arena.String(), func(t *testing.T) {
+			p, _ := newPool(t, pool.WithDeviceBytes(mib), pool.WithHostBytes(mib))
+			small, err := tt.want(p, 256, pool.Name("small"))
+			require.NoError(t, err)
+			b, err := tt.want(p, 2*mib, pool.Name("big"))
+			require.ErrorIs(t, err, pool.ErrExhausted)
+			assert.Nil(t, b)
+			var ex *pool.ExhaustedError
+			require.ErrorAs(t, err, &ex)
+			assert.Equal(t, "big", ex.LargestName)
+			assert.Equal(t, fmt.Sprintf(`pool: arena exhausted (%s): need 2.0 MiB, have 1.0 MiB; "big" alone is larger than the arena, not queued`, tt.arena), err.Error())
+			st := p.Stats().Device
+			if tt.arena == pool.Host {
+				st = p.Stats().Host
+			}
+			assert.Equal(t, 1, st.Queued, "only the small request is queued")
+			require.NoError(t, p.Commit())
+			assert.NoError(t, small.Placed(), "the small request is placed")
+		})
+	}
 }

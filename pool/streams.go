@@ -38,9 +38,23 @@ func (p *Pool) UseStreams(streams ...cudart.Stream) error {
 // nothing; ForgetStreams of it then lets the next ReleaseAll go on. Once no
 // stream is left, the pool waits for the whole device again. A stream the
 // pool does not wait for is refused with ErrInvalidStream, and then none is
-// dropped.
+// dropped. After Close there is nothing left to forget and it returns nil,
+// so that cleanups may run in either order; but for the stream of an event
+// a failed Close kept, which it destroys, as Close would have.
 func (p *Pool) ForgetStreams(streams ...cudart.Stream) error {
-	return p.locked(func() error { return p.forgetStreams(streams) })
+	if err := p.valid(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		kept := slices.DeleteFunc(slices.Clone(streams), func(s cudart.Stream) bool { return !slices.Contains(p.streams, s) })
+		return p.forgetStreams(kept)
+	}
+	if err := p.alive(); err != nil {
+		return err
+	}
+	return p.forgetStreams(streams)
 }
 
 // adoptStreams is UseStreams for streams NewSlots has just made, which CUDA

@@ -117,3 +117,31 @@ func TestAnotherDevicesStreamIsRefused(t *testing.T) {
 	p := pooltest.New(t, f, pool.WithDeviceBytes(mib), pool.WithHostBytes(0))
 	require.ErrorIs(t, p.UseStreams(s1), pool.ErrInvalidStream)
 }
+
+// After Close, ForgetStreams has nothing left to forget and returns nil,
+// so that cleanups may run in either order; the event of a stream that a
+// failed Close kept it destroys.
+func TestForgetStreamsAfterClose(t *testing.T) {
+	t.Run("closed", func(t *testing.T) {
+		f := cudarttest.NewFakeT(t)
+		s := pooltest.Stream(t, f, 0)
+		p, err := pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithStreams(s))
+		require.NoError(t, err)
+		require.NoError(t, p.Close())
+		assert.NoError(t, p.ForgetStreams(s))
+		assert.NoError(t, p.ForgetStreams(777), "Close forgot every stream")
+		assert.Equal(t, 0, f.Live().Events)
+	})
+	t.Run("a failed Close kept the event", func(t *testing.T) {
+		f := cudarttest.NewFakeT(t)
+		s := pooltest.Stream(t, f, 0)
+		p, err := pool.New(f, pool.WithDeviceBytes(mib), pool.WithHostBytes(0), pool.WithStreams(s))
+		require.NoError(t, err)
+		require.NoError(t, f.FailCallNth("cudaEventDestroy", 1, cudart.ErrInvalidValue.Code))
+		require.Error(t, p.Close())
+		assert.Equal(t, 1, f.Live().Events, "kept, to retry")
+		assert.NoError(t, p.ForgetStreams(s))
+		assert.Equal(t, 0, f.Live().Events, "destroyed by ForgetStreams")
+		assert.NoError(t, p.Close())
+	})
+}

@@ -10,12 +10,16 @@ import (
 )
 
 // WantDevice queues a request for size bytes in the device arena. The buffer
-// gets its address at the next Satisfy or Commit.
+// gets its address at the next Satisfy or Commit. A request larger than the
+// whole arena is refused at once with an *ExhaustedError (errors.Is
+// ErrExhausted) and not queued; requests that fit alone but not together
+// fail at Satisfy or Commit.
 func (p *Pool) WantDevice(size uint64, opts ...WantOption) (*Buffer, error) {
 	return p.want(Device, size, opts)
 }
 
-// WantHost queues a request for size bytes in the pinned host arena.
+// WantHost queues a request for size bytes in the pinned host arena, and
+// refuses one larger than the arena as WantDevice does.
 func (p *Pool) WantHost(size uint64, opts ...WantOption) (*Buffer, error) {
 	return p.want(Host, size, opts)
 }
@@ -96,7 +100,7 @@ func (p *Pool) refusal(kind Arena, r *request) error {
 	case s == nil:
 		return fmt.Errorf("%w: the %s arena was not reserved (its size option was 0): %s", ErrNoArena, kind, what)
 	}
-	return &ExhaustedError{Arena: kind, Need: alignedSize(r.size), Have: s.capacity, LargestName: requestName(r.name, r.size), LargestBytes: r.size}
+	return &ExhaustedError{Arena: kind, Need: alignedSize(r.size), Have: s.capacity, LargestName: requestName(r.name, r.size), LargestBytes: r.size, refused: true}
 }
 
 // slabSize is how many handles one allocation holds: a program placing

@@ -27,14 +27,17 @@ func (f *Fake) FailNth(n int, code cudart.Code) error {
 }
 
 // FailCall makes every call of the CUDA function name (e.g. "cudaMalloc",
-// "cuMemMap") fail with code until ClearFaults. A name the fake never calls
-// is refused with an error that lists the names it does.
+// "cuMemMap") fail with code until ClearFaults: a sentinel's, as
+// cudart.ErrMemoryAllocation.Code, so that the error matches it with
+// errors.Is. A name the fake never calls is refused with an error that
+// lists the names it does.
 //
 // The fakes of libraries attached to the fake (Attach), cuBLAS's once
 // cublas.Open has opened it on the fake, take faults too: name a library's
 // function as its table does ("cublasGemmEx", "cublasCreate_v2") or as C
 // code calls it ("cublasCreate"), and give as code the status it is to
-// return (13, CUBLAS_STATUS_EXECUTION_FAILED, say). A library's call that
+// return: cudart.Code(cublas.ErrExecutionFailed.Status), which is 13,
+// CUBLAS_STATUS_EXECUTION_FAILED. A library's call that
 // fails so changes nothing, as the library's refusals do.
 func (f *Fake) FailCall(name string, code cudart.Code) error {
 	c, err := f.lookupCall(name)

@@ -33,6 +33,11 @@ import (
 // bounds) and Windows (vmem arenas as windows, and what NCCL refuses of
 // them; last, as it aborts communicators in the middle of a registration;
 // see testWindows).
+//
+// Charge's expectations on a GPU were measured in a process where nothing
+// had used NCCL before: run TestNCCL before any other NCCL test of the
+// binary, or in a binary of its own. After other NCCL work they are the
+// fake's model, which no GPU run has checked.
 func TestNCCL(t *testing.T, rt cudart.Runtime, devices []int) {
 	require.GreaterOrEqual(t, len(devices), 2, "TestNCCL needs two devices or more")
 	lib, err := nccl.Open(rt)
