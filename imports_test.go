@@ -107,13 +107,14 @@ func TestCoreImportsNoBinding(t *testing.T) {
 	}
 }
 
-// TestCudartImportsNoLibrary: no package under cudart, its tests included,
-// depends on a package of the module built on cudart from outside it (a
-// library binding such as cublas or nccl, or anything above them): the
-// arrows run from the libraries to cudart and never back up, each
-// library's fake and conformance group living beside its binding. Only
-// internal/, what several packages share, is imported from both sides.
-func TestCudartImportsNoLibrary(t *testing.T) {
+// TestNoImportRunsBackUp: no package under a package of the module with
+// packages of its own below it (cudart, cublas, nccl, ...), its tests
+// included, depends on a package of the module built on that root from
+// outside it: the arrows run from the libraries to cudart and never back
+// up, each library's fake and conformance group living beside its binding.
+// Only internal/, what several packages share, is imported from both
+// sides.
+func TestNoImportRunsBackUp(t *testing.T) {
 	// One field a package: "package|import,import...|test import,...".
 	imports, tests := map[string][]string{}, map[string][]string{}
 	format := `{{.ImportPath}}|{{join .Imports ","}}|{{join .TestImports ","}},{{join .XTestImports ","}}`
@@ -121,56 +122,68 @@ func TestCudartImportsNoLibrary(t *testing.T) {
 		f := strings.Split(line, "|")
 		imports[f[0]], tests[f[0]] = strings.Split(f[1], ","), strings.Split(f[2], ",")
 	}
-	cudart := golist.Module + "/cudart"
-	under := func(p, dir string) bool {
-		return p == golist.Module+"/"+dir || strings.HasPrefix(p, golist.Module+"/"+dir+"/")
-	}
-	// reaches reports whether p depends on cudart.
-	var reaches func(p string, seen map[string]bool) bool
-	reaches = func(p string, seen map[string]bool) bool {
-		if p == cudart {
+	under := func(p, root string) bool { return p == root || strings.HasPrefix(p, root+"/") }
+	internal := golist.Module + "/internal"
+	// reaches reports whether p depends on root.
+	var reaches func(p, root string, seen map[string]bool) bool
+	reaches = func(p, root string, seen map[string]bool) bool {
+		if p == root {
 			return true
 		}
 		seen[p] = true
 		for _, q := range imports[p] {
-			if !seen[q] && reaches(q, seen) {
+			if !seen[q] && reaches(q, root, seen) {
 				return true
 			}
 		}
 		return false
 	}
-	// above is the path from p to a package built on cudart outside
-	// cudart and internal, or nil.
-	var above func(p string, seen map[string]bool) []string
-	above = func(p string, seen map[string]bool) []string {
+	// above is the path from p to a package built on root outside root
+	// and internal, or nil.
+	var above func(p, root string, seen map[string]bool) []string
+	above = func(p, root string, seen map[string]bool) []string {
 		seen[p] = true
-		if strings.HasPrefix(p, golist.Module) && !under(p, "cudart") && !under(p, "internal") && reaches(p, map[string]bool{}) {
+		if strings.HasPrefix(p, golist.Module) && !under(p, root) && !under(p, internal) && reaches(p, root, map[string]bool{}) {
 			return []string{p}
 		}
 		for _, q := range imports[p] {
 			if !seen[q] {
-				if via := above(q, seen); via != nil {
+				if via := above(q, root, seen); via != nil {
 					return append([]string{p}, via...)
 				}
 			}
 		}
 		return nil
 	}
-	checked := 0
-	for p := range imports {
-		if !under(p, "cudart") {
+	var roots []string
+	for r := range imports {
+		if r == golist.Module || under(r, internal) || under(r, golist.Module+"/examples") {
 			continue
 		}
-		checked++
-		for _, q := range append(imports[p], tests[p]...) {
-			if via := above(q, map[string]bool{p: true}); q != p && via != nil {
-				t.Errorf("%s (or its tests) depends on %s, which is built on cudart: %s", p, via[len(via)-1], strings.Join(append([]string{p}, via...), " -> "))
+		for p := range imports {
+			if p != r && under(p, r) {
+				roots = append(roots, r)
 				break
 			}
 		}
 	}
-	require.Greater(t, checked, 3, "go list lists cudart's packages")
-	require.NotNil(t, above(golist.Module+"/examples/gemm", map[string]bool{}), "the walk finds what is built on cudart")
+	for _, want := range []string{"cudart", "cublas", "nccl"} {
+		require.Contains(t, roots, golist.Module+"/"+want, "go list lists the packages below each binding")
+	}
+	for _, root := range roots {
+		for p := range imports {
+			if !under(p, root) {
+				continue
+			}
+			for _, q := range append(imports[p], tests[p]...) {
+				if via := above(q, root, map[string]bool{p: true}); q != p && via != nil {
+					t.Errorf("%s (or its tests) depends on %s, which is built on %s: %s", p, via[len(via)-1], root, strings.Join(append([]string{p}, via...), " -> "))
+					break
+				}
+			}
+		}
+	}
+	require.NotNil(t, above(golist.Module+"/examples/gemm", golist.Module+"/cudart", map[string]bool{}), "the walk finds what is built on cudart")
 }
 
 // testKit says whether a program importing the package at importPath
