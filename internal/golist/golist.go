@@ -8,7 +8,10 @@ package golist
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -47,15 +50,48 @@ func Deps(format string, args ...string) ([]string, error) {
 }
 
 // DepsT is Deps for a test: it skips t, with Deps's reason, where go list
-// cannot list the module, and fails t on any other error.
+// cannot list the module, and fails t on any other error. It also stats
+// every Go file and go.mod of the module (Watch), so that go test's cache
+// reruns the test after any of them changes: go test cannot see what the
+// go list it runs read.
 func DepsT(t testing.TB, format string, args ...string) []string {
 	t.Helper()
 	pkgs, err := Deps(format, args...)
 	if errors.Is(err, ErrUnavailable) {
 		t.Skip(err)
 	}
+	if err == nil {
+		_, err = Watch()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	return pkgs
+}
+
+// Watch stats every .go file and go.mod of the module that holds the
+// working directory, for go test's cache to record, and returns how many.
+func Watch() (int, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", Module).Output()
+	if err != nil {
+		return 0, fmt.Errorf("golist: the module's directory: %w", err)
+	}
+	root, n := strings.TrimSpace(string(out)), 0
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && p != root && strings.HasPrefix(d.Name(), "."):
+			return filepath.SkipDir // .git, .gpu
+		case d.IsDir() || !(strings.HasSuffix(p, ".go") || d.Name() == "go.mod"):
+			return nil
+		}
+		n++
+		_, err = os.Stat(p)
+		return err
+	})
+	if err != nil {
+		return n, fmt.Errorf("golist: %w", err)
+	}
+	return n, nil
 }

@@ -28,3 +28,14 @@ func TestDepsOutsideTheModule(t *testing.T) {
 	require.ErrorIs(t, err, golist.ErrUnavailable)
 	assert.Contains(t, err.Error(), "golist: ")
 }
+
+// TestWatchStatsTheModulesFiles: Watch finds this package's own files and
+// go.mod, and skips hidden directories such as .git.
+func TestWatchStatsTheModulesFiles(t *testing.T) {
+	if _, err := golist.Deps("{{.ImportPath}}", "."); err != nil {
+		t.Skip(err)
+	}
+	n, err := golist.Watch()
+	require.NoError(t, err)
+	assert.Greater(t, n, 100, "the module has hundreds of Go files")
+}
