@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -29,24 +28,43 @@ var ErrUnavailable = errors.New("golist: go list cannot list this module here")
 // saying why, where no go command is installed or the working directory is
 // not inside the module.
 func Deps(format string, args ...string) ([]string, error) {
-	gobin, err := exec.LookPath("go")
+	pkgs, _, err := deps(format, args)
+	return pkgs, err
+}
+
+// deps is Deps, and the module's directory.
+func deps(format string, args []string) (pkgs []string, dir string, err error) {
+	gobin, dir, err := module()
 	if err != nil {
-		return nil, fmt.Errorf("%w: no go command: %v", ErrUnavailable, err)
-	}
-	// Outside any module, go list -m prints "command-line-arguments".
-	mods, err := exec.Command(gobin, "list", "-m").Output()
-	if err != nil || !slices.Contains(strings.Fields(string(mods)), Module) {
-		return nil, fmt.Errorf("%w: the working directory is not inside module %s", ErrUnavailable, Module)
+		return nil, "", err
 	}
 	out, err := exec.Command(gobin, append([]string{"list", "-deps", "-f", format}, args...)...).Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			return nil, fmt.Errorf("golist: go list -deps %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(ee.Stderr)))
+			return nil, "", fmt.Errorf("golist: go list -deps %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(ee.Stderr)))
 		}
-		return nil, fmt.Errorf("golist: go list -deps %s: %w", strings.Join(args, " "), err)
+		return nil, "", fmt.Errorf("golist: go list -deps %s: %w", strings.Join(args, " "), err)
 	}
-	return strings.Fields(string(out)), nil
+	return strings.Fields(string(out)), dir, nil
+}
+
+// module is the go command and the directory of the module, which the
+// working directory must be inside; its error wraps ErrUnavailable.
+func module() (gobin, dir string, err error) {
+	gobin, err = exec.LookPath("go")
+	if err != nil {
+		return "", "", fmt.Errorf("%w: no go command: %v", ErrUnavailable, err)
+	}
+	// Outside any module, go list -m prints "command-line-arguments".
+	if out, err := exec.Command(gobin, "list", "-m", "-f", "{{.Path}} {{.Dir}}").Output(); err == nil {
+		for line := range strings.Lines(string(out)) {
+			if path, dir, ok := strings.Cut(strings.TrimSpace(line), " "); ok && path == Module {
+				return gobin, dir, nil
+			}
+		}
+	}
+	return "", "", fmt.Errorf("%w: the working directory is not inside module %s", ErrUnavailable, Module)
 }
 
 // DepsT is Deps for a test: it skips t, with Deps's reason, where go list
@@ -56,12 +74,12 @@ func Deps(format string, args ...string) ([]string, error) {
 // go list it runs read.
 func DepsT(t testing.TB, format string, args ...string) []string {
 	t.Helper()
-	pkgs, err := Deps(format, args...)
+	pkgs, dir, err := deps(format, args)
 	if errors.Is(err, ErrUnavailable) {
 		t.Skip(err)
 	}
 	if err == nil {
-		_, err = Watch()
+		_, err = watch(dir)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -72,12 +90,17 @@ func DepsT(t testing.TB, format string, args ...string) []string {
 // Watch stats every .go file and go.mod of the module that holds the
 // working directory, for go test's cache to record, and returns how many.
 func Watch() (int, error) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", Module).Output()
+	_, dir, err := module()
 	if err != nil {
-		return 0, fmt.Errorf("golist: the module's directory: %w", err)
+		return 0, err
 	}
-	root, n := strings.TrimSpace(string(out)), 0
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	return watch(dir)
+}
+
+// watch is Watch of the module in root.
+func watch(root string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		switch {
 		case err != nil:
 			return err
